@@ -1,0 +1,28 @@
+"""Set Django up for a benchmark: the configured database, or a throwaway SQLite file."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def setup(database_url: str | None = None) -> str:
+    """Configure and migrate a database; returns a printable description of it."""
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("SECRET_KEY", "benchmark-only")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eunice.settings")
+    url = database_url or os.environ.get("DATABASE_URL")
+    if not url:
+        url = f"sqlite:///{tempfile.mkdtemp(prefix='eunice-bench-')}/bench.sqlite3"
+    os.environ["DATABASE_URL"] = url
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    call_command("seed_tools", verbosity=0)
+    return url.split("@")[-1] if "@" in url else url

@@ -1,0 +1,113 @@
+"""Per-call cost of the one dispatch path, against a direct call and LangChain.
+
+Prints µs/call, each over --calls calls (default 10,000):
+  bare_us             the handler called directly
+  dispatch_us         execute_tool: lookup, validation, contract, routing; log off
+  dispatch_logged_us  the same with the execution log on the configured database
+                      (the final flush of buffered rows is included in the time)
+  dispatch_thread_us  a handler not marked inline: it runs on a worker thread
+                      so its timeout can be enforced
+  langchain_us        langchain-core StructuredTool.invoke on the same function
+
+Usage: python bench/dispatch.py [--calls N] [--json] [--database-url URL]
+Without DATABASE_URL (or --database-url) it uses a throwaway SQLite file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import _django
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
+
+
+def add(inputs: dict, context: dict) -> str:
+    return str(inputs["a"] + inputs["b"])
+
+
+def per_call_us(fn, calls: int, after=None) -> float:
+    for _ in range(min(calls // 10, 1000)):  # warm caches and validators
+        fn()
+    if after:
+        after()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    if after:
+        after()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--database-url")
+    args = parser.parse_args()
+    database = _django.setup(args.database_url)
+
+    from django.conf import settings
+
+    from registry.execlog import writer
+    from registry.models import ToolDefinition, ToolExecutionLog, ToolStatus, ToolType
+    from registry.registry import get_registry
+
+    registry = get_registry()
+    names = ("bench_add", "bench_add_threaded")
+    ToolDefinition.objects.filter(name__in=names).delete()
+    for name in names:
+        ToolDefinition.objects.create(
+            name=name, description="Add two integers.", input_schema=SCHEMA,
+            tool_type=ToolType.SYSTEM, status=ToolStatus.APPROVED, category="bench",
+        )
+    registry.register_handler("bench_add", add, inline=True)
+    registry.register_handler("bench_add_threaded", add, inline=False)
+    context = {"tenant_id": "bench", "user_id": "bench"}
+    inputs = {"a": 2, "b": 3}
+    assert registry.execute_tool("bench_add", inputs, context).content == "5"
+
+    results: dict[str, object] = {"calls": args.calls, "database": database}
+    results["bare_us"] = per_call_us(lambda: add(inputs, context), args.calls)
+    settings.EXECUTION_LOG_ENABLED = False
+    results["dispatch_us"] = per_call_us(
+        lambda: registry.execute_tool("bench_add", inputs, context), args.calls
+    )
+    results["dispatch_thread_us"] = per_call_us(
+        lambda: registry.execute_tool("bench_add_threaded", inputs, context), args.calls
+    )
+    settings.EXECUTION_LOG_ENABLED = True
+    log = writer()
+    results["log_flush_seconds"] = log.flush_seconds
+    results["dispatch_logged_us"] = per_call_us(
+        lambda: registry.execute_tool("bench_add", inputs, context), args.calls, after=log.flush
+    )
+    results["log_rows_dropped"] = log.dropped
+
+    from langchain_core.tools import StructuredTool
+
+    def lc_add(a: int, b: int) -> str:
+        return add({"a": a, "b": b}, context)
+
+    lc_tool = StructuredTool.from_function(func=lc_add, name="bench_add", description="Add two integers.")
+    results["langchain_us"] = per_call_us(lambda: lc_tool.invoke(inputs), args.calls)
+    results["dispatch_vs_langchain"] = results["langchain_us"] / results["dispatch_us"]
+
+    ToolExecutionLog.objects.filter(tenant_id="bench").delete()
+    ToolDefinition.objects.filter(name__in=names).delete()
+    if args.json:
+        print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in results.items()}))
+        return
+    for key, value in results.items():
+        print(f"{key:>22}: {value:.2f}" if isinstance(value, float) else f"{key:>22}: {value}")
+
+
+if __name__ == "__main__":
+    main()

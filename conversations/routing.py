@@ -1,0 +1,3 @@
+"""Websocket routes (the chat consumer lands with the agent loop)."""
+
+websocket_urlpatterns: list = []

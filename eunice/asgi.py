@@ -1,0 +1,29 @@
+"""ASGI entry point: HTTP through Django, websockets through Channels."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eunice.settings")
+django_http = get_asgi_application()  # sets Django up before the imports below
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from conversations.routing import websocket_urlpatterns  # noqa: E402
+
+# The embedded product serves its own static files (admin CSS, the chat page's
+# scripts); a deployment behind a web server can turn this off.
+http_app = ASGIStaticFilesHandler(django_http) if settings.EUNICE_SERVE_STATIC else django_http
+
+application = ProtocolTypeRouter(
+    {
+        "http": http_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -1,0 +1,138 @@
+"""Small typed readers for settings that come from the environment.
+
+Every reader fails loudly with ImproperlyConfigured naming the variable, the
+rule it broke and what a valid value looks like.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"{name}={raw!r} is not a boolean; use one of 1/0, true/false, yes/no, on/off."
+    )
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(name: str, url: str) -> dict:
+    """Django DATABASES entry for a postgres:// or sqlite:/// URL."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme in {"postgres", "postgresql", "pgsql"}:
+        db_name = unquote(parts.path.lstrip("/"))
+        if not db_name:
+            raise ImproperlyConfigured(
+                f"{name}={_redact(url)!r} names no database; "
+                "expected postgres://USER[:PASSWORD]@HOST[:PORT]/DBNAME."
+            )
+        options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": db_name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(parts.port or ""),
+            "OPTIONS": options,
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
+        }
+    if scheme == "sqlite":
+        # sqlite:///abs/path and sqlite:////abs/path both name /abs/path.
+        path = "/" + unquote(parts.netloc + parts.path).lstrip("/")
+        if path == "/":
+            raise ImproperlyConfigured(
+                f"{name}={url!r} names no file; expected sqlite:///absolute/path.sqlite3."
+            )
+        return _sqlite(path)
+    raise ImproperlyConfigured(
+        f"{name}={_redact(url)!r} has an unsupported scheme {scheme!r}; "
+        "use postgres://… or sqlite:///…, or leave it unset for the embedded SQLite file."
+    )
+
+
+def _sqlite(path: str) -> dict:
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            # WAL lets the execution-log writer thread and request threads write
+            # without "database is locked"; IMMEDIATE avoids upgrade deadlocks.
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        },
+    }
+
+
+def sqlite_database(path: str) -> dict:
+    return _sqlite(path)
+
+
+def validate_redis_url(name: str, url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in {"redis", "rediss", "unix"} or (parts.scheme != "unix" and not parts.hostname):
+        raise ImproperlyConfigured(
+            f"{name}={_redact(url)!r} is not a Redis URL; expected redis://HOST:PORT/DB."
+        )
+    return url
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return parts._replace(netloc=netloc).geturl()
+    return url

@@ -1,0 +1,175 @@
+"""Django settings for Eunice, read from the environment.
+
+With nothing configured the product runs embedded: a SQLite file under var/,
+the in-memory channel layer and the django-q2 ORM broker. DATABASE_URL and
+REDIS_URL switch to PostgreSQL and Redis.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from eunice.env import (
+    database_from_url,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    sqlite_database,
+    validate_redis_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("EUNICE_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required when DEBUG is off; set SECRET_KEY to a long random "
+            "string (the run script keeps one in var/secret_key) or set DEBUG=1 for development."
+        )
+    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "channels",
+    "django_q",
+    "registry",
+    "tools",
+    "conversations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "eunice.urls"
+ASGI_APPLICATION = "eunice.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": database_from_url("DATABASE_URL", DATABASE_URL)}
+else:
+    DATABASES = {"default": sqlite_database(str(VAR_DIR / "eunice.sqlite3"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    validate_redis_url("REDIS_URL", REDIS_URL)
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# django-q2: `retry` must exceed `timeout` or a slow task runs twice.
+Q_TIMEOUT = env_int("EUNICE_Q_TIMEOUT", 600, minimum=1)
+Q_CLUSTER = {
+    "name": "eunice",
+    "workers": env_int("EUNICE_Q_WORKERS", 2, minimum=1),
+    "timeout": Q_TIMEOUT,
+    "retry": Q_TIMEOUT + 60,
+    "max_attempts": 1,
+    "catch_up": False,
+    "ack_failures": True,
+    "save_limit": 500,
+    "label": "Background jobs",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+EUNICE_SERVE_STATIC = env_bool("EUNICE_SERVE_STATIC", True)
+
+LOGIN_URL = "/admin/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.BasicAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# --- The tool system -------------------------------------------------------
+
+# Seconds a tool may run before the caller stops waiting and gets an error.
+TOOL_TIMEOUT_SECONDS = env_float("EUNICE_TOOL_TIMEOUT", 300.0, minimum=0.001)
+
+# Execution log: rows are buffered and written in batches by a background
+# thread every EXECUTION_LOG_FLUSH_SECONDS (0 writes each row synchronously).
+EXECUTION_LOG_ENABLED = env_bool("EUNICE_EXECUTION_LOG", True)
+EXECUTION_LOG_FLUSH_SECONDS = env_float("EUNICE_LOG_FLUSH_SECONDS", 1.0, minimum=0.0)
+EXECUTION_LOG_MAX_BUFFER = env_int("EUNICE_LOG_MAX_BUFFER", 100_000, minimum=1)
+
+# Feature flags strip gated tools from the catalog; see tools/catalog.py.
+FEATURE_FLAGS = {
+    "custom_tools_enabled": env_bool("EUNICE_CUSTOM_TOOLS", False),
+}
+
+# Staff login created by the run script on first start.
+EUNICE_ADMIN_USER = env_str("EUNICE_ADMIN_USER", "admin")
+EUNICE_ADMIN_PASSWORD = env_str("EUNICE_ADMIN_PASSWORD")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "eunice": {"handlers": ["console"], "level": env_str("EUNICE_LOG_LEVEL", "INFO")},
+    },
+}

@@ -1,0 +1,19 @@
+"""Settings for the test suite: the same as production, plus a throwaway key."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
+
+from eunice.settings import *  # noqa: E402,F403
+
+# Tests assert on log rows right after a call; the batching writer has its own tests.
+EXECUTION_LOG_FLUSH_SECONDS = 0.0
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# A file, not memory, so a django-q2 worker started by a test can see the data.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}  # noqa: F405
+
+# Worker threads close their connections after each call, so a test database
+# can always be dropped at the end of the run.
+DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405

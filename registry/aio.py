@@ -1,0 +1,58 @@
+"""Running async handlers from synchronous code.
+
+Coroutines run on one long-lived event loop owned by a daemon thread, not on a
+throwaway loop created per call: a task a handler starts there is not torn
+down when the handler returns. Work that must outlive the process, or survive
+a restart, still belongs in a django-q2 job (``registry.background``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+_lock = threading.Lock()
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The shared loop, started on first use."""
+    global _loop, _thread
+    if _loop is None:
+        with _lock:
+            if _loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="registry-event-loop", daemon=True
+                )
+                thread.start()
+                _loop, _thread = loop, thread
+    return _loop
+
+
+def on_background_loop() -> bool:
+    return _thread is not None and threading.current_thread() is _thread
+
+
+def run_sync(coro: Coroutine[Any, Any, T], timeout: float) -> T:
+    """Run ``coro`` on the shared loop and wait for it.
+
+    Raises TimeoutError after ``timeout`` seconds (the coroutine is cancelled),
+    and RuntimeError when called from the shared loop itself, where waiting
+    would deadlock: async code should ``await`` instead.
+    """
+    if on_background_loop():
+        coro.close()
+        raise RuntimeError("run_sync called on the registry loop; await the coroutine instead")
+    future = asyncio.run_coroutine_threadsafe(coro, background_loop())
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise TimeoutError(f"timed out after {timeout:g} s") from None

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class RegistryConfig(AppConfig):
+    name = "registry"
+    verbose_name = "Tool registry"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from registry import checks, signals  # noqa: F401  (registers checks and receivers)

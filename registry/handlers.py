@@ -1,0 +1,56 @@
+"""Handlers: the Python callables behind tools, and how they are loaded."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger("eunice.registry")
+
+HandlerFunc = Callable[[dict, dict], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """A callable plus how the registry must run it.
+
+    ``inline`` handlers are quick, CPU-bound functions run on the caller's
+    thread (no timeout can interrupt them); other sync handlers run on a worker
+    thread so the caller can stop waiting after ``timeout`` seconds. Coroutine
+    functions run on the registry's event loop under the same timeout.
+    """
+
+    func: HandlerFunc
+    is_async: bool
+    inline: bool
+    timeout: float | None  # None: the deployment's TOOL_TIMEOUT_SECONDS
+
+    @classmethod
+    def wrap(
+        cls, func: HandlerFunc, *, inline: bool = False, timeout: float | None = None
+    ) -> "Handler":
+        is_async = inspect.iscoroutinefunction(func)
+        return cls(func=func, is_async=is_async, inline=inline and not is_async, timeout=timeout)
+
+
+class HandlerImportError(ImportError):
+    """A handler_path that does not resolve to a callable."""
+
+
+def import_handler(path: str) -> HandlerFunc:
+    """Resolve ``package.module.function``. Raises HandlerImportError saying why not."""
+    module_name, _, attr = path.rpartition(".")
+    if not module_name:
+        raise HandlerImportError(f"{path!r} is not a dotted path to a function")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise HandlerImportError(f"cannot import {module_name}: {exc}") from exc
+    func = getattr(module, attr, None)
+    if not callable(func):
+        raise HandlerImportError(f"{module_name} has no callable {attr!r}")
+    return func

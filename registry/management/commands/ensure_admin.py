@@ -1,0 +1,30 @@
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = (
+        "Create the staff login on first run, from EUNICE_ADMIN_USER/EUNICE_ADMIN_PASSWORD; "
+        "without a password, generate one and print it once."
+    )
+
+    def handle(self, *args, **options) -> None:
+        User = get_user_model()
+        username = settings.EUNICE_ADMIN_USER
+        if User.objects.filter(username=username).exists():
+            return
+        password = settings.EUNICE_ADMIN_PASSWORD
+        generated = not password
+        if generated:
+            password = secrets.token_urlsafe(12)
+        User.objects.create_superuser(username=username, email="", password=password)
+        if generated:
+            self.stdout.write(
+                f"Created staff login {username!r} with password {password!r} "
+                "(shown once; change it in the admin)."
+            )
+        else:
+            self.stdout.write(f"Created staff login {username!r} from EUNICE_ADMIN_PASSWORD.")

@@ -1,0 +1,28 @@
+import json
+
+from django.core.management.base import BaseCommand
+
+from registry.models import ToolDefinition
+
+
+class Command(BaseCommand):
+    help = "List live tool definitions, optionally only those a tenant may call."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--tenant", help="Only tools this tenant may call.")
+        parser.add_argument("--json", action="store_true", help="Print a JSON list.")
+
+    def handle(self, *args, **options) -> None:
+        tools = ToolDefinition.objects.live()
+        if options["tenant"]:
+            tools = tools.callable_by(options["tenant"])
+        rows = list(tools.order_by("tool_type", "name").values("name", "tool_type", "status", "category"))
+        if options["json"]:
+            self.stdout.write(json.dumps(rows, indent=2))
+            return
+        width = max((len(r["name"]) for r in rows), default=4)
+        for row in rows:
+            self.stdout.write(
+                f"{row['name']:<{width}}  {row['tool_type']:<6}  {row['status']:<8}  {row['category']}"
+            )
+        self.stdout.write(f"{len(rows)} tool(s)")

@@ -1,0 +1,273 @@
+"""Tool definitions, build jobs, the execution log and derived configuration."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+ALL_TENANTS = "*"
+
+
+class LenientJSONEncoder(DjangoJSONEncoder):
+    """Stores values JSON cannot express (sets, bytes, objects) as their repr.
+
+    The execution log records what a caller passed, whatever it was; refusing
+    the row would lose the record of the call.
+    """
+
+    def default(self, o: object) -> object:
+        try:
+            return super().default(o)
+        except TypeError:
+            return repr(o)
+
+
+class ToolType(models.TextChoices):
+    SYSTEM = "system", "System"
+    CUSTOM = "custom", "Custom"
+    MCP = "mcp", "MCP"
+
+
+class ToolStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    TESTING = "testing", "Testing"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+INTERNAL_CATEGORY = "internal"
+
+
+class ToolDefinitionQuerySet(models.QuerySet):
+    def live(self) -> "ToolDefinitionQuerySet":
+        return self.filter(deleted_at__isnull=True)
+
+    def for_tenant(self, tenant_id: str) -> "ToolDefinitionQuerySet":
+        return self.filter(tenant_id__in=(tenant_id, ALL_TENANTS))
+
+    def callable_by(self, tenant_id: str) -> "ToolDefinitionQuerySet":
+        """Tools a tenant may execute: approved, enabled, live; internal ones included."""
+        return (
+            self.live()
+            .for_tenant(tenant_id)
+            .filter(status=ToolStatus.APPROVED, enabled=True)
+        )
+
+    def visible_to(self, tenant_id: str) -> "ToolDefinitionQuerySet":
+        """The definitional catalog a tenant's model may be offered."""
+        return self.callable_by(tenant_id).exclude(category=INTERNAL_CATEGORY)
+
+
+class ToolDefinition(models.Model):
+    name = models.CharField(max_length=64, unique=True)
+    description = models.TextField()
+    input_schema = models.JSONField(default=dict)
+    implementation = models.TextField(
+        blank=True, help_text="Python source (custom), system:NAME or mcp:CONN:NAME."
+    )
+    handler_path = models.CharField(max_length=255, blank=True)
+    tool_type = models.CharField(max_length=16, choices=ToolType.choices, db_index=True)
+    status = models.CharField(
+        max_length=16, choices=ToolStatus.choices, default=ToolStatus.DRAFT, db_index=True
+    )
+    enabled = models.BooleanField(default=True)
+    category = models.CharField(max_length=64, db_index=True)
+    domain = models.CharField(max_length=64, null=True, blank=True)
+    replaced_by_model_capability = models.CharField(max_length=64, null=True, blank=True)
+    status_message = models.CharField(max_length=200, blank=True)
+    large_output = models.BooleanField(default=False)
+    parent_tool = models.CharField(max_length=64, blank=True)
+    dependencies = models.JSONField(default=list, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    tenant_id = models.CharField(max_length=64, default=ALL_TENANTS, db_index=True)
+    created_by = models.CharField(max_length=128, default="system")
+    rejection_reason = models.TextField(blank=True)
+    test_results = models.JSONField(default=dict, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    # Search: the vector of the text that was embedded, and which model made it.
+    embedding = models.BinaryField(null=True, blank=True, editable=False)
+    embedding_model = models.CharField(max_length=128, blank=True, editable=False)
+    # Hash of what a reviewer approves; approval is bound to it.
+    definition_hash = models.CharField(max_length=64, blank=True, editable=False)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    objects = ToolDefinitionQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tool_definitions"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(tool_type__in=ToolType.values), name="tool_type_known"
+            ),
+            models.CheckConstraint(condition=Q(status__in=ToolStatus.values), name="status_known"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_live(self) -> bool:
+        return self.deleted_at is None
+
+    def compute_definition_hash(self) -> str:
+        return definition_hash(
+            name=self.name,
+            description=self.description,
+            input_schema=self.input_schema,
+            implementation=self.implementation,
+            handler_path=self.handler_path,
+            tool_type=self.tool_type,
+        )
+
+    def save(self, *args, **kwargs) -> None:
+        self.definition_hash = self.compute_definition_hash()
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None:
+            kwargs["update_fields"] = {*update_fields, "definition_hash", "updated_at"}
+        super().save(*args, **kwargs)
+
+
+def definition_hash(**parts: object) -> str:
+    """Stable SHA-256 of the parts of a definition that a reviewer signs off on."""
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _short_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class JobType(models.TextChoices):
+    BUILD = "build", "Build"
+    AUDIT = "audit", "Audit"
+    REBUILD = "rebuild", "Rebuild"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    BUILDING = "building", "Building"
+    TESTING = "testing", "Testing"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    FAILED = "failed", "Failed"
+
+
+class ToolJobQuerySet(models.QuerySet):
+    def for_tenant(self, tenant_id: str) -> "ToolJobQuerySet":
+        return self.filter(tenant_id=tenant_id)
+
+
+class ToolJob(models.Model):
+    id = models.CharField(primary_key=True, max_length=32, default=_short_id, editable=False)
+    tool_name = models.CharField(max_length=64)
+    job_type = models.CharField(max_length=16, choices=JobType.choices)
+    status = models.CharField(
+        max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True
+    )
+    spec = models.JSONField(default=dict)
+    result = models.JSONField(default=dict, blank=True)
+    progress_pct = models.PositiveSmallIntegerField(default=0)
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    conversation_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ToolJobQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tool_jobs"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(progress_pct__lte=100), name="progress_pct_at_most_100"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_type} {self.tool_name} ({self.status})"
+
+
+class Outcome(models.TextChoices):
+    OK = "ok", "Ok"
+    HINT = "hint", "Hint"
+    ERR = "err", "Error"
+
+
+class ToolExecutionLogQuerySet(models.QuerySet):
+    def for_tenant(self, tenant_id: str) -> "ToolExecutionLogQuerySet":
+        return self.filter(tenant_id=tenant_id)
+
+
+class ToolExecutionLog(models.Model):
+    """One row per tool call. Written in batches; never updated."""
+
+    tool_name = models.CharField(max_length=64, db_index=True)
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    user_id = models.CharField(max_length=64, blank=True)
+    conversation_id = models.CharField(max_length=64, blank=True, db_index=True)
+    input_data = models.JSONField(default=dict, encoder=LenientJSONEncoder)
+    output_summary = models.CharField(max_length=500, blank=True)
+    success = models.BooleanField()
+    outcome = models.CharField(max_length=8, choices=Outcome.choices, blank=True)
+    error = models.TextField(blank=True)
+    execution_ms = models.FloatField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = ToolExecutionLogQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tool_execution_log"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["tool_name", "created_at"], name="log_tool_time")]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {'ok' if self.success else 'failed'} {self.execution_ms:.1f} ms"
+
+
+class SeedLog(models.Model):
+    """Pinned key/value rows for derived configuration (e.g. the resident floor)."""
+
+    key = models.CharField(max_length=128, unique=True)
+    value = models.JSONField(default=dict)
+    pinned = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "seed_log"
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ModelConfig(models.Model):
+    """Which model serves a role, what it can do natively and what it costs."""
+
+    role = models.CharField(max_length=64, unique=True, help_text="e.g. chat, builder, auditor")
+    provider = models.CharField(max_length=64, help_text="e.g. anthropic, offline")
+    model = models.CharField(max_length=128)
+    capabilities = models.JSONField(default=dict, blank=True)
+    max_output_tokens = models.PositiveIntegerField(default=4096)
+    input_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    output_price_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "model_configs"
+        ordering = ["role"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.provider}/{self.model}"

@@ -1,0 +1,308 @@
+"""The tool registry: the one path from a tool name to a ToolResult.
+
+``execute_tool`` (and its awaitable twin ``aexecute_tool``) is the only code
+that calls a handler. Every call goes lookup → input validation → execution →
+normalisation → execution log, whatever the tool's type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import difflib
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from registry import aio
+from registry.execlog import summarize, writer
+from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
+from registry.models import Outcome, ToolType
+from registry.result import ToolResult
+from registry.snapshot import Definition, Snapshot
+from registry.validation import InputError, validator_for
+
+logger = logging.getLogger("eunice.registry")
+
+
+@dataclass(slots=True)
+class Call:
+    """One prepared call: everything the run step needs."""
+
+    name: str
+    inputs: dict
+    context: dict
+    definition: Definition | None
+    handler: Handler | None
+    started: float
+    early: ToolResult | None = None  # set when the call ends before the handler runs
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._snapshot = Snapshot()
+        self._handlers: dict[str, Handler] = {}
+        self._unavailable: dict[str, str] = {}  # tool name -> why it cannot run
+        self._system_loaded_for = -1
+        self._lock = threading.RLock()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    # --- registration -----------------------------------------------------
+
+    def register_handler(
+        self,
+        name: str,
+        func: HandlerFunc,
+        *,
+        inline: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        """Make ``func`` the handler of tool ``name`` (system and MCP tools)."""
+        with self._lock:
+            self._handlers[name] = Handler.wrap(func, inline=inline, timeout=timeout)
+            self._unavailable.pop(name, None)
+
+    def unregister_handler(self, name: str, reason: str | None = None) -> None:
+        with self._lock:
+            self._handlers.pop(name, None)
+            if reason:
+                self._unavailable[name] = reason
+
+    def invalidate(self) -> None:
+        """Forget the cached definitions; the next call reloads them."""
+        self._snapshot.invalidate()
+
+    def definitions(self) -> dict[str, Definition]:
+        defs = self._snapshot.current()
+        if self._system_loaded_for != self._snapshot.generation:
+            self._load_system_handlers(defs)
+        return defs
+
+    def _load_system_handlers(self, defs: dict[str, Definition]) -> None:
+        from tools.catalog import ALL_SYSTEM_TOOLS, FLAG_GATED, system_tools
+
+        with self._lock:
+            enabled = {entry["name"]: entry for entry in system_tools()}
+            for entry in ALL_SYSTEM_TOOLS:
+                if entry["name"] not in enabled:
+                    flag = FLAG_GATED.get(entry["name"], "?")
+                    self._unavailable[entry["name"]] = f"turned off by the feature flag {flag}"
+            for name, definition in defs.items():
+                if definition.tool_type != ToolType.SYSTEM or name in self._handlers:
+                    continue
+                entry = enabled.get(name)
+                if entry is None:
+                    continue
+                self._register_system(name, definition.handler_path or entry["handler_path"], entry)
+            self._system_loaded_for = self._snapshot.generation
+
+    def _register_system(self, name: str, path: str, entry: dict) -> None:
+        try:
+            func = import_handler(path)
+        except HandlerImportError as exc:
+            logger.warning("tool %s: handler %s failed to import: %s", name, path, exc)
+            self._unavailable[name] = "its handler could not be loaded"
+            return
+        self._handlers[name] = Handler.wrap(
+            func, inline=entry.get("inline", False), timeout=entry.get("timeout_seconds")
+        )
+
+    # --- the catalog the model sees ---------------------------------------
+
+    def get_tools_for_llm(self, tenant_id: str) -> list[dict]:
+        """Every tool the tenant's model may be offered, with ``reasoning`` injected."""
+        return [
+            {"name": d.name, "description": d.description, "input_schema": d.llm_schema}
+            for d in self.definitions().values()
+            if d.visible_to(tenant_id)
+        ]
+
+    def callable_names(self, tenant_id: str) -> list[str]:
+        return [d.name for d in self.definitions().values() if d.callable_by(tenant_id)]
+
+    # --- dispatch ----------------------------------------------------------
+
+    def execute_tool(self, name: str, inputs: dict | None, context: dict) -> ToolResult:
+        """Run tool ``name`` for ``context["tenant_id"]``; never raises for tool failures.
+
+        Raises RuntimeError when called on a thread that is running an event
+        loop: this call blocks, so async code must ``await aexecute_tool``.
+        """
+        if asyncio._get_running_loop() is not None:
+            raise RuntimeError(
+                "execute_tool blocks and was called on an event-loop thread; "
+                "use `await registry.aexecute_tool(...)` from async code"
+            )
+        call = self._prepare(name, inputs, context)
+        if call.early is not None:
+            return self._finish(call, call.early)
+        return self._finish(call, self._run_sync(call))
+
+    async def aexecute_tool(self, name: str, inputs: dict | None, context: dict) -> ToolResult:
+        """``execute_tool`` for async callers: nothing blocks the caller's event loop."""
+        call = await _in_thread(self._prepare)(name, inputs, context)
+        if call.early is None and call.handler is not None and call.handler.is_async:
+            result = await self._run_async(call)
+        elif call.early is None:
+            result = await _in_thread(self._run_sync)(call)
+        else:
+            result = call.early
+        return await _in_thread(self._finish)(call, result)
+
+    def _prepare(self, name: str, inputs: dict | None, context: dict) -> Call:
+        started = time.perf_counter()
+        tenant_id = context.get("tenant_id")
+        if not tenant_id:
+            raise ValueError("execute_tool needs context['tenant_id']")
+        inputs = dict(inputs or {})
+        reasoning = inputs.pop("reasoning", None)
+        ctx = {**context, "_reasoning": reasoning, "_tool_registry": self, "_tool_name": name}
+        call = Call(name, inputs, ctx, None, None, started)
+        definition = self.definitions().get(name)
+        if definition is None or not definition.callable_by(tenant_id):
+            call.early = self._unknown_tool(name, tenant_id)
+            return call
+        call.definition = definition
+        try:
+            validator_for(definition.input_schema, definition.schema_key)(inputs)
+        except InputError as exc:
+            call.early = ToolResult.failure(f"Invalid input for {name}: {exc}")
+            return call
+        call.handler, why_not = self._route(definition)
+        if call.handler is None:
+            call.early = ToolResult.failure(f"Tool {name!r} is unavailable: {why_not}.")
+        return call
+
+    def _route(self, definition: Definition) -> tuple[Handler | None, str]:
+        if definition.tool_type == ToolType.CUSTOM:
+            return None, "custom tools are not enabled in this deployment"
+        handler = self._handlers.get(definition.name)
+        if handler is not None:
+            return handler, ""
+        if definition.tool_type == ToolType.MCP:
+            return None, self._unavailable.get(definition.name, "its MCP server is not connected")
+        return None, self._unavailable.get(definition.name, "it has no registered handler")
+
+    def _unknown_tool(self, name: str, tenant_id: str) -> ToolResult:
+        close = difflib.get_close_matches(name, self.callable_names(tenant_id), n=3, cutoff=0.4)
+        hint = f" Closest tools: {', '.join(close)}." if close else ""
+        return ToolResult.failure(f"Unknown tool {name!r}.{hint}")
+
+    def _timeout(self, handler: Handler) -> float:
+        return handler.timeout or settings.TOOL_TIMEOUT_SECONDS
+
+    def _run_sync(self, call: Call) -> ToolResult:
+        handler = call.handler
+        assert handler is not None
+        try:
+            if handler.inline:
+                raw = handler.func(call.inputs, call.context)
+            elif handler.is_async:
+                raw = aio.run_sync(handler.func(call.inputs, call.context), self._timeout(handler))
+            else:
+                future = self._worker_pool().submit(_on_worker, handler.func, call.inputs, call.context)
+                raw = self._wait(future, handler)
+            return ToolResult.from_any(raw)
+        except Exception as exc:
+            return self._handler_failure(call, exc)
+
+    async def _run_async(self, call: Call) -> ToolResult:
+        handler = call.handler
+        assert handler is not None
+        try:
+            raw = await asyncio.wait_for(
+                handler.func(call.inputs, call.context), self._timeout(handler)
+            )
+            return ToolResult.from_any(raw)
+        except asyncio.TimeoutError:
+            return self._handler_failure(call, TimeoutError(f"timed out after {self._timeout(handler):g} s"))
+        except Exception as exc:
+            return self._handler_failure(call, exc)
+
+    def _wait(self, future: concurrent.futures.Future, handler: Handler) -> Any:
+        timeout = self._timeout(handler)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            # A Python thread cannot be killed; the caller stops waiting and
+            # the worker finishes (or not) on its own.
+            future.cancel()
+            raise TimeoutError(f"timed out after {timeout:g} s") from None
+
+    def _worker_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = concurrent.futures.ThreadPoolExecutor(
+                        max_workers=16, thread_name_prefix="tool"
+                    )
+        return self._pool
+
+    def _handler_failure(self, call: Call, exc: Exception) -> ToolResult:
+        kind = type(exc).__name__
+        logger.warning("tool %s raised %s: %s", call.name, kind, exc, exc_info=exc)
+        message = str(exc) or kind
+        return ToolResult.failure(f"{kind}: {message}", content=f"Error ({kind}): {message}")
+
+    def _finish(self, call: Call, result: ToolResult) -> ToolResult:
+        if settings.EXECUTION_LOG_ENABLED:
+            self._log(call, result)
+        return result
+
+    def _log(self, call: Call, result: ToolResult) -> None:
+        elapsed_ms = (time.perf_counter() - call.started) * 1000.0
+        ctx = call.context
+        writer().record(
+            {
+                "tool_name": call.name[:64],
+                "tenant_id": str(ctx["tenant_id"]),
+                "user_id": str(ctx.get("user_id") or ""),
+                "conversation_id": str(ctx.get("conversation_id") or ""),
+                "input_data": call.inputs,
+                "output_summary": summarize(result.content),
+                "success": result.error is None,
+                "outcome": Outcome.OK if result.error is None else Outcome.ERR,
+                "error": result.error or "",
+                "execution_ms": elapsed_ms,
+                "created_at": timezone.now(),
+            }
+        )
+
+
+def _in_thread(func):
+    """Run sync ``func`` on a worker thread; its DB connection is tidied like a request's."""
+    from channels.db import DatabaseSyncToAsync
+
+    return DatabaseSyncToAsync(func, thread_sensitive=False)
+
+
+def _on_worker(func: HandlerFunc, inputs: dict, context: dict) -> Any:
+    try:
+        return func(inputs, context)
+    finally:
+        close_old_connections()
+
+
+_registry: ToolRegistry | None = None
+_registry_lock = threading.Lock()
+
+
+def get_registry() -> ToolRegistry:
+    """The process-wide registry."""
+    global _registry
+    if _registry is None:
+        with _registry_lock:
+            if _registry is None:
+                _registry = ToolRegistry()
+    return _registry
+
+
+def execute_tool(name: str, inputs: dict | None, context: dict) -> ToolResult:
+    return get_registry().execute_tool(name, inputs, context)
+

@@ -1,0 +1,123 @@
+"""An in-memory copy of the live tool definitions, so dispatch needs no query.
+
+The copy is rebuilt when a definition changes in this process (signals) and,
+for changes made by other processes, when a cheap fingerprint query (row count
+and newest ``updated_at``) differs; that query runs at most once every
+``REFRESH_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from registry.models import ALL_TENANTS, INTERNAL_CATEGORY, ToolDefinition, ToolStatus
+
+REFRESH_SECONDS = 2.0
+
+REASONING_FIELD = {
+    "type": "string",
+    "description": (
+        "Why you chose this tool and approach, in a sentence. Recorded for audit; "
+        "the tool itself never reads it."
+    ),
+}
+NO_REASONING = frozenset({"plan"})
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    id: int
+    name: str
+    description: str
+    input_schema: dict
+    tool_type: str
+    status: str
+    enabled: bool
+    category: str
+    tenant_id: str
+    handler_path: str
+    implementation: str
+    status_message: str
+    schema_key: str
+    llm_schema: dict = field(compare=False)
+
+    def callable_by(self, tenant_id: str) -> bool:
+        return (
+            self.status == ToolStatus.APPROVED
+            and self.enabled
+            and self.tenant_id in (tenant_id, ALL_TENANTS)
+        )
+
+    def visible_to(self, tenant_id: str) -> bool:
+        return self.category != INTERNAL_CATEGORY and self.callable_by(tenant_id)
+
+
+def llm_schema(name: str, schema: dict) -> dict:
+    """The schema offered to the model: the tool's own plus a required ``reasoning``."""
+    if name in NO_REASONING:
+        return schema
+    properties = {**(schema.get("properties") or {}), "reasoning": REASONING_FIELD}
+    required = [*(schema.get("required") or []), "reasoning"]
+    return {**schema, "properties": properties, "required": required}
+
+
+def _definition(row: dict) -> Definition:
+    from registry.validation import schema_key
+
+    schema = row["input_schema"] or {"type": "object"}
+    return Definition(
+        id=row["id"],
+        name=row["name"],
+        description=row["description"],
+        input_schema=schema,
+        tool_type=row["tool_type"],
+        status=row["status"],
+        enabled=row["enabled"],
+        category=row["category"],
+        tenant_id=row["tenant_id"],
+        handler_path=row["handler_path"],
+        implementation=row["implementation"],
+        status_message=row["status_message"],
+        schema_key=schema_key(schema),
+        llm_schema=llm_schema(row["name"], schema),
+    )
+
+
+_FIELDS = (
+    "id", "name", "description", "input_schema", "tool_type", "status", "enabled",
+    "category", "tenant_id", "handler_path", "implementation", "status_message",
+)
+
+
+class Snapshot:
+    def __init__(self) -> None:
+        self.by_name: dict[str, Definition] = {}
+        self.generation = 0
+        self._fingerprint: tuple | None = None
+        self._checked_at = float("-inf")
+        self._dirty = True
+
+    def invalidate(self) -> None:
+        self._dirty = True
+
+    def current(self) -> dict[str, Definition]:
+        """The definitions, reloaded first if they may be stale."""
+        now = time.monotonic()
+        if self._dirty or now - self._checked_at > REFRESH_SECONDS:
+            self._refresh(now)
+        return self.by_name
+
+    def _refresh(self, now: float) -> None:
+        from django.db.models import Count, Max
+
+        live = ToolDefinition.objects.live()
+        stats = ToolDefinition.objects.aggregate(n=Count("id"), latest=Max("updated_at"))
+        fingerprint = (stats["n"], stats["latest"])
+        self._checked_at = now
+        if not self._dirty and fingerprint == self._fingerprint:
+            return
+        self._dirty = False
+        self._fingerprint = fingerprint
+        self.by_name = {row["name"]: _definition(row) for row in live.values(*_FIELDS)}
+        self.generation += 1

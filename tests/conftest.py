@@ -1,0 +1,69 @@
+"""Shared cast and helpers: two tenants, a staff member, and `call(name, **inputs)`."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry import registry as registry_module
+from registry.models import ToolDefinition, ToolStatus, ToolType
+
+TENANT = "acme"
+OTHER_TENANT = "globex"
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(monkeypatch):
+    """Each test gets its own registry: handlers registered in one never leak."""
+    fresh = registry_module.ToolRegistry()
+    monkeypatch.setattr(registry_module, "_registry", fresh)
+    return fresh
+
+
+@pytest.fixture(autouse=True)
+def _system_tools_seeded(request):
+    """Tests that use the database start with the catalog seeded, as production does."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None:
+        return
+    transactional = marker.kwargs.get("transaction", False)
+    request.getfixturevalue("transactional_db" if transactional else "db")
+    from registry.seeding import seed_catalog
+
+    if not ToolDefinition.objects.filter(tool_type=ToolType.SYSTEM).exists():
+        seed_catalog()
+
+
+@pytest.fixture
+def registry(fresh_registry):
+    return fresh_registry
+
+
+@pytest.fixture
+def make_tool(registry):
+    """Create a tool row and (optionally) register its handler."""
+
+    def make(name, handler=None, *, inline=True, timeout=None, **fields):
+        defaults = {
+            "description": f"Test tool {name}.",
+            "input_schema": {"type": "object", "properties": {}},
+            "tool_type": ToolType.SYSTEM,
+            "status": ToolStatus.APPROVED,
+            "category": "test",
+        }
+        row = ToolDefinition.objects.create(name=name, **{**defaults, **fields})
+        if handler is not None:
+            registry.register_handler(name, handler, inline=inline, timeout=timeout)
+        return row
+
+    return make
+
+
+@pytest.fixture
+def call(registry):
+    """call(name, tenant=..., **inputs) -> ToolResult through the one dispatch path."""
+
+    def run(name, tenant=TENANT, context=None, **inputs):
+        ctx = {"tenant_id": tenant, "user_id": "u1", **(context or {})}
+        return registry.execute_tool(name, inputs, ctx)
+
+    return run

@@ -1,0 +1,187 @@
+import asyncio
+
+import pytest
+from django.db import connection
+
+from registry.models import ToolDefinition, ToolType
+from tests import handlers
+from tests.conftest import OTHER_TENANT
+
+pytestmark = pytest.mark.django_db
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "units": {"enum": ["metric", "imperial"]},
+    },
+    "required": ["city"],
+    "additionalProperties": False,
+}
+
+
+def test_a_system_tool_runs_through_execute_tool(call):
+    result = call("plan")
+    assert result.error is None or "conversation" in result.error
+
+
+def test_an_unknown_tool_names_the_closest_tools(call, make_tool):
+    make_tool("weather_forecast", handlers.echo)
+    result = call("wether_forecast")
+    assert result.error is not None
+    assert "Unknown tool 'wether_forecast'" in result.content
+    assert "weather_forecast" in result.content
+
+
+def test_an_unknown_tool_names_at_most_three_alternatives(call, make_tool):
+    for suffix in "abcde":
+        make_tool(f"report_{suffix}", handlers.echo)
+    result = call("report_")
+    assert result.content.count("report_") == 1 + 3
+
+
+def test_a_missing_required_field_is_named_with_its_rule(call, make_tool):
+    make_tool("forecast", handlers.echo, input_schema=SCHEMA)
+    result = call("forecast", days=3)
+    assert result.error is not None
+    assert "city: this field is required (rule: required)" in result.content
+
+
+def test_a_wrong_type_is_named_with_its_rule(call, make_tool):
+    make_tool("forecast", handlers.echo, input_schema=SCHEMA)
+    result = call("forecast", city="Oslo", days="three")
+    assert "days: must be integer (rule: type)" in result.content
+
+
+def test_a_bound_violation_is_named_with_its_rule(call, make_tool):
+    make_tool("forecast", handlers.echo, input_schema=SCHEMA)
+    assert "days: must be smaller than or equal to 14 (rule: maximum)" in call(
+        "forecast", city="Oslo", days=30
+    ).content
+
+
+def test_an_enum_violation_lists_the_valid_choices(call, make_tool):
+    make_tool("forecast", handlers.echo, input_schema=SCHEMA)
+    result = call("forecast", city="Oslo", units="kelvin")
+    assert 'units: must be one of "metric", "imperial" (rule: enum)' in result.content
+
+
+def test_an_unexpected_field_suggests_the_closest_accepted_one(call, make_tool):
+    make_tool("forecast", handlers.echo, input_schema=SCHEMA)
+    result = call("forecast", city="Oslo", dayz=2)
+    assert "dayz: not an accepted field (rule: additionalProperties)" in result.content
+    assert "did you mean days" in result.content
+
+
+def test_a_misspelt_required_field_is_pointed_out(call, make_tool):
+    make_tool("forecast", handlers.echo, input_schema=SCHEMA)
+    result = call("forecast", cty="Oslo")
+    assert "you passed 'cty', did you mean 'city'?" in result.content
+
+
+def test_reasoning_is_stripped_from_inputs_into_the_context(call, make_tool):
+    make_tool("forecast", handlers.echo, input_schema=SCHEMA)
+    result = call("forecast", city="Oslo", reasoning="the user asked about Oslo")
+    assert result.error is None
+    assert "reasoning" not in result.content  # the handler saw only {'city': 'Oslo'}
+    assert result.content == "echo {'city': 'Oslo'}"
+
+
+def test_a_handler_exception_becomes_an_error_result_without_a_traceback(call, make_tool):
+    make_tool("divide", handlers.boom)
+    result = call("divide")
+    assert result.error == "ZeroDivisionError: division by zero in step 3"
+    assert "Traceback" not in result.content
+    assert "ZeroDivisionError" in result.content
+
+
+def test_an_async_handler_runs_when_no_loop_is_running(call, make_tool):
+    make_tool("shout", handlers.async_echo)
+    assert call("shout", word="hey").content == "async hey"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_async_handler_runs_when_a_worker_thread_calls_under_a_running_loop(call, make_tool):
+    make_tool("shout", handlers.async_echo)
+
+    def on_a_worker_thread():
+        try:
+            return call("shout", word="nested")
+        finally:
+            connection.close()  # this thread's own connection
+
+    async def inside_a_loop():
+        # How an ASGI consumer calls sync code: a worker thread, while the
+        # loop keeps running. The handler must not need the caller's loop.
+        return await asyncio.to_thread(on_a_worker_thread)
+
+    assert asyncio.run(inside_a_loop()).content == "async nested"
+
+
+def test_the_blocking_call_on_an_event_loop_thread_is_refused_clearly(call, make_tool):
+    make_tool("shout", handlers.async_echo)
+
+    async def on_the_loop():
+        return call("shout", word="x")
+
+    with pytest.raises(RuntimeError, match="aexecute_tool"):
+        asyncio.run(on_the_loop())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_aexecute_tool_awaits_an_async_handler(registry, make_tool):
+    make_tool("shout", handlers.async_echo)
+    result = asyncio.run(registry.aexecute_tool("shout", {"word": "aw"}, {"tenant_id": "acme"}))
+    assert result.content == "async aw"
+
+
+def test_a_slow_threaded_handler_times_out_with_an_error(call, make_tool):
+    handlers.released.clear()
+    make_tool("dawdle", handlers.slow, inline=False, timeout=0.05)
+    try:
+        result = call("dawdle")
+    finally:
+        handlers.released.set()
+    assert result.error == "TimeoutError: timed out after 0.05 s"
+
+
+def test_a_slow_async_handler_times_out_with_an_error(call, make_tool):
+    make_tool("snooze", handlers.async_slow, timeout=0.05)
+    assert call("snooze").error == "TimeoutError: timed out after 0.05 s"
+
+
+def test_a_custom_tool_says_custom_tools_are_not_enabled(call, make_tool):
+    make_tool("mine", tool_type=ToolType.CUSTOM, implementation="result = 1")
+    result = call("mine")
+    assert "custom tools are not enabled" in result.error
+
+
+def test_an_mcp_tool_without_a_connection_says_so(call, make_tool):
+    make_tool("mcp_weather_now", tool_type=ToolType.MCP)
+    assert "its MCP server is not connected" in call("mcp_weather_now").error
+
+
+def test_another_tenants_tool_is_unknown_to_this_tenant(call, make_tool):
+    make_tool("globex_secret", handlers.echo, tenant_id=OTHER_TENANT)
+    result = call("globex_secret")
+    assert "Unknown tool 'globex_secret'" in result.content
+    assert call("globex_secret", tenant=OTHER_TENANT).error is None
+
+
+def test_a_disabled_tool_cannot_be_called(call, make_tool):
+    make_tool("off", handlers.echo, enabled=False)
+    assert "Unknown tool 'off'" in call("off").content
+
+
+def test_a_broken_handler_path_disables_only_that_tool(call, caplog):
+    ToolDefinition.objects.filter(name="plan").update(handler_path="tools.nowhere.plan")
+    result = call("plan")
+    assert "Tool 'plan' is unavailable: its handler could not be loaded" in result.error
+    assert "tools.nowhere.plan" in caplog.text and "plan" in caplog.text
+    assert call("search_tools", query="plan").error is None
+
+
+def test_execute_tool_refuses_a_call_without_a_tenant(registry):
+    with pytest.raises(ValueError, match="tenant_id"):
+        registry.execute_tool("plan", {}, {})

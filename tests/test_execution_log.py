@@ -1,0 +1,128 @@
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from registry.execlog import ExecutionLogWriter
+from registry.models import ToolExecutionLog
+from tests import handlers
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_successful_call_writes_one_row_with_its_context(call, make_tool):
+    make_tool("shout", handlers.async_echo)
+    call("shout", context={"conversation_id": "c-9", "user_id": "u-7"}, word="hi")
+    row = ToolExecutionLog.objects.get()
+    assert (row.tool_name, row.tenant_id, row.user_id, row.conversation_id) == ("shout", "acme", "u-7", "c-9")
+    assert row.input_data == {"word": "hi"}
+    assert row.success is True and row.outcome == "ok" and row.error == ""
+    assert row.output_summary == "async hi"
+    assert row.execution_ms > 0
+
+
+def test_a_failed_call_writes_a_row_with_the_error(call, make_tool):
+    make_tool("divide", handlers.boom)
+    call("divide")
+    row = ToolExecutionLog.objects.get()
+    assert row.success is False and row.outcome == "err"
+    assert row.error == "ZeroDivisionError: division by zero in step 3"
+
+
+def test_calls_that_fail_before_the_handler_are_logged_too(call):
+    call("no_such_tool")
+    call("search_tools", limit="many")
+    assert list(ToolExecutionLog.objects.order_by("id").values_list("tool_name", "success")) == [
+        ("no_such_tool", False),
+        ("search_tools", False),
+    ]
+
+
+def test_the_output_summary_keeps_only_the_first_500_characters(call, make_tool):
+    make_tool("long", lambda inputs, ctx: "x" * 2000)
+    call("long")
+    assert ToolExecutionLog.objects.get().output_summary == "x" * 500
+
+
+def test_inputs_json_cannot_express_are_logged_as_their_repr(registry, make_tool):
+    make_tool("anything", handlers.echo)
+    registry.execute_tool("anything", {"tags": {1}}, {"tenant_id": "acme"})
+    assert ToolExecutionLog.objects.get().input_data == {"tags": "{1}"}
+
+
+def test_failing_to_write_the_log_never_fails_the_call(call, make_tool, caplog):
+    make_tool("shout", handlers.async_echo)
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE tool_execution_log RENAME TO tool_execution_log_away")
+    try:
+        result = call("shout", word="still works")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE tool_execution_log_away RENAME TO tool_execution_log")
+    assert result.content == "async still works"
+    assert "could not write 1 execution log row" in caplog.text
+
+
+def test_no_rows_are_written_when_the_log_is_turned_off(call, settings):
+    settings.EXECUTION_LOG_ENABLED = False
+    call("search_tools", query="plan")
+    assert not ToolExecutionLog.objects.exists()
+
+
+def log_row(n):
+    from django.utils import timezone
+
+    return {
+        "tool_name": f"t{n}", "tenant_id": "acme", "input_data": {}, "success": True,
+        "execution_ms": 1.0, "created_at": timezone.now(),
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_background_writer_flushes_buffered_rows_within_its_interval():
+    writer = ExecutionLogWriter(flush_seconds=0.05, max_buffer=100)
+    for n in range(3):
+        writer.record(log_row(n))
+    assert writer.flushed.wait(timeout=5), "the writer thread never flushed"
+    writer.stop()
+    assert ToolExecutionLog.objects.count() == 3
+
+
+def test_a_full_buffer_sheds_the_oldest_rows_and_counts_them():
+    writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=2)
+    writer._thread = object()  # keep the background thread out of this test
+    for n in range(5):
+        writer.record(log_row(n))
+    assert writer.dropped == 3
+    assert writer.flush() == 2
+    assert sorted(ToolExecutionLog.objects.values_list("tool_name", flat=True)) == ["t3", "t4"]
+
+
+def test_buffered_rows_are_written_when_the_process_exits(tmp_path):
+    database = tmp_path / "exit.sqlite3"
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "SECRET_KEY": "exit-test",
+        "EUNICE_LOG_FLUSH_SECONDS": "3600",  # nothing would flush before exit
+        "DJANGO_SETTINGS_MODULE": "eunice.settings",
+    }
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    for command in (["migrate", "-v0"], ["seed_tools", "-v0"]):
+        subprocess.run(manage + command, env=env, cwd=ROOT, check=True, timeout=120)
+    script = (
+        "from registry.registry import execute_tool\n"
+        "from registry.execlog import writer\n"
+        "execute_tool('search_tools', {'query': 'plan'}, {'tenant_id': 'acme'})\n"
+        "assert writer().pending() == 1, writer().pending()\n"
+    )
+    subprocess.run(manage + ["shell", "-c", script], env=env, cwd=ROOT, check=True, timeout=120)
+    with sqlite3.connect(database) as db:
+        rows = db.execute("select tool_name, success from tool_execution_log").fetchall()
+    assert rows == [("search_tools", 1)]

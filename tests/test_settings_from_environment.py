@@ -1,0 +1,78 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from eunice.env import database_from_url, env_bool, env_float, env_int, validate_redis_url
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_postgres_url_becomes_a_psycopg_database():
+    db = database_from_url("DATABASE_URL", "postgres://ann:s3cret@db.local:6543/eunice")
+    assert db["ENGINE"] == "django.db.backends.postgresql"
+    assert (db["NAME"], db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == (
+        "eunice", "ann", "s3cret", "db.local", "6543",
+    )
+
+
+def test_an_unsupported_scheme_is_refused_naming_the_variable_without_the_password():
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_URL") as info:
+        database_from_url("DATABASE_URL", "mysql://ann:s3cret@db/x")
+    assert "s3cret" not in str(info.value)
+    assert "postgres://" in str(info.value)
+
+
+def test_a_postgres_url_without_a_database_name_is_refused():
+    with pytest.raises(ImproperlyConfigured, match="names no database"):
+        database_from_url("DATABASE_URL", "postgres://db.local:5432/")
+
+
+def test_a_sqlite_url_names_a_file():
+    assert database_from_url("DATABASE_URL", "sqlite:////tmp/x.sqlite3")["NAME"] == "/tmp/x.sqlite3"
+
+
+def test_a_malformed_redis_url_is_refused_naming_the_variable():
+    with pytest.raises(ImproperlyConfigured, match="REDIS_URL"):
+        validate_redis_url("REDIS_URL", "127.0.0.1:6379")
+
+
+def test_boolean_numbers_and_bounds_are_checked(monkeypatch):
+    monkeypatch.setenv("FLAG", "perhaps")
+    with pytest.raises(ImproperlyConfigured, match="FLAG='perhaps' is not a boolean"):
+        env_bool("FLAG")
+    monkeypatch.setenv("COUNT", "two")
+    with pytest.raises(ImproperlyConfigured, match="COUNT='two' is not a whole number"):
+        env_int("COUNT", 1)
+    monkeypatch.setenv("COUNT", "0")
+    with pytest.raises(ImproperlyConfigured, match="COUNT=0 must be at least 1"):
+        env_int("COUNT", 1, minimum=1)
+    monkeypatch.setenv("SECONDS", "-1")
+    with pytest.raises(ImproperlyConfigured, match="SECONDS=-1.0 must be at least 0"):
+        env_float("SECONDS", 1.0, minimum=0.0)
+
+
+def settings_import(**env):
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL", "REDIS_URL"}}
+    return subprocess.run(
+        [sys.executable, "-c", "import eunice.settings"],
+        cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_settings_refuse_to_load_without_a_secret_key_when_debug_is_off():
+    result = settings_import(DEBUG="0")
+    assert result.returncode != 0
+    assert "SECRET_KEY is required when DEBUG is off" in result.stderr
+
+
+def test_settings_name_a_bad_environment_variable():
+    result = settings_import(SECRET_KEY="k", EUNICE_TOOL_TIMEOUT="soon")
+    assert "EUNICE_TOOL_TIMEOUT='soon' is not a number" in result.stderr
+
+
+def test_settings_load_with_only_a_secret_key():
+    assert settings_import(SECRET_KEY="k").returncode == 0

@@ -1,0 +1,83 @@
+import pytest
+
+from conversations.models import Conversation
+from tests import handlers
+from tests.conftest import OTHER_TENANT, TENANT
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def conversation():
+    return Conversation.objects.create(tenant_id=TENANT, title="Trip")
+
+
+def test_search_tools_ranks_a_tool_whose_name_matches_first(call, make_tool):
+    make_tool("send_email", handlers.echo, description="Send an email message to someone.")
+    make_tool("read_email", handlers.echo, description="Read an email from the inbox.")
+    make_tool("create_chart", handlers.echo, description="Draw a chart from a dataset.")
+    result = call("search_tools", query="send an email")
+    lines = [line for line in result.content.splitlines() if line.startswith("- ")]
+    assert lines[0].startswith("- send_email:")
+    assert any(line.startswith("- read_email:") for line in lines)
+    assert "create_chart" not in result.content
+
+
+def test_search_tools_returns_each_tools_input_schema(call, make_tool):
+    make_tool("send_email", handlers.echo, input_schema={"type": "object", "properties": {"to": {"type": "string"}}})
+    assert '"to":{"type":"string"}' in call("search_tools", query="email").content
+
+
+def test_search_tools_respects_the_limit(call, make_tool):
+    for n in range(6):
+        make_tool(f"email_tool_{n}", handlers.echo)
+    result = call("search_tools", query="email tool", limit=2)
+    assert result.content.count("\n- ") == 2
+
+
+def test_search_tools_never_returns_another_tenants_tools(call, make_tool):
+    make_tool("globex_email", handlers.echo, tenant_id=OTHER_TENANT)
+    assert "globex_email" not in call("search_tools", query="globex email").content
+
+
+def test_search_tools_says_plainly_when_nothing_matches(call):
+    assert "No tools match" in call("search_tools", query="zzzz qqqq").content
+
+
+def test_plan_creates_a_plan_stored_on_the_conversation(call, conversation):
+    result = call(
+        "plan",
+        context={"conversation_id": conversation.id},
+        goal="Book a trip",
+        steps=[{"title": "Pick dates"}, {"title": "Book flights"}],
+    )
+    conversation.refresh_from_db()
+    assert result.error is None
+    assert conversation.plan["steps"][1] == {"title": "Book flights", "status": "pending"}
+    assert "Plan (0/2 done)" in result.content and "Goal: Book a trip" in result.content
+
+
+def test_plan_updates_one_steps_status(call, conversation):
+    ctx = {"conversation_id": conversation.id}
+    call("plan", context=ctx, steps=[{"title": "Pick dates"}, {"title": "Book flights"}])
+    result = call("plan", context=ctx, update={"step": 1, "status": "done"})
+    assert "1. [x] Pick dates" in result.content
+    assert "Plan (1/2 done)" in result.content
+
+
+def test_plan_refuses_a_step_that_does_not_exist(call, conversation):
+    ctx = {"conversation_id": conversation.id}
+    call("plan", context=ctx, steps=[{"title": "Only step"}])
+    result = call("plan", context=ctx, update={"step": 4, "status": "done"})
+    assert result.error == "update.step 4 does not exist; the plan has 1 step(s)"
+
+
+def test_plan_without_a_conversation_says_so(call):
+    assert "plan needs a conversation" in call("plan", steps=[{"title": "x"}]).error
+
+
+def test_plan_cannot_touch_another_tenants_conversation(call):
+    theirs = Conversation.objects.create(tenant_id=OTHER_TENANT)
+    result = call("plan", context={"conversation_id": theirs.id}, steps=[{"title": "x"}])
+    theirs.refresh_from_db()
+    assert result.error is not None and theirs.plan == {}

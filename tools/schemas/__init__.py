@@ -1,0 +1,1 @@
+"""Schema entries for system tools, one module per category."""
