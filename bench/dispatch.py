@@ -2,7 +2,8 @@
 
 Prints µs/call, each over --calls calls (default 10,000):
   bare_us             the handler called directly
-  dispatch_us         execute_tool: lookup, validation, contract, routing; log off
+  dispatch_us         execute_tool: lookup, validation, routing, the Ok/Hint/Err
+                      contract and its render; log off
   dispatch_logged_us  the same with the execution log on the configured database
                       (the final flush of buffered rows is included in the time)
   dispatch_thread_us  a handler not marked inline: it runs on a worker thread
@@ -46,6 +47,48 @@ def per_call_us(fn, calls: int, after=None) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
+def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
+    from registry.models import ToolDefinition, ToolStatus, ToolType
+
+    ToolDefinition.objects.filter(name__in=names).delete()
+    for name in names:
+        ToolDefinition.objects.create(
+            name=name, description="Add two integers.", input_schema=SCHEMA,
+            tool_type=ToolType.SYSTEM, status=ToolStatus.APPROVED, category="bench",
+        )
+    registry.register_handler("bench_add", add, inline=True)
+    registry.register_handler("bench_add_threaded", add, inline=False)
+    context = {"tenant_id": "bench", "user_id": "bench"}
+    inputs = {"a": 2, "b": 3}
+    assert registry.execute_tool("bench_add", inputs, context).content == "✓ ok. 1 row.\n5"
+
+    results: dict[str, object] = {}
+    results["bare_us"] = per_call_us(lambda: add(inputs, context), calls)
+    settings.EXECUTION_LOG_ENABLED = False
+    results["dispatch_us"] = per_call_us(
+        lambda: registry.execute_tool("bench_add", inputs, context), calls
+    )
+    results["dispatch_thread_us"] = per_call_us(
+        lambda: registry.execute_tool("bench_add_threaded", inputs, context), calls
+    )
+    settings.EXECUTION_LOG_ENABLED = True
+    results["log_flush_seconds"] = log.flush_seconds
+    results["dispatch_logged_us"] = per_call_us(
+        lambda: registry.execute_tool("bench_add", inputs, context), calls, after=log.flush
+    )
+    results["log_rows_dropped"] = log.dropped
+
+    from langchain_core.tools import StructuredTool
+
+    def lc_add(a: int, b: int) -> str:
+        return add({"a": a, "b": b}, context)
+
+    lc_tool = StructuredTool.from_function(func=lc_add, name="bench_add", description="Add two integers.")
+    results["langchain_us"] = per_call_us(lambda: lc_tool.invoke(inputs), calls)
+    results["dispatch_vs_langchain"] = results["langchain_us"] / results["dispatch_us"]
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=10_000)
@@ -57,51 +100,17 @@ def main() -> None:
     from django.conf import settings
 
     from registry.execlog import writer
-    from registry.models import ToolDefinition, ToolExecutionLog, ToolStatus, ToolType
+    from registry.models import ToolDefinition, ToolExecutionLog
     from registry.registry import get_registry
 
     registry = get_registry()
     names = ("bench_add", "bench_add_threaded")
-    ToolDefinition.objects.filter(name__in=names).delete()
-    for name in names:
-        ToolDefinition.objects.create(
-            name=name, description="Add two integers.", input_schema=SCHEMA,
-            tool_type=ToolType.SYSTEM, status=ToolStatus.APPROVED, category="bench",
-        )
-    registry.register_handler("bench_add", add, inline=True)
-    registry.register_handler("bench_add_threaded", add, inline=False)
-    context = {"tenant_id": "bench", "user_id": "bench"}
-    inputs = {"a": 2, "b": 3}
-    assert registry.execute_tool("bench_add", inputs, context).content == "5"
-
-    results: dict[str, object] = {"calls": args.calls, "database": database}
-    results["bare_us"] = per_call_us(lambda: add(inputs, context), args.calls)
-    settings.EXECUTION_LOG_ENABLED = False
-    results["dispatch_us"] = per_call_us(
-        lambda: registry.execute_tool("bench_add", inputs, context), args.calls
-    )
-    results["dispatch_thread_us"] = per_call_us(
-        lambda: registry.execute_tool("bench_add_threaded", inputs, context), args.calls
-    )
-    settings.EXECUTION_LOG_ENABLED = True
-    log = writer()
-    results["log_flush_seconds"] = log.flush_seconds
-    results["dispatch_logged_us"] = per_call_us(
-        lambda: registry.execute_tool("bench_add", inputs, context), args.calls, after=log.flush
-    )
-    results["log_rows_dropped"] = log.dropped
-
-    from langchain_core.tools import StructuredTool
-
-    def lc_add(a: int, b: int) -> str:
-        return add({"a": a, "b": b}, context)
-
-    lc_tool = StructuredTool.from_function(func=lc_add, name="bench_add", description="Add two integers.")
-    results["langchain_us"] = per_call_us(lambda: lc_tool.invoke(inputs), args.calls)
-    results["dispatch_vs_langchain"] = results["langchain_us"] / results["dispatch_us"]
-
-    ToolExecutionLog.objects.filter(tenant_id="bench").delete()
-    ToolDefinition.objects.filter(name__in=names).delete()
+    try:
+        results = measure(registry, names, args.calls, settings, writer())
+    finally:
+        ToolExecutionLog.objects.filter(tenant_id="bench").delete()
+        ToolDefinition.objects.filter(name__in=names).delete()
+    results = {"calls": args.calls, "database": database, **results}
     if args.json:
         print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in results.items()}))
         return

@@ -86,6 +86,7 @@ DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": database_from_url("DATABASE_URL", DATABASE_URL)}
 else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded database lives here
     DATABASES = {"default": sqlite_database(str(VAR_DIR / "eunice.sqlite3"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

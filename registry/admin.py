@@ -22,7 +22,7 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
 @admin.register(ToolExecutionLog)
 class ToolExecutionLogAdmin(admin.ModelAdmin):
     list_display = ("created_at", "tool_name", "tenant_id", "user_id", "success", "outcome", "execution_ms")
-    list_filter = ("success", "outcome", "tool_name", "tenant_id")
+    list_filter = ("success", "outcome", "outcome_kind", "tool_name", "tenant_id")
     search_fields = ("tool_name", "error", "conversation_id", "user_id")
     date_hierarchy = "created_at"
     list_per_page = 100

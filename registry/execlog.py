@@ -108,7 +108,7 @@ class ExecutionLogWriter:
 
 _COLUMNS = (
     "tool_name", "tenant_id", "user_id", "conversation_id", "input_data", "output_summary",
-    "success", "outcome", "error", "execution_ms", "created_at",
+    "success", "outcome", "outcome_kind", "error", "execution_ms", "created_at",
 )
 
 
@@ -149,6 +149,7 @@ def _values(row: dict[str, Any]) -> tuple:
         row.get("conversation_id", ""),
         json.dumps(row.get("input_data", {}), cls=LenientJSONEncoder),
         row.get("output_summary", ""), row["success"], row.get("outcome", ""),
+        row.get("outcome_kind", ""),
         row.get("error", ""), row["execution_ms"],
         connection.ops.adapt_datetimefield_value(row["created_at"]),
     )

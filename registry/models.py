@@ -207,6 +207,26 @@ class ToolExecutionLogQuerySet(models.QuerySet):
     def for_tenant(self, tenant_id: str) -> "ToolExecutionLogQuerySet":
         return self.filter(tenant_id=tenant_id)
 
+    def envelope_tallies(self) -> dict[str, dict]:
+        """Per tool: Ok / Hint / Err counts with hint_kind and err_kind sub-tallies."""
+        tallies: dict[str, dict] = {}
+        rows = (
+            self.order_by()
+            .values("tool_name", "outcome", "outcome_kind", "success")
+            .annotate(n=models.Count("id"))
+        )
+        for row in rows:
+            tally = tallies.setdefault(
+                row["tool_name"], {"ok": 0, "hint": 0, "err": 0, "hint_kinds": {}, "err_kinds": {}}
+            )
+            # Rows written before outcomes were recorded only know success.
+            outcome = row["outcome"] or ("ok" if row["success"] else "err")
+            tally[outcome] = tally.get(outcome, 0) + row["n"]
+            if outcome in ("hint", "err") and row["outcome_kind"]:
+                kinds = tally[f"{outcome}_kinds"]
+                kinds[row["outcome_kind"]] = kinds.get(row["outcome_kind"], 0) + row["n"]
+        return dict(sorted(tallies.items()))
+
 
 class ToolExecutionLog(models.Model):
     """One row per tool call. Written in batches; never updated."""
@@ -219,6 +239,9 @@ class ToolExecutionLog(models.Model):
     output_summary = models.CharField(max_length=500, blank=True)
     success = models.BooleanField()
     outcome = models.CharField(max_length=8, choices=Outcome.choices, blank=True)
+    outcome_kind = models.CharField(
+        max_length=64, blank=True, help_text="hint_kind of a Hint, err_kind of an Err."
+    )
     error = models.TextField(blank=True)
     execution_ms = models.FloatField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

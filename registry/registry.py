@@ -2,14 +2,18 @@
 
 ``execute_tool`` (and its awaitable twin ``aexecute_tool``) is the only code
 that calls a handler. Every call goes lookup → input validation → execution →
-normalisation → execution log, whatever the tool's type.
+contract envelope (Ok | Hint | Err) → ToolResult → telemetry and execution
+log, whatever the tool's type. Handlers are wrapped by the Uniform Tool
+Contract once, when they are registered; direct callers of a handler keep
+getting whatever it returns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import difflib
+import inspect
+import json
 import logging
 import threading
 import time
@@ -21,11 +25,20 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from registry import aio
+from registry.contract import (
+    Envelope,
+    Err,
+    Hint,
+    classify,
+    envelope_to_tool_result,
+    wrap_for_dispatch,
+)
 from registry.execlog import summarize, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
-from registry.models import Outcome, ToolType
+from registry.models import ToolType
 from registry.result import ToolResult
 from registry.snapshot import Definition, Snapshot
+from registry.suggest import closest_tools
 from registry.validation import InputError, validator_for
 
 logger = logging.getLogger("eunice.registry")
@@ -41,7 +54,7 @@ class Call:
     definition: Definition | None
     handler: Handler | None
     started: float
-    early: ToolResult | None = None  # set when the call ends before the handler runs
+    early: Envelope | None = None  # set when the call ends before the handler runs
 
 
 class ToolRegistry:
@@ -64,8 +77,9 @@ class ToolRegistry:
         timeout: float | None = None,
     ) -> None:
         """Make ``func`` the handler of tool ``name`` (system and MCP tools)."""
+        dispatch = wrap_for_dispatch(name, func)
         with self._lock:
-            self._handlers[name] = Handler.wrap(func, inline=inline, timeout=timeout)
+            self._handlers[name] = Handler.wrap(dispatch, inline=inline, timeout=timeout)
             self._unavailable.pop(name, None)
 
     def unregister_handler(self, name: str, reason: str | None = None) -> None:
@@ -110,7 +124,9 @@ class ToolRegistry:
             self._unavailable[name] = "its handler could not be loaded"
             return
         self._handlers[name] = Handler.wrap(
-            func, inline=entry.get("inline", False), timeout=entry.get("timeout_seconds")
+            wrap_for_dispatch(name, func),
+            inline=entry.get("inline", False),
+            timeout=entry.get("timeout_seconds"),
         )
 
     # --- the catalog the model sees ---------------------------------------
@@ -140,20 +156,19 @@ class ToolRegistry:
                 "use `await registry.aexecute_tool(...)` from async code"
             )
         call = self._prepare(name, inputs, context)
-        if call.early is not None:
-            return self._finish(call, call.early)
-        return self._finish(call, self._run_sync(call))
+        envelope = call.early if call.early is not None else self._run_sync(call)
+        return self._finish(call, envelope)
 
     async def aexecute_tool(self, name: str, inputs: dict | None, context: dict) -> ToolResult:
         """``execute_tool`` for async callers: nothing blocks the caller's event loop."""
         call = await _in_thread(self._prepare)(name, inputs, context)
-        if call.early is None and call.handler is not None and call.handler.is_async:
-            result = await self._run_async(call)
-        elif call.early is None:
-            result = await _in_thread(self._run_sync)(call)
+        if call.early is not None:
+            envelope = call.early
+        elif call.handler is not None and call.handler.is_async:
+            envelope = await self._run_async(call)
         else:
-            result = call.early
-        return await _in_thread(self._finish)(call, result)
+            envelope = await _in_thread(self._run_sync)(call)
+        return await _in_thread(self._finish)(call, envelope)
 
     def _prepare(self, name: str, inputs: dict | None, context: dict) -> Call:
         started = time.perf_counter()
@@ -172,11 +187,11 @@ class ToolRegistry:
         try:
             validator_for(definition.input_schema, definition.schema_key)(inputs)
         except InputError as exc:
-            call.early = ToolResult.failure(f"Invalid input for {name}: {exc}")
+            call.early = _input_hint(definition, exc)
             return call
         call.handler, why_not = self._route(definition)
         if call.handler is None:
-            call.early = ToolResult.failure(f"Tool {name!r} is unavailable: {why_not}.")
+            call.early = Err(f"tool {name!r} is unavailable: {why_not}", "ToolUnavailable")
         return call
 
     def _route(self, definition: Definition) -> tuple[Handler | None, str]:
@@ -189,41 +204,39 @@ class ToolRegistry:
             return None, self._unavailable.get(definition.name, "its MCP server is not connected")
         return None, self._unavailable.get(definition.name, "it has no registered handler")
 
-    def _unknown_tool(self, name: str, tenant_id: str) -> ToolResult:
-        close = difflib.get_close_matches(name, self.callable_names(tenant_id), n=3, cutoff=0.4)
-        hint = f" Closest tools: {', '.join(close)}." if close else ""
-        return ToolResult.failure(f"Unknown tool {name!r}.{hint}")
+    def _unknown_tool(self, name: str, tenant_id: str) -> Hint:
+        alternatives = closest_tools(self, name, tenant_id, limit=3)
+        where = "did you mean one of these?" if alternatives else "use search_tools to find one"
+        return Hint("schema", f"unknown tool {name!r}; {where}", alternatives)
 
     def _timeout(self, handler: Handler) -> float:
         return handler.timeout or settings.TOOL_TIMEOUT_SECONDS
 
-    def _run_sync(self, call: Call) -> ToolResult:
+    def _run_sync(self, call: Call) -> Envelope:
         handler = call.handler
         assert handler is not None
         try:
             if handler.inline:
-                raw = handler.func(call.inputs, call.context)
+                envelope = handler.func(call.inputs, call.context)
             elif handler.is_async:
-                raw = aio.run_sync(handler.func(call.inputs, call.context), self._timeout(handler))
+                envelope = aio.run_sync(handler.func(call.inputs, call.context), self._timeout(handler))
             else:
                 future = self._worker_pool().submit(_on_worker, handler.func, call.inputs, call.context)
-                raw = self._wait(future, handler)
-            return ToolResult.from_any(raw)
-        except Exception as exc:
-            return self._handler_failure(call, exc)
+                envelope = self._wait(future, handler)
+            if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
+                envelope = aio.run_sync(envelope, self._timeout(handler))
+            return envelope
+        except TimeoutError as exc:
+            return Err(str(exc), "TimeoutError")
 
-    async def _run_async(self, call: Call) -> ToolResult:
+    async def _run_async(self, call: Call) -> Envelope:
         handler = call.handler
         assert handler is not None
+        timeout = self._timeout(handler)
         try:
-            raw = await asyncio.wait_for(
-                handler.func(call.inputs, call.context), self._timeout(handler)
-            )
-            return ToolResult.from_any(raw)
+            return await asyncio.wait_for(handler.func(call.inputs, call.context), timeout)
         except asyncio.TimeoutError:
-            return self._handler_failure(call, TimeoutError(f"timed out after {self._timeout(handler):g} s"))
-        except Exception as exc:
-            return self._handler_failure(call, exc)
+            return Err(f"timed out after {timeout:g} s", "TimeoutError")
 
     def _wait(self, future: concurrent.futures.Future, handler: Handler) -> Any:
         timeout = self._timeout(handler)
@@ -244,18 +257,17 @@ class ToolRegistry:
                     )
         return self._pool
 
-    def _handler_failure(self, call: Call, exc: Exception) -> ToolResult:
-        kind = type(exc).__name__
-        logger.warning("tool %s raised %s: %s", call.name, kind, exc, exc_info=exc)
-        message = str(exc) or kind
-        return ToolResult.failure(f"{kind}: {message}", content=f"Error ({kind}): {message}")
-
-    def _finish(self, call: Call, result: ToolResult) -> ToolResult:
+    def _finish(self, call: Call, envelope: Envelope) -> ToolResult:
+        result = envelope_to_tool_result(envelope)
+        outcome, kind = classify(envelope)
+        recorder = call.context.get("_recorder")
+        if recorder is not None:
+            _record_envelope(recorder, call, outcome, kind)
         if settings.EXECUTION_LOG_ENABLED:
-            self._log(call, result)
+            self._log(call, result, outcome, kind)
         return result
 
-    def _log(self, call: Call, result: ToolResult) -> None:
+    def _log(self, call: Call, result: ToolResult, outcome: str, kind: str | None) -> None:
         elapsed_ms = (time.perf_counter() - call.started) * 1000.0
         ctx = call.context
         writer().record(
@@ -266,13 +278,31 @@ class ToolRegistry:
                 "conversation_id": str(ctx.get("conversation_id") or ""),
                 "input_data": call.inputs,
                 "output_summary": summarize(result.content),
-                "success": result.error is None,
-                "outcome": Outcome.OK if result.error is None else Outcome.ERR,
+                # A Hint is a correction the model can act on, not a failure.
+                "success": outcome != "err",
+                "outcome": outcome,
+                "outcome_kind": kind or "",
                 "error": result.error or "",
                 "execution_ms": elapsed_ms,
                 "created_at": timezone.now(),
             }
         )
+
+
+def _input_hint(definition: Definition, exc: InputError) -> Hint:
+    expected = f"; expected {json.dumps(exc.expected, separators=(',', ':'))}" if exc.expected else ""
+    return Hint(
+        "schema",
+        f"invalid input for {definition.name}: {exc}{expected}",
+        [{"label": definition.name, "score": 1.0, "input_schema": definition.input_schema}],
+    )
+
+
+def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) -> None:
+    try:
+        recorder.record("contract_envelope", {"tool": call.name, "envelope": outcome, "kind": kind})
+    except Exception:  # telemetry must never fail the call it describes
+        logger.exception("recording contract_envelope for %s failed", call.name)
 
 
 def _in_thread(func):

@@ -58,6 +58,13 @@ def make_tool(registry):
     return make
 
 
+def text(result) -> str:
+    """What another tool would read of a result: the render minus its `✓ ok.` line."""
+    from registry.contract import content_for_data
+
+    return content_for_data(result.content)
+
+
 @pytest.fixture
 def call(registry):
     """call(name, tenant=..., **inputs) -> ToolResult through the one dispatch path."""

@@ -12,6 +12,7 @@ from django.db import connection
 
 from registry.models import SeedLog
 from tests import jobs
+from tests.conftest import text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +43,7 @@ def test_a_job_queued_by_an_async_handler_under_a_running_loop_completes(registr
         return await registry.aexecute_tool("queue_marker", {"token": token}, {"tenant_id": "acme"})
 
     result = asyncio.run(dispatch_from_a_running_loop())
-    assert result.content.startswith("queued"), result.content
+    assert text(result).startswith("queued"), result.content
 
     # The worker must share the database and the key tasks are signed with.
     env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
@@ -63,5 +64,5 @@ def test_a_job_queued_by_an_async_handler_under_a_running_loop_completes(registr
 def test_a_task_an_async_handler_leaves_running_is_not_torn_down_when_it_returns(call, make_tool):
     jobs.detached_done.clear()
     make_tool("detach", jobs.start_detached_task)
-    assert call("detach").content == "started"
+    assert text(call("detach")) == "started"
     assert jobs.detached_done.wait(timeout=5), "the detached task was reaped with its loop"

@@ -43,8 +43,20 @@ def test_call_tool_prints_the_content_and_exits_zero_on_success(capsys):
 
 
 def test_call_tool_exits_one_on_an_error(capsys):
-    code, out = run_call_tool(capsys, "search_tools", "--input", '{"limit": 3}')
+    code, out = run_call_tool(capsys, "plan", "--input", '{"steps": [{"title": "x"}]}')
     assert code == 1
+    assert out.startswith("✗ error (NoConversation)")
+
+
+def test_call_tool_prints_a_schema_hint_for_an_unknown_tool_and_exits_zero(capsys):
+    code, out = run_call_tool(capsys, "no_such_tool", "--input", "{}")
+    assert code == 0
+    assert out.startswith("⚠ schema hint: unknown tool 'no_such_tool'")
+
+
+def test_call_tool_prints_a_schema_hint_for_bad_input_and_exits_zero(capsys):
+    code, out = run_call_tool(capsys, "search_tools", "--input", '{"limit": 3}')
+    assert code == 0
     assert "query: this field is required" in out
 
 

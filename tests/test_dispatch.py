@@ -5,7 +5,7 @@ from django.db import connection
 
 from registry.models import ToolDefinition, ToolType
 from tests import handlers
-from tests.conftest import OTHER_TENANT
+from tests.conftest import OTHER_TENANT, text
 
 pytestmark = pytest.mark.django_db
 
@@ -29,22 +29,22 @@ def test_a_system_tool_runs_through_execute_tool(call):
 def test_an_unknown_tool_names_the_closest_tools(call, make_tool):
     make_tool("weather_forecast", handlers.echo)
     result = call("wether_forecast")
-    assert result.error is not None
-    assert "Unknown tool 'wether_forecast'" in result.content
-    assert "weather_forecast" in result.content
+    assert result.error is None  # a correction the model can act on, not a failure
+    assert result.content.startswith("⚠ schema hint: unknown tool 'wether_forecast'")
+    assert "  1. weather_forecast (score" in result.content
 
 
 def test_an_unknown_tool_names_at_most_three_alternatives(call, make_tool):
     for suffix in "abcde":
         make_tool(f"report_{suffix}", handlers.echo)
     result = call("report_")
-    assert result.content.count("report_") == 1 + 3
+    assert "  3. report_" in result.content and "  4." not in result.content
 
 
 def test_a_missing_required_field_is_named_with_its_rule(call, make_tool):
     make_tool("forecast", handlers.echo, input_schema=SCHEMA)
     result = call("forecast", days=3)
-    assert result.error is not None
+    assert result.content.startswith("⚠ schema hint: invalid input for forecast:")
     assert "city: this field is required (rule: required)" in result.content
 
 
@@ -84,21 +84,19 @@ def test_reasoning_is_stripped_from_inputs_into_the_context(call, make_tool):
     make_tool("forecast", handlers.echo, input_schema=SCHEMA)
     result = call("forecast", city="Oslo", reasoning="the user asked about Oslo")
     assert result.error is None
-    assert "reasoning" not in result.content  # the handler saw only {'city': 'Oslo'}
-    assert result.content == "echo {'city': 'Oslo'}"
+    assert text(result) == "echo {'city': 'Oslo'}"  # the handler never saw `reasoning`
 
 
 def test_a_handler_exception_becomes_an_error_result_without_a_traceback(call, make_tool):
     make_tool("divide", handlers.boom)
     result = call("divide")
-    assert result.error == "ZeroDivisionError: division by zero in step 3"
-    assert "Traceback" not in result.content
-    assert "ZeroDivisionError" in result.content
+    assert result.error == "division by zero in step 3"
+    assert result.content == "✗ error (ZeroDivisionError): division by zero in step 3"
 
 
 def test_an_async_handler_runs_when_no_loop_is_running(call, make_tool):
     make_tool("shout", handlers.async_echo)
-    assert call("shout", word="hey").content == "async hey"
+    assert text(call("shout", word="hey")) == "async hey"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -116,7 +114,7 @@ def test_an_async_handler_runs_when_a_worker_thread_calls_under_a_running_loop(c
         # loop keeps running. The handler must not need the caller's loop.
         return await asyncio.to_thread(on_a_worker_thread)
 
-    assert asyncio.run(inside_a_loop()).content == "async nested"
+    assert text(asyncio.run(inside_a_loop())) == "async nested"
 
 
 def test_the_blocking_call_on_an_event_loop_thread_is_refused_clearly(call, make_tool):
@@ -133,7 +131,7 @@ def test_the_blocking_call_on_an_event_loop_thread_is_refused_clearly(call, make
 def test_aexecute_tool_awaits_an_async_handler(registry, make_tool):
     make_tool("shout", handlers.async_echo)
     result = asyncio.run(registry.aexecute_tool("shout", {"word": "aw"}, {"tenant_id": "acme"}))
-    assert result.content == "async aw"
+    assert text(result) == "async aw"
 
 
 def test_a_slow_threaded_handler_times_out_with_an_error(call, make_tool):
@@ -143,12 +141,12 @@ def test_a_slow_threaded_handler_times_out_with_an_error(call, make_tool):
         result = call("dawdle")
     finally:
         handlers.released.set()
-    assert result.error == "TimeoutError: timed out after 0.05 s"
+    assert result.content == "✗ error (TimeoutError): timed out after 0.05 s"
 
 
 def test_a_slow_async_handler_times_out_with_an_error(call, make_tool):
     make_tool("snooze", handlers.async_slow, timeout=0.05)
-    assert call("snooze").error == "TimeoutError: timed out after 0.05 s"
+    assert call("snooze").content == "✗ error (TimeoutError): timed out after 0.05 s"
 
 
 def test_a_custom_tool_says_custom_tools_are_not_enabled(call, make_tool):
@@ -165,19 +163,19 @@ def test_an_mcp_tool_without_a_connection_says_so(call, make_tool):
 def test_another_tenants_tool_is_unknown_to_this_tenant(call, make_tool):
     make_tool("globex_secret", handlers.echo, tenant_id=OTHER_TENANT)
     result = call("globex_secret")
-    assert "Unknown tool 'globex_secret'" in result.content
+    assert "unknown tool 'globex_secret'" in result.content
     assert call("globex_secret", tenant=OTHER_TENANT).error is None
 
 
 def test_a_disabled_tool_cannot_be_called(call, make_tool):
     make_tool("off", handlers.echo, enabled=False)
-    assert "Unknown tool 'off'" in call("off").content
+    assert "unknown tool 'off'" in call("off").content
 
 
 def test_a_broken_handler_path_disables_only_that_tool(call, caplog):
     ToolDefinition.objects.filter(name="plan").update(handler_path="tools.nowhere.plan")
     result = call("plan")
-    assert "Tool 'plan' is unavailable: its handler could not be loaded" in result.error
+    assert result.error == "tool 'plan' is unavailable: its handler could not be loaded"
     assert "tools.nowhere.plan" in caplog.text and "plan" in caplog.text
     assert call("search_tools", query="plan").error is None
 

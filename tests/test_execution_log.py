@@ -10,6 +10,7 @@ from django.db import connection
 from registry.execlog import ExecutionLogWriter
 from registry.models import ToolExecutionLog
 from tests import handlers
+from tests.conftest import text
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +24,7 @@ def test_a_successful_call_writes_one_row_with_its_context(call, make_tool):
     assert (row.tool_name, row.tenant_id, row.user_id, row.conversation_id) == ("shout", "acme", "u-7", "c-9")
     assert row.input_data == {"word": "hi"}
     assert row.success is True and row.outcome == "ok" and row.error == ""
-    assert row.output_summary == "async hi"
+    assert row.output_summary == "✓ ok. 1 row.\nasync hi"
     assert row.execution_ms > 0
 
 
@@ -31,23 +32,24 @@ def test_a_failed_call_writes_a_row_with_the_error(call, make_tool):
     make_tool("divide", handlers.boom)
     call("divide")
     row = ToolExecutionLog.objects.get()
-    assert row.success is False and row.outcome == "err"
-    assert row.error == "ZeroDivisionError: division by zero in step 3"
+    assert (row.success, row.outcome, row.outcome_kind) == (False, "err", "ZeroDivisionError")
+    assert row.error == "division by zero in step 3"
 
 
-def test_calls_that_fail_before_the_handler_are_logged_too(call):
+def test_corrections_before_the_handler_runs_are_logged_as_hints_not_failures(call):
     call("no_such_tool")
     call("search_tools", limit="many")
-    assert list(ToolExecutionLog.objects.order_by("id").values_list("tool_name", "success")) == [
-        ("no_such_tool", False),
-        ("search_tools", False),
+    rows = ToolExecutionLog.objects.order_by("id").values_list("tool_name", "success", "outcome", "outcome_kind")
+    assert list(rows) == [
+        ("no_such_tool", True, "hint", "schema"),
+        ("search_tools", True, "hint", "schema"),
     ]
 
 
 def test_the_output_summary_keeps_only_the_first_500_characters(call, make_tool):
     make_tool("long", lambda inputs, ctx: "x" * 2000)
     call("long")
-    assert ToolExecutionLog.objects.get().output_summary == "x" * 500
+    assert ToolExecutionLog.objects.get().output_summary == ("✓ ok. 1 row.\n" + "x" * 2000)[:500]
 
 
 def test_inputs_json_cannot_express_are_logged_as_their_repr(registry, make_tool):
@@ -65,7 +67,7 @@ def test_failing_to_write_the_log_never_fails_the_call(call, make_tool, caplog):
     finally:
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE tool_execution_log_away RENAME TO tool_execution_log")
-    assert result.content == "async still works"
+    assert text(result) == "async still works"
     assert "could not write 1 execution log row" in caplog.text
 
 

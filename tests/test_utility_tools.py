@@ -41,7 +41,9 @@ def test_search_tools_never_returns_another_tenants_tools(call, make_tool):
 
 
 def test_search_tools_says_plainly_when_nothing_matches(call):
-    assert "No tools match" in call("search_tools", query="zzzz qqqq").content
+    result = call("search_tools", query="zzzz qqqq")
+    assert result.content.startswith("⚠ fetch hint: no tools match 'zzzz qqqq'")
+    assert "narrow: describe the task in other, plainer words" in result.content
 
 
 def test_plan_creates_a_plan_stored_on_the_conversation(call, conversation):
@@ -69,11 +71,12 @@ def test_plan_refuses_a_step_that_does_not_exist(call, conversation):
     ctx = {"conversation_id": conversation.id}
     call("plan", context=ctx, steps=[{"title": "Only step"}])
     result = call("plan", context=ctx, update={"step": 4, "status": "done"})
-    assert result.error == "update.step 4 does not exist; the plan has 1 step(s)"
+    assert result.content.startswith("⚠ schema hint: update.step 4 does not exist; the plan has 1 step(s)")
+    assert "1. step 1: Only step" in result.content
 
 
 def test_plan_without_a_conversation_says_so(call):
-    assert "plan needs a conversation" in call("plan", steps=[{"title": "x"}]).error
+    assert call("plan", steps=[{"title": "x"}]).error == "plan needs an active conversation of this tenant"
 
 
 def test_plan_cannot_touch_another_tenants_conversation(call):

@@ -104,3 +104,18 @@ def system_tools() -> list[dict]:
     from django.conf import settings
 
     return apply_feature_flags(list(ALL_SYSTEM_TOOLS), settings.FEATURE_FLAGS)
+
+
+def tools_without_contract_spec(entries: Iterable[dict]) -> set[str]:
+    """Names among ``entries`` whose handler module registers no contract spec.
+
+    Imports each handler module (that is where specs are registered). Raises
+    ImportError for a handler path that does not resolve.
+    """
+    from registry.contract import registered_names
+    from registry.handlers import import_handler
+
+    entries = list(entries)
+    for entry in entries:
+        import_handler(entry["handler_path"])
+    return {entry["name"] for entry in entries} - registered_names()

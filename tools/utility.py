@@ -1,64 +1,67 @@
-"""Handlers of the utility tools: search_tools and plan."""
+"""Handlers of the utility tools: search_tools and plan.
+
+Both are written against the Uniform Tool Contract (source-decorated): they
+return ``Ok`` and raise ``HintException`` for corrections the model can make.
+"""
 
 from __future__ import annotations
 
 import json
-import re
 
-from registry.result import ToolResult
-
-_WORD = re.compile(r"[a-z0-9]+")
+from registry.contract import Err, HintException, Ok, uniform_contract
+from registry.suggest import words
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower().replace("_", " ")))
-
-
-def search_tools(inputs: dict, context: dict) -> ToolResult:
+@uniform_contract(name="search_tools", is_tabular=False)
+def search_tools(inputs: dict, context: dict) -> Ok:
     """Rank the tools the tenant may call by word overlap with the query."""
     registry = context["_tool_registry"]
-    query = _words(inputs["query"])
+    query = words(inputs["query"])
     limit = inputs.get("limit", 5)
     scored = []
     for definition in registry.definitions().values():
         if definition.name == "search_tools" or not definition.visible_to(context["tenant_id"]):
             continue
-        name_words = _words(definition.name)
-        text_words = _words(definition.description)
-        score = 2 * len(query & name_words) + len(query & text_words)
+        score = 2 * len(query & words(definition.name)) + len(query & words(definition.description))
         if score:
             scored.append((score, definition.name, definition))
     scored.sort(key=lambda item: (-item[0], item[1]))
     found = [d for _, _, d in scored[:limit]]
     if not found:
-        return ToolResult(content=f"No tools match {inputs['query']!r}. Try other words.")
+        raise HintException(
+            "fetch",
+            f"no tools match {inputs['query']!r}",
+            narrow="describe the task in other, plainer words (what you want done, not how)",
+        )
     lines = [f"Found {len(found)} tool(s) for {inputs['query']!r}:"]
     for d in found:
         lines.append(f"- {d.name}: {d.description}")
         lines.append(f"  input_schema: {json.dumps(d.input_schema, separators=(',', ':'))}")
-    return ToolResult(content="\n".join(lines))
+    return Ok(rows=len(found), data="\n".join(lines))
 
 
 _STATUS_MARK = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "skipped": "[-]"}
 
 
-def plan(inputs: dict, context: dict) -> ToolResult:
+@uniform_contract(name="plan", is_tabular=False)
+def plan(inputs: dict, context: dict) -> Ok | Err:
     """Set or update the conversation's step plan and return it."""
     from conversations.models import Conversation
 
     conversation_id = context.get("conversation_id")
-    if not conversation_id:
-        return ToolResult.failure("plan needs a conversation; none is active for this call")
-    conversation = (
-        Conversation.objects.for_tenant(context["tenant_id"]).filter(id=conversation_id).first()
-    )
+    conversation = None
+    if conversation_id:
+        conversation = (
+            Conversation.objects.for_tenant(context["tenant_id"]).filter(id=conversation_id).first()
+        )
     if conversation is None:
-        return ToolResult.failure(f"no conversation {conversation_id!r} for this tenant")
-    if "steps" not in inputs and "update" not in inputs and "goal" not in inputs:
-        if not conversation.plan:
-            return ToolResult.failure("there is no plan yet: pass `steps` to create one")
-        return ToolResult(content=render_plan(conversation.plan))
+        # Not the model's mistake: the platform called the tool outside a conversation.
+        return Err("plan needs an active conversation of this tenant", "NoConversation")
     current = dict(conversation.plan or {})
+    if not inputs:
+        if not current.get("steps"):
+            raise HintException("schema", "there is no plan yet: pass `steps` to create one")
+        return _ok(current)
     if "goal" in inputs:
         current["goal"] = inputs["goal"]
     if "steps" in inputs:
@@ -67,16 +70,28 @@ def plan(inputs: dict, context: dict) -> ToolResult:
             for step in inputs["steps"]
         ]
     if "update" in inputs:
-        steps = current.get("steps") or []
-        number = inputs["update"]["step"]
-        if number > len(steps):
-            return ToolResult.failure(
-                f"update.step {number} does not exist; the plan has {len(steps)} step(s)"
-            )
-        steps[number - 1]["status"] = inputs["update"]["status"]
+        _update_step(current.get("steps") or [], inputs["update"])
     conversation.plan = current
     conversation.save(update_fields=["plan", "updated_at"])
-    return ToolResult(content=render_plan(current))
+    return _ok(current)
+
+
+def _update_step(steps: list[dict], update: dict) -> None:
+    number = update["step"]
+    if number > len(steps):
+        raise HintException(
+            "schema",
+            f"update.step {number} does not exist; the plan has {len(steps)} step(s)",
+            [
+                {"label": f"step {n}: {step['title']}", "score": 1.0 - n / 1000}
+                for n, step in enumerate(steps, 1)
+            ],
+        )
+    steps[number - 1]["status"] = update["status"]
+
+
+def _ok(plan: dict) -> Ok:
+    return Ok(rows=len(plan.get("steps") or []), data=render_plan(plan))
 
 
 def render_plan(plan: dict) -> str:
