@@ -11,6 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from registry.fields import OrderedJSONField
+
 ALL_TENANTS = "*"
 
 
@@ -67,7 +69,7 @@ class ToolDefinitionQuerySet(models.QuerySet):
 class ToolDefinition(models.Model):
     name = models.CharField(max_length=64, unique=True)
     description = models.TextField()
-    input_schema = models.JSONField(default=dict)
+    input_schema = OrderedJSONField(default=dict)
     implementation = models.TextField(
         blank=True, help_text="Python source (custom), system:NAME or mcp:CONN:NAME."
     )

@@ -75,3 +75,10 @@ def test_the_visible_to_queryset_matches_what_the_model_is_offered(registry, mak
     make_tool("helper", handlers.echo, category="internal")
     queried = set(ToolDefinition.objects.visible_to(TENANT).values_list("name", flat=True))
     assert queried == names(registry)
+
+
+def test_schema_properties_reach_the_model_in_the_order_they_were_written(registry, make_tool):
+    schema = {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}, "mid": {}}}
+    make_tool("ordered", handlers.echo, input_schema=schema)
+    offered = {t["name"]: t for t in registry.get_tools_for_llm(TENANT)}["ordered"]["input_schema"]
+    assert list(offered["properties"]) == ["zeta", "alpha", "mid", "reasoning"]
