@@ -43,3 +43,34 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.id
+
+
+class WorkingSetEntryQuerySet(models.QuerySet):
+    def for_scope(self, conversation_id: str, namespace_id: str = "") -> "WorkingSetEntryQuerySet":
+        return self.filter(conversation_id=conversation_id, namespace_id=namespace_id)
+
+
+class WorkingSetEntry(models.Model):
+    """A tool paged in by search_tools; it stays resident for the conversation."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="working_set"
+    )
+    namespace_id = models.CharField(max_length=64, blank=True, default="")
+    tool_name = models.CharField(max_length=64)
+    query = models.CharField(max_length=500, blank=True, help_text="The search that paged it in.")
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    objects = WorkingSetEntryQuerySet.as_manager()
+
+    class Meta:
+        db_table = "conversation_working_set"
+        ordering = ["added_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "namespace_id", "tool_name"], name="working_set_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} in {self.conversation_id}"

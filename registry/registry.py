@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -40,6 +40,9 @@ from registry.result import ToolResult
 from registry.snapshot import Definition, Snapshot
 from registry.suggest import closest_tools
 from registry.validation import InputError, validator_for
+
+if TYPE_CHECKING:
+    from registry.search import ToolSearch
 
 logger = logging.getLogger("eunice.registry")
 
@@ -65,6 +68,7 @@ class ToolRegistry:
         self._system_loaded_for = -1
         self._lock = threading.RLock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._search: "ToolSearch | None" = None
 
     # --- registration -----------------------------------------------------
 
@@ -87,6 +91,21 @@ class ToolRegistry:
             self._handlers.pop(name, None)
             if reason:
                 self._unavailable[name] = reason
+
+    @property
+    def snapshot_generation(self) -> int:
+        """Bumped whenever the cached definitions are reloaded."""
+        return self._snapshot.generation
+
+    def tool_search(self) -> "ToolSearch":
+        """The search index over this registry's tools (built on first use)."""
+        if self._search is None:
+            from registry.search import ToolSearch
+
+            with self._lock:
+                if self._search is None:
+                    self._search = ToolSearch(self)
+        return self._search
 
     def invalidate(self) -> None:
         """Forget the cached definitions; the next call reloads them."""

@@ -12,5 +12,6 @@ stamp=".venv/.installed-$(basename "$requirements")"
 digest="$(cat requirements*.txt | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$digest" ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-nodeps.txt
     echo "$digest" > "$stamp"
 fi

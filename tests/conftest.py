@@ -13,9 +13,14 @@ OTHER_TENANT = "globex"
 
 @pytest.fixture(autouse=True)
 def fresh_registry(monkeypatch):
-    """Each test gets its own registry: handlers registered in one never leak."""
+    """Each test gets its own registry and empty caches: nothing leaks between tests."""
+    from registry.surface import clear_capability_cache
+    from registry.surface_floor import clear_floor_cache
+
     fresh = registry_module.ToolRegistry()
     monkeypatch.setattr(registry_module, "_registry", fresh)
+    clear_floor_cache()
+    clear_capability_cache()
     return fresh
 
 

@@ -9,35 +9,62 @@ from __future__ import annotations
 import json
 
 from registry.contract import Err, HintException, Ok, uniform_contract
-from registry.suggest import words
 
 
 @uniform_contract(name="search_tools", is_tabular=False)
 def search_tools(inputs: dict, context: dict) -> Ok:
-    """Rank the tools the tenant may call by word overlap with the query."""
+    """Find the tools that best match the task and page them into the working set."""
     registry = context["_tool_registry"]
-    query = words(inputs["query"])
-    limit = inputs.get("limit", 5)
-    scored = []
-    for definition in registry.definitions().values():
-        if definition.name == "search_tools" or not definition.visible_to(context["tenant_id"]):
-            continue
-        score = 2 * len(query & words(definition.name)) + len(query & words(definition.description))
-        if score:
-            scored.append((score, definition.name, definition))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    found = [d for _, _, d in scored[:limit]]
-    if not found:
+    hits = find_tools(registry, inputs["query"], context["tenant_id"], inputs.get("limit", 5))
+    if not hits:
         raise HintException(
             "fetch",
             f"no tools match {inputs['query']!r}",
             narrow="describe the task in other, plainer words (what you want done, not how)",
         )
-    lines = [f"Found {len(found)} tool(s) for {inputs['query']!r}:"]
-    for d in found:
-        lines.append(f"- {d.name}: {d.description}")
-        lines.append(f"  input_schema: {json.dumps(d.input_schema, separators=(',', ':'))}")
-    return Ok(rows=len(found), data="\n".join(lines))
+    paged = _page_in(registry, context, [d.name for d, _ in hits], inputs["query"])
+    lines = [f"Found {len(hits)} tool(s) for {inputs['query']!r}:"]
+    for definition, _ in hits:
+        lines.append(f"- {definition.name}: {definition.description}")
+        lines.append(f"  input_schema: {json.dumps(definition.input_schema, separators=(',', ':'))}")
+    if paged is not None:
+        lines.append(_paging_note(paged))
+    return Ok(rows=len(hits), data="\n".join(lines))
+
+
+def find_tools(registry, query: str, tenant_id: str, limit: int) -> list:
+    """The ranking search_tools returns: best ``limit`` tools, search_tools itself left out."""
+    hits = registry.tool_search().search(query, tenant_id, limit + 1)
+    return [(d, score) for d, score in hits if d.name != "search_tools"][:limit]
+
+
+def _page_in(registry, context: dict, names: list[str], query: str):
+    conversation_id = context.get("conversation_id")
+    if not conversation_id:
+        return None
+    from registry.surface import page_in
+
+    return page_in(
+        registry,
+        context["tenant_id"],
+        names,
+        conversation_id=conversation_id,
+        namespace_id=context.get("_namespace_id") or "",
+        mode=context.get("mode") or "chat",
+        query=query,
+    )
+
+
+def _paging_note(paged) -> str:
+    parts = []
+    if paged.added:
+        parts.append(f"Now callable in this conversation: {', '.join(paged.added)}.")
+    if paged.over_budget:
+        parts.append(
+            f"Not added (the tool surface is full): {', '.join(paged.over_budget)}; "
+            "finish with the tools you have or start a new conversation."
+        )
+    return " ".join(parts) or "All of them were already available."
 
 
 _STATUS_MARK = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "skipped": "[-]"}

@@ -1,13 +1,18 @@
 from django.core.management.base import BaseCommand
 
+from registry.schedules import ensure_schedules
 from registry.seeding import seed_catalog
 
 
 class Command(BaseCommand):
-    help = "Upsert the system tool catalog into tool_definitions and report what changed."
+    help = (
+        "Upsert the system tool catalog into tool_definitions and report what changed; "
+        "also registers the periodic jobs (e.g. re-deriving the resident tool floor)."
+    )
 
     def handle(self, *args, **options) -> None:
         report = seed_catalog()
+        ensure_schedules()
         if options["verbosity"] > 1:
             for label in ("created", "updated", "retired", "unknown", "conflicts"):
                 names = getattr(report, label)

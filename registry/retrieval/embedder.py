@@ -1,0 +1,71 @@
+"""Tool and query embeddings: two small bundled encoders, concatenated.
+
+A vector is `[minilm(text), sqrt(w) * use(text)] / sqrt(1 + w)`, so one dot
+product of two such unit vectors is the weighted mean of the two cosines:
+`(cos_minilm + w * cos_use) / (1 + w)`. One vector per tool keeps storage and
+search simple while getting most of the benefit of an ensemble (MiniLM for
+English paraphrase, USE for other languages). Loading costs ~1 s, so one
+process-wide instance is created lazily by `Embedder.default()`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import ClassVar
+
+import numpy as np
+
+from registry.retrieval.encoders import (
+    EmbedderUnavailable,
+    MiniLMEncoder,
+    MultilingualUSEEncoder,
+    normalize_rows,
+)
+
+#: Weight of the multilingual encoder's cosine relative to MiniLM's.
+USE_WEIGHT = 0.7
+
+#: Identifies the vector space. Stored vectors carry it; a vector made by a
+#: different model or weight must be re-embedded, never mixed into one index.
+MODEL_ID = f"minilm-l6-v2-int8+use-multilingual-v3@{USE_WEIGHT}"
+DIMENSION = MiniLMEncoder.dimension + MultilingualUSEEncoder.dimension
+
+__all__ = ["DIMENSION", "MODEL_ID", "Embedder", "EmbedderUnavailable", "normalize_rows"]
+
+
+class Embedder:
+    """Turns texts into L2-normalised float32 vectors of size `DIMENSION`."""
+
+    _default: ClassVar[Embedder | None] = None
+    _default_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    model_id: ClassVar[str] = MODEL_ID
+    dimension: ClassVar[int] = DIMENSION
+
+    def __init__(self, minilm: MiniLMEncoder | None = None, use: MultilingualUSEEncoder | None = None) -> None:
+        """Load both encoders (or take loaded ones). Raises `EmbedderUnavailable`."""
+        self._minilm = minilm or MiniLMEncoder()
+        self._use = use or MultilingualUSEEncoder()
+        self._use_scale = math.sqrt(USE_WEIGHT)
+        self._norm = math.sqrt(1.0 + USE_WEIGHT)
+
+    @classmethod
+    def default(cls) -> Embedder:
+        """The process-wide embedder, loaded on first use. Raises `EmbedderUnavailable`."""
+        if cls._default is None:
+            with cls._default_lock:
+                if cls._default is None:
+                    cls._default = cls()
+        return cls._default
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed `texts` into a (len(texts), DIMENSION) float32 array of unit vectors.
+
+        Keeps the input order; an empty list gives a (0, DIMENSION) array.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        minilm = self._minilm.encode(texts)
+        use = self._use.encode(texts) * self._use_scale
+        return np.concatenate([minilm, use], axis=1) / self._norm

@@ -1,0 +1,127 @@
+"""Tool search over the live registry: the retrieval index, kept in step with the table.
+
+Each tool's vector is stored on its row (``embedding`` plus ``embedding_model``,
+which names the model and the text that was embedded, so a changed description
+is re-embedded whoever changed it). The in-memory index is updated
+incrementally whenever the registry's definitions change: new, changed,
+retired, disconnected or re-approved tools cost one slot update each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from registry.models import ToolDefinition
+from registry.retrieval import MODEL_ID, ToolDocument, ToolSearchIndex
+
+if TYPE_CHECKING:
+    from registry.registry import ToolRegistry
+    from registry.snapshot import Definition
+
+logger = logging.getLogger("eunice.registry")
+
+# Below this cosine a tool with no word in common with the query is unrelated:
+# measured on the embedder, unrelated pairs score -0.05..0.07 and the weakest
+# true matches in our tests 0.4.
+MIN_SIMILARITY = 0.15
+
+
+def document_for(definition: "Definition") -> ToolDocument:
+    return ToolDocument(
+        key=definition.name,
+        name=definition.name,
+        description=definition.description,
+        input_schema=definition.input_schema,
+    )
+
+
+def vector_tag(document: ToolDocument) -> str:
+    """What a stored vector was made from: the model and a digest of the text."""
+    digest = hashlib.sha1(document.embedding_text().encode()).hexdigest()[:16]
+    return f"{MODEL_ID}#{digest}"[:128]
+
+
+class ToolSearch:
+    def __init__(self, registry: "ToolRegistry") -> None:
+        self._registry = registry
+        self._index: ToolSearchIndex | None = None
+        self._signatures: dict[str, tuple] = {}
+        self._generation = -1
+        self._lock = threading.Lock()
+
+    def search(
+        self, query: str, tenant_id: str, limit: int, *, min_similarity: float | None = MIN_SIMILARITY
+    ) -> list[tuple["Definition", float]]:
+        """The ``limit`` best tools for ``query`` among those the tenant may be offered.
+
+        Tools that share no word with the query and whose meaning is further
+        than ``min_similarity`` from it are not returned. Raises ValueError
+        for a blank query.
+        """
+        definitions = self._registry.definitions()
+        index = self._synced(definitions)
+        allowed = {name for name, d in definitions.items() if d.visible_to(tenant_id)}
+        hits = index.search(query, limit, allowed, min_similarity=min_similarity)
+        return [(definitions[hit.key], hit.score) for hit in hits if hit.key in definitions]
+
+    def _synced(self, definitions: dict[str, "Definition"]) -> ToolSearchIndex:
+        generation = self._registry.snapshot_generation
+        with self._lock:
+            if self._index is None:
+                self._index = ToolSearchIndex()
+            if generation != self._generation:
+                self._apply(definitions)
+                self._generation = generation
+            return self._index
+
+    def _apply(self, definitions: dict[str, "Definition"]) -> None:
+        index = self._index
+        assert index is not None
+        for name in [n for n in self._signatures if n not in definitions]:
+            index.remove(name)
+            del self._signatures[name]
+        changed = {
+            name: document_for(d)
+            for name, d in definitions.items()
+            if self._signatures.get(name) != _signature(d)
+        }
+        if not changed:
+            return
+        vectors = self._vectors(changed)
+        for name, document in changed.items():
+            if name in index:
+                index.update(document, vectors[name])
+            else:
+                index.add(document, vectors[name])
+            self._signatures[name] = _signature(definitions[name])
+
+    def _vectors(self, documents: dict[str, ToolDocument]) -> dict[str, np.ndarray]:
+        """Stored vectors where they are current; embed (and store) the rest in one batch."""
+        tags = {name: vector_tag(doc) for name, doc in documents.items()}
+        stored = ToolDefinition.objects.filter(name__in=list(documents)).values_list(
+            "name", "embedding", "embedding_model"
+        )
+        vectors = {
+            name: np.frombuffer(bytes(blob), dtype=np.float32)
+            for name, blob, tag in stored
+            if blob is not None and tag == tags[name]
+        }
+        missing = [name for name in documents if name not in vectors]
+        if missing:
+            fresh = self._index.embedder.embed([documents[n].embedding_text() for n in missing])
+            for name, vector in zip(missing, fresh):
+                vectors[name] = vector
+                ToolDefinition.objects.filter(name=name).update(
+                    embedding=vector.astype(np.float32).tobytes(), embedding_model=tags[name]
+                )
+            logger.info("tool search: embedded %d tool(s)", len(missing))
+        return vectors
+
+
+def _signature(definition: "Definition") -> tuple:
+    return (definition.description, definition.schema_key)

