@@ -32,6 +32,9 @@ class Conversation(models.Model):
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.CHAT)
     namespace_id = models.CharField(max_length=64, blank=True)
     plan = models.JSONField(default=dict, blank=True)
+    # Tool calls that failed, with how often: [{tool, args_hash, reason, attempts}].
+    failed_approaches = models.JSONField(default=list, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -74,3 +77,211 @@ class WorkingSetEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} in {self.conversation_id}"
+
+
+class ChatMessage(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    message_id = models.CharField(max_length=64, unique=True)
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    text = models.TextField(blank=True)
+    structured_content = models.JSONField(default=list, blank=True)
+    cards = models.JSONField(default=list, blank=True)
+    cost_usd = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "chat_messages"
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.text[:60]}"
+
+
+class EventType(models.TextChoices):
+    USER_MESSAGE = "user_message"
+    LLM_REQUEST = "llm_request"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    THINKING = "thinking"
+    STATUS = "status"
+    TEXT_DELTA = "text_delta"
+    CARD = "card"
+    PROGRESS = "progress"
+    ERROR = "error"
+    POLICY_VIOLATION = "policy_violation"
+    BEHAVIORAL_OBSERVATION = "behavioral_observation"
+    DECISION = "decision"
+    OUTCOME = "outcome"
+    CORRECTION = "correction"
+    FRICTION = "friction"
+    EXPORT = "export"
+    DONE = "done"
+    TEXT_POSITION_STATS = "text_position_stats"
+    CONTRACT_ENVELOPE = "contract_envelope"
+
+
+class ConversationEventBlob(models.Model):
+    """The payload of an event too large to keep inline (over 32 KB)."""
+
+    data = models.BinaryField()
+    size_bytes = models.PositiveIntegerField()
+
+    class Meta:
+        db_table = "conversation_event_blobs"
+
+
+class ConversationEvent(models.Model):
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
+    turn = models.PositiveIntegerField()
+    sequence = models.PositiveIntegerField()
+    event_type = models.CharField(max_length=32, choices=EventType.choices, db_index=True)
+    data = models.JSONField(default=dict, blank=True)
+    blob = models.OneToOneField(
+        ConversationEventBlob, null=True, blank=True, on_delete=models.SET_NULL, related_name="event"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "conversation_events"
+        ordering = ["turn", "sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "turn", "sequence"], name="event_order_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} #{self.turn}.{self.sequence}"
+
+
+class TurnRecord(models.Model):
+    """Every effect one turn produced, in order: enough to replay the turn exactly."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    turn = models.PositiveIntegerField()
+    effects = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "conversation_turns"
+        ordering = ["turn"]
+        constraints = [models.UniqueConstraint(fields=["conversation", "turn"], name="turn_once")]
+
+
+class GeneratedFile(models.Model):
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    conversation = models.ForeignKey(Conversation, null=True, on_delete=models.SET_NULL, related_name="files")
+    filename = models.CharField(max_length=255)
+    path = models.CharField(max_length=500)
+    mime_type = models.CharField(max_length=128, blank=True)
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    source_tool = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "generated_files"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.filename
+
+
+class Notification(models.Model):
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
+    kind = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict, blank=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "notifications"
+        ordering = ["-created_at"]
+
+
+class UsageLog(models.Model):
+    class Kind(models.TextChoices):
+        LLM = "llm", "LLM request"
+        TOOL = "tool", "Tool call"
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    user_id = models.CharField(max_length=64, blank=True)
+    conversation = models.ForeignKey(Conversation, null=True, on_delete=models.SET_NULL)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=128, help_text="Tool name or model.")
+    cost_usd = models.FloatField(default=0.0)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        db_table = "usage_log"
+        ordering = ["-created_at"]
+
+
+class PolicyRuleQuerySet(models.QuerySet):
+    def active_for(self, tenant_id: str, tool_name: str) -> "PolicyRuleQuerySet":
+        return self.filter(enabled=True, tenant_id__in=(tenant_id, "*"), tool_name=tool_name)
+
+
+class PolicyRule(models.Model):
+    """A rule checked before a tool runs. See conversations/policies.py for the kinds."""
+
+    class Kind(models.TextChoices):
+        REQUIRES_PRIOR_TOOL = "requires_prior_tool", "Requires another tool to have run first"
+        REQUIRES_CAPABILITY = "requires_capability", "Requires a capability"
+        MAX_CALLS = "max_calls_per_conversation", "At most N calls per conversation"
+
+    class Action(models.TextChoices):
+        WARN = "warn", "Warn (the call runs)"
+        BLOCK = "block", "Block (the call is refused)"
+
+    name = models.CharField(max_length=100)
+    tenant_id = models.CharField(max_length=64, default="*", db_index=True)
+    tool_name = models.CharField(max_length=64, db_index=True)
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    parameter = models.CharField(
+        max_length=100, help_text="The prior tool, the capability, or the maximum number of calls."
+    )
+    action = models.CharField(max_length=8, choices=Action.choices, default=Action.WARN)
+    message = models.CharField(max_length=300, blank=True, help_text="Why the rule exists (shown to the model).")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PolicyRuleQuerySet.as_manager()
+
+    class Meta:
+        db_table = "policy_rules"
+        ordering = ["tool_name", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        if self.kind == self.Kind.MAX_CALLS and not self.parameter.isdigit():
+            raise ValidationError(
+                {"parameter": f"a call limit must be a whole number, e.g. 5; got {self.parameter!r}"}
+            )
+
+
+class Observation(models.Model):
+    """A per-user behavioural tally, e.g. how often a policy was skipped."""
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    user_id = models.CharField(max_length=64, blank=True)
+    kind = models.CharField(max_length=64)
+    key = models.CharField(max_length=200)
+    count = models.PositiveIntegerField(default=0)
+    data = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "observations"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant_id", "user_id", "kind", "key"], name="observation_once")
+        ]

@@ -156,6 +156,9 @@ EXECUTION_LOG_ENABLED = env_bool("EUNICE_EXECUTION_LOG", True)
 EXECUTION_LOG_FLUSH_SECONDS = env_float("EUNICE_LOG_FLUSH_SECONDS", 1.0, minimum=0.0)
 EXECUTION_LOG_MAX_BUFFER = env_int("EUNICE_LOG_MAX_BUFFER", 100_000, minimum=1)
 
+# How many tool calls of one assistant turn may run at once.
+EUNICE_PARALLEL_TOOLS = env_int("EUNICE_PARALLEL_TOOLS", 4, minimum=1)
+
 # Feature flags strip gated tools from the catalog; see tools/catalog.py.
 FEATURE_FLAGS = {
     "custom_tools_enabled": env_bool("EUNICE_CUSTOM_TOOLS", False),

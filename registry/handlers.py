@@ -28,13 +28,25 @@ class Handler:
     is_async: bool
     inline: bool
     timeout: float | None  # None: the deployment's TOOL_TIMEOUT_SECONDS
+    sequential: bool = False  # never runs alongside other calls of the same turn
 
     @classmethod
     def wrap(
-        cls, func: HandlerFunc, *, inline: bool = False, timeout: float | None = None
+        cls,
+        func: HandlerFunc,
+        *,
+        inline: bool = False,
+        timeout: float | None = None,
+        sequential: bool = False,
     ) -> "Handler":
         is_async = inspect.iscoroutinefunction(func)
-        return cls(func=func, is_async=is_async, inline=inline and not is_async, timeout=timeout)
+        return cls(
+            func=func,
+            is_async=is_async,
+            inline=inline and not is_async,
+            timeout=timeout,
+            sequential=sequential,
+        )
 
 
 class HandlerImportError(ImportError):

@@ -79,11 +79,14 @@ class ToolRegistry:
         *,
         inline: bool = False,
         timeout: float | None = None,
+        sequential: bool = False,
     ) -> None:
         """Make ``func`` the handler of tool ``name`` (system and MCP tools)."""
         dispatch = wrap_for_dispatch(name, func)
         with self._lock:
-            self._handlers[name] = Handler.wrap(dispatch, inline=inline, timeout=timeout)
+            self._handlers[name] = Handler.wrap(
+                dispatch, inline=inline, timeout=timeout, sequential=sequential
+            )
             self._unavailable.pop(name, None)
 
     def unregister_handler(self, name: str, reason: str | None = None) -> None:
@@ -146,6 +149,7 @@ class ToolRegistry:
             wrap_for_dispatch(name, func),
             inline=entry.get("inline", False),
             timeout=entry.get("timeout_seconds"),
+            sequential=entry.get("sequential", False),
         )
 
     # --- the catalog the model sees ---------------------------------------
@@ -188,6 +192,20 @@ class ToolRegistry:
         else:
             envelope = await _in_thread(self._run_sync)(call)
         return await _in_thread(self._finish)(call, envelope)
+
+    def is_sequential(self, name: str) -> bool:
+        """Whether ``name`` must not run alongside other calls of the same turn."""
+        handler = self._handlers.get(name)
+        return handler is not None and handler.sequential
+
+    def refuse(self, name: str, inputs: dict | None, context: dict, envelope: Envelope) -> ToolResult:
+        """Answer a call the caller refused to run (loop guard, policy, cancel).
+
+        The refusal is rendered, recorded and logged exactly like a call that ran.
+        """
+        call = Call(name, dict(inputs or {}), {**context, "_tool_registry": self}, None, None, time.perf_counter())
+        call.inputs.pop("reasoning", None)
+        return self._finish(call, envelope)
 
     def _prepare(self, name: str, inputs: dict | None, context: dict) -> Call:
         started = time.perf_counter()

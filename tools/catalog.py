@@ -21,6 +21,7 @@ OPTIONAL_KEYS = (
     "inline",
     "timeout_seconds",
     "replaced_by_model_capability",
+    "sequential",
 )
 
 TOOL_ORDER: tuple[str, ...] = (

@@ -1,0 +1,251 @@
+"""The dispatcher: between the model's tool_use blocks and the registry.
+
+Per call it checks the loop guard and the policy rules, runs the tool through
+``aexecute_tool`` raced against the user's cancel, and routes the result's
+side channels (exports, datasets, cards, cost). Several calls of one turn run
+concurrently up to ``Runtime.parallel_limit``; results keep the model's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, replace
+
+from channels.db import database_sync_to_async
+
+from conversations.policies import Violation, check_policies, format_policy_warnings
+from conversations.runtime import Runtime
+from conversations.side_effects import route_side_effects
+from conversations.state import DispatchState
+from registry.contract import Err
+from registry.result import ToolResult
+
+logger = logging.getLogger("eunice.conversations")
+
+# Free-text keys that explain a call rather than define it: two calls that
+# differ only here are the same call.
+NARRATION_KEYS = frozenset({"reasoning", "explanation", "thought", "rationale", "justification"})
+LOOP_GUARD_THRESHOLD = 3  # identical calls allowed in a row; the next is refused
+REPEAT_FAILURE_THRESHOLD = 3
+
+
+@dataclass
+class DispatchResult:
+    tool_use_id: str
+    name: str
+    result: ToolResult
+    duration_ms: float
+    policy_warnings: str = ""
+
+    @property
+    def content(self) -> str:
+        """What the model reads in the tool_result block."""
+        return "\n\n".join(part for part in (self.result.content, self.policy_warnings) if part)
+
+
+@dataclass
+class _Planned:
+    block: dict
+    hash: str
+    refusal: Err | None
+    warnings: str
+    started: float
+
+
+def _db(func):
+    """Run sync database work off the event loop; the thread's connection is tidied after."""
+    return database_sync_to_async(func, thread_sensitive=False)
+
+
+def args_hash(tool_name: str, tool_input: dict | None) -> str:
+    """Stable 16-character SHA-256 prefix of the tool name and its operative arguments."""
+    operative = {k: v for k, v in (tool_input or {}).items() if k not in NARRATION_KEYS}
+    canonical = json.dumps([tool_name, operative], sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def repeat_failure_hint(tool_name: str, args_h: str, state: DispatchState, threshold: int = REPEAT_FAILURE_THRESHOLD) -> str:
+    """A nudge once the same call has failed ``threshold`` times; never stops the loop."""
+    for approach in state.failed_approaches:
+        if approach["tool"] == tool_name and approach["args_hash"] == args_h and approach["attempts"] >= threshold:
+            return (
+                f"⚠ This exact {tool_name} call has failed {approach['attempts']} times "
+                f"(last: {approach['reason']}). Consider a different approach."
+            )
+    return ""
+
+
+def record_failed_approach(tool_name: str, args_h: str, reason: str, state: DispatchState) -> None:
+    """Note a failure; a repeat of the same call increments its attempts (idempotent shape)."""
+    for approach in state.failed_approaches:
+        if approach["tool"] == tool_name and approach["args_hash"] == args_h:
+            approach["attempts"] += 1
+            approach["reason"] = reason[:300]
+            return
+    state.failed_approaches.append(
+        {"tool": tool_name, "args_hash": args_h, "reason": reason[:300], "attempts": 1}
+    )
+
+
+async def dispatch_tool_call(block: dict, runtime: Runtime, state: DispatchState) -> DispatchResult:
+    """Run one tool_use block ``{id, name, input}``."""
+    return (await dispatch_tool_calls([block], runtime, state))[0]
+
+
+async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: DispatchState) -> list[DispatchResult]:
+    """Run a turn's tool_use blocks, concurrently where allowed, results in the model's order.
+
+    A tool registered as sequential runs on its own; the calls around it run
+    before and after it, in order.
+    """
+    results: list[DispatchResult] = []
+    for group in _groups(blocks, runtime):
+        planned = await _db(_plan_group)(group, runtime, state)
+        limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
+
+        async def run(item: _Planned) -> ToolResult:
+            async with limit:
+                return await _execute(item, runtime, state)
+
+        outcomes = await asyncio.gather(*(run(item) for item in planned))
+        results += await _db(_settle_group)(planned, outcomes, runtime, state)
+    return results
+
+
+def _groups(blocks: list[dict], runtime: Runtime) -> list[list[dict]]:
+    groups: list[list[dict]] = []
+    for block in blocks:
+        if runtime.registry.is_sequential(block["name"]):
+            groups += [[block]]
+        elif groups and not any(runtime.registry.is_sequential(b["name"]) for b in groups[-1]):
+            groups[-1].append(block)
+        else:
+            groups.append([block])
+    return groups
+
+
+def _plan_group(group: list[dict], runtime: Runtime, state: DispatchState) -> list[_Planned]:
+    """Checks made before anything runs, in the model's order."""
+    return [_plan(block, runtime, state) for block in group]
+
+
+def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
+    name, inputs = block["name"], block.get("input") or {}
+    started = time.perf_counter()
+    runtime.recorder.record(
+        "tool_call", {"tool_use_id": block["id"], "name": name, "input": inputs, "turn": runtime.turn}
+    )
+    definition = runtime.registry.definitions().get(name)
+    runtime.display.send(
+        {"type": "tool_call", "tool_use_id": block["id"], "name": name,
+         "status_message": definition.status_message if definition else ""}
+    )
+    h = args_hash(name, inputs)
+    state.repeat_count = state.repeat_count + 1 if h == state.last_hash else 1
+    state.last_hash = h
+    if state.repeat_count > LOOP_GUARD_THRESHOLD:
+        refusal = Err(
+            f"refused: this is call {state.repeat_count} in a row of {name} with the same arguments; "
+            "the result will not change. Use what you have or try a different approach.",
+            "LoopGuard",
+        )
+        return _Planned(block, h, refusal, "", started)
+    violations = _violations(name, runtime, state)
+    warnings = format_policy_warnings(violations)
+    blocked = [v for v in violations if v.blocking]
+    refusal = Err(f"refused by policy: {blocked[0].detail}", "PolicyBlocked") if blocked else None
+    hint = repeat_failure_hint(name, h, state)
+    return _Planned(block, h, refusal, "\n".join(p for p in (warnings, hint) if p), started)
+
+
+def _violations(name: str, runtime: Runtime, state: DispatchState) -> list[Violation]:
+    from conversations.models import Observation
+
+    found = check_policies(
+        name,
+        tenant_id=runtime.tenant_id,
+        capabilities=runtime.capabilities,
+        succeeded_tools=state.succeeded_tools,
+        calls_so_far=state.calls_by_tool[name],
+    )
+    counted = []
+    for violation in found:
+        state.violations_seen[violation.rule_id] += 1
+        occurrence = state.violations_seen[violation.rule_id]
+        counted.append(replace(violation, occurrence=occurrence))
+        runtime.recorder.record(
+            "policy_violation",
+            {"tool": name, "rule": violation.rule_name, "kind": violation.kind, "detail": violation.detail,
+             "blocking": violation.blocking, "occurrence": occurrence},
+        )
+        observation, _ = Observation.objects.get_or_create(
+            tenant_id=runtime.tenant_id, user_id=runtime.user_id, kind="policy_violation", key=violation.rule_name
+        )
+        Observation.objects.filter(pk=observation.pk).update(count=observation.count + 1)
+    return counted
+
+
+async def _execute(item: _Planned, runtime: Runtime, state: DispatchState) -> ToolResult:
+    block = item.block
+    context = runtime.tool_context(block["id"], block["name"], state.cancel)
+    if item.refusal is not None:
+        return await _db(runtime.registry.refuse)(
+            block["name"], block.get("input"), context, item.refusal
+        )
+    if state.cancel.cancelled:
+        return await _cancelled(block, runtime, context)
+    task = asyncio.ensure_future(runtime.registry.aexecute_tool(block["name"], block.get("input"), context))
+    watcher = asyncio.ensure_future(state.cancel.wait())
+    done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    watcher.cancel()
+    if task in done:
+        return task.result()
+    # The user stopped waiting; a tool running in a thread finishes (or not)
+    # on its own, one in a process is told through context["_cancel"].
+    task.cancel()
+    return await _cancelled(block, runtime, context)
+
+
+async def _cancelled(block: dict, runtime: Runtime, context: dict) -> ToolResult:
+    envelope = Err("cancelled by the user before the tool finished", "Cancelled")
+    return await _db(runtime.registry.refuse)(
+        block["name"], block.get("input"), context, envelope
+    )
+
+
+def _settle_group(
+    planned: list[_Planned], outcomes: list[ToolResult], runtime: Runtime, state: DispatchState
+) -> list[DispatchResult]:
+    results = []
+    for item, result in zip(planned, outcomes):
+        name = item.block["name"]
+        state.calls_by_tool[name] += 1
+        if result.error is None:
+            state.succeeded_tools.add(name)
+        else:
+            record_failed_approach(name, item.hash, result.error, state)
+        route_side_effects(name, result, runtime)
+        duration = (time.perf_counter() - item.started) * 1000
+        dispatched = DispatchResult(item.block["id"], name, result, duration, item.warnings)
+        runtime.recorder.record(
+            "tool_result",
+            {"tool_use_id": item.block["id"], "name": name, "content": dispatched.content,
+             "error": result.error, "duration_ms": round(duration, 3)},
+        )
+        runtime.display.send(
+            {"type": "tool_result", "tool_use_id": item.block["id"], "name": name,
+             "content": dispatched.content, "error": result.error is not None}
+        )
+        results.append(dispatched)
+    _save_failed_approaches(state)
+    return results
+
+
+def _save_failed_approaches(state: DispatchState) -> None:
+    from conversations.models import Conversation
+
+    Conversation.objects.filter(pk=state.conversation.pk).update(failed_approaches=state.failed_approaches)

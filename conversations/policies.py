@@ -1,0 +1,80 @@
+"""Policy rules checked before a tool runs, and how violations are worded.
+
+Three kinds of rule (``PolicyRule.kind``), each for one tool:
+
+- ``requires_prior_tool``: ``parameter`` names a tool that must have run
+  successfully earlier in the conversation (e.g. preview data before analysing it);
+- ``requires_capability``: the caller must hold the capability ``parameter``
+  (a Django permission ``app.codename``, ``group:NAME`` or ``staff``);
+- ``max_calls_per_conversation``: at most ``parameter`` calls per conversation.
+
+A rule's ``action`` is ``warn`` (the call runs and the warning rides on its
+result) or ``block`` (the call is refused). Repeated violations of the same
+rule in a conversation get more emphatic wording.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conversations.models import PolicyRule
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    rule_id: int
+    rule_name: str
+    kind: str
+    blocking: bool
+    detail: str
+    occurrence: int = 1  # 1st, 2nd, 3rd… violation of this rule in the conversation
+
+
+def check_policies(
+    tool_name: str,
+    *,
+    tenant_id: str,
+    capabilities: frozenset[str],
+    succeeded_tools: set[str],
+    calls_so_far: int,
+) -> list[Violation]:
+    """The rules ``tool_name`` would break if it ran now (one query)."""
+    violations = []
+    for rule in PolicyRule.objects.active_for(tenant_id, tool_name):
+        detail = _broken(rule, capabilities, succeeded_tools, calls_so_far)
+        if detail:
+            violations.append(
+                Violation(rule.id, rule.name, rule.kind, rule.action == PolicyRule.Action.BLOCK, detail)
+            )
+    return violations
+
+
+def _broken(rule: PolicyRule, capabilities: frozenset[str], succeeded: set[str], calls: int) -> str:
+    why = f" ({rule.message})" if rule.message else ""
+    if rule.kind == PolicyRule.Kind.REQUIRES_PRIOR_TOOL and rule.parameter not in succeeded:
+        return f"run {rule.parameter} first{why}"
+    if rule.kind == PolicyRule.Kind.REQUIRES_CAPABILITY and rule.parameter not in capabilities:
+        return f"this needs the capability {rule.parameter!r}, which the user does not have{why}"
+    if rule.kind == PolicyRule.Kind.MAX_CALLS:
+        limit = int(rule.parameter)
+        if calls >= limit:
+            return f"it may run at most {limit} time(s) per conversation{why}"
+    return ""
+
+
+def format_policy_warnings(violations: list[Violation]) -> str:
+    """The text the model reads about the rules it broke, firmer each time."""
+    lines = []
+    for v in violations:
+        if v.blocking:
+            lines.append(f"⛔ policy {v.rule_name!r}: refused — {v.detail}.")
+        elif v.occurrence == 1:
+            lines.append(f"⚠ policy {v.rule_name!r}: {v.detail}.")
+        elif v.occurrence == 2:
+            lines.append(f"⚠ policy {v.rule_name!r} again (2nd time): {v.detail}. Please follow it.")
+        else:
+            lines.append(
+                f"⚠ STOP. You have skipped policy {v.rule_name!r} {v.occurrence} times: {v.detail}. "
+                "Do that before anything else."
+            )
+    return "\n".join(lines)

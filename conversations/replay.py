@@ -1,0 +1,97 @@
+"""Rebuild a conversation's messages and events from its recorded effects.
+
+Each stored turn's effects are applied again, to in-memory stand-ins for the
+event table and the message table, and the rebuilt rows are compared with the
+persisted ones in one canonical serialisation, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from conversations.effects import EffectContext, PersistAssistantMessage, apply_effect, effect_from_dict
+from conversations.models import ChatMessage, Conversation, ConversationEvent
+from conversations.recording import ListDisplay, event_row
+
+
+@dataclass
+class ReplayReport:
+    turns: int
+    events: int
+    messages: int
+    identical: bool
+    first_difference: str = ""
+
+
+class _MemoryRecorder:
+    def __init__(self, turn: int, rows: list) -> None:
+        self.turn, self.rows, self._sequence = turn, rows, 0
+
+    def record(self, event_type: str, data: dict, blob: bytes | None = None) -> None:
+        data, blob = event_row(data, blob)
+        self._sequence += 1
+        self.rows.append(_event(self.turn, self._sequence, event_type, data, blob))
+
+
+def _event(turn: int, sequence: int, event_type: str, data: dict, blob: bytes | None) -> dict:
+    return {"turn": turn, "sequence": sequence, "event_type": event_type, "data": data,
+            "blob": blob.hex() if blob is not None else None}
+
+
+def _message(m: PersistAssistantMessage | ChatMessage) -> dict:
+    if isinstance(m, ChatMessage):
+        return {"message_id": m.message_id, "text": m.text, "structured_content": m.structured_content,
+                "cards": m.cards, "cost_usd": m.cost_usd}
+    return {"message_id": m.message_id, "text": m.final_text, "structured_content": m.structured_content,
+            "cards": m.cards, "cost_usd": m.cost_usd}
+
+
+def canonical(rows: list[dict]) -> bytes:
+    return json.dumps(rows, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def rebuild(conversation: Conversation) -> tuple[list[dict], list[dict], int]:
+    """Events and assistant messages as the recorded effects produce them."""
+    events: list[dict] = []
+    messages: list[dict] = []
+    records = list(conversation.turns.order_by("turn"))
+    for record in records:
+        ctx = EffectContext(
+            recorder=_MemoryRecorder(record.turn, events),
+            display=ListDisplay(),
+            persister=lambda m: messages.append(_message(m)),
+        )
+        for data in record.effects:
+            apply_effect(effect_from_dict(data), ctx)
+    return events, messages, len(records)
+
+
+def persisted(conversation: Conversation) -> tuple[list[dict], list[dict]]:
+    events = [
+        _event(e.turn, e.sequence, e.event_type, e.data, bytes(e.blob.data) if e.blob else None)
+        for e in ConversationEvent.objects.filter(conversation=conversation).select_related("blob")
+    ]
+    messages = [
+        _message(m)
+        for m in ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT)
+    ]
+    return events, messages
+
+
+def replay(conversation: Conversation) -> ReplayReport:
+    rebuilt_events, rebuilt_messages, turns = rebuild(conversation)
+    live_events, live_messages = persisted(conversation)
+    difference = ""
+    for label, rebuilt, live in (("event", rebuilt_events, live_events), ("message", rebuilt_messages, live_messages)):
+        if canonical(rebuilt) != canonical(live):
+            difference = _first_difference(label, rebuilt, live)
+            break
+    return ReplayReport(turns, len(rebuilt_events), len(rebuilt_messages), not difference, difference)
+
+
+def _first_difference(label: str, rebuilt: list[dict], live: list[dict]) -> str:
+    for n, (a, b) in enumerate(zip(rebuilt, live)):
+        if canonical([a]) != canonical([b]):
+            return f"{label} {n}: replayed {canonical([a]).decode()[:200]} but stored {canonical([b]).decode()[:200]}"
+    return f"{label} count: replayed {len(rebuilt)}, stored {len(live)}"

@@ -1,0 +1,100 @@
+"""One run of a conversation: who is asking, where effects go, what it has cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from conversations.capabilities import capabilities_for
+from conversations.effects import EffectContext, EffectLog, RecordingDisplay, RecordingRecorder
+from conversations.models import Conversation
+from conversations.recording import EventRecorder, ListDisplay, persist_message
+from conversations.state import CostTracker
+from registry.registry import ToolRegistry, get_registry
+
+
+@dataclass
+class Runtime:
+    registry: ToolRegistry
+    conversation: Conversation
+    turn: int
+    log: EffectLog
+    user: Any = None
+    capabilities: frozenset[str] = frozenset()
+    mode: str = "chat"
+    user_message: str = ""
+    parallel_limit: int = 4
+    cost: CostTracker = field(default_factory=CostTracker)
+    datasets: dict[str, Any] = field(default_factory=dict)
+    cards: list[dict] = field(default_factory=list)
+    budget_ref: list[float] = field(default_factory=lambda: [0.0])
+    budget_limit: float | None = None
+
+    @property
+    def tenant_id(self) -> str:
+        return self.conversation.tenant_id
+
+    @property
+    def user_id(self) -> str:
+        return str(self.user.pk) if self.user is not None else ""
+
+    @property
+    def recorder(self) -> RecordingRecorder:
+        return RecordingRecorder(self.log)
+
+    @property
+    def display(self) -> RecordingDisplay:
+        return RecordingDisplay(self.log)
+
+    def tool_context(self, tool_use_id: str, name: str, cancel: Any) -> dict[str, Any]:
+        """The context a handler receives (the registry adds _reasoning and _tool_registry)."""
+        from registry.contract import spec_for
+
+        return {
+            "tenant_id": self.tenant_id,
+            "user_id": self.user_id,
+            "conversation_id": self.conversation.pk,
+            "mode": self.mode,
+            "catalog": None,  # the conversation catalog arrives with the data tools
+            "capabilities": self.capabilities,
+            "display": self.display,
+            "_recorder": self.recorder,
+            "_user_message": self.user_message,
+            "_agentic_mode": self.mode == "agentic",
+            "_tool_spec": spec_for(name),
+            "_budget_ref": self.budget_ref,
+            "_budget_limit": self.budget_limit,
+            "_namespace_id": self.conversation.namespace_id,
+            "_current_tool_use_id": tool_use_id,
+            "_cancel": cancel,
+        }
+
+
+def start_run(
+    conversation: Conversation,
+    *,
+    user: Any = None,
+    turn: int,
+    display: Any = None,
+    mode: str | None = None,
+    user_message: str = "",
+) -> Runtime:
+    """A runtime whose effects go to the conversation's tables and ``display``."""
+    ctx = EffectContext(
+        recorder=EventRecorder(conversation, turn),
+        display=display if display is not None else ListDisplay(),
+        persister=persist_message,
+    )
+    return Runtime(
+        registry=get_registry(),
+        conversation=conversation,
+        turn=turn,
+        log=EffectLog(ctx),
+        user=user,
+        capabilities=capabilities_for(user),
+        mode=mode or conversation.mode,
+        user_message=user_message,
+        parallel_limit=settings.EUNICE_PARALLEL_TOOLS,
+    )

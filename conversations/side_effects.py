@@ -1,0 +1,87 @@
+"""Where a tool result's side channels go: files, datasets, cards and cost."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from conversations.models import GeneratedFile, Notification, UsageLog
+from registry.result import ToolResult
+
+if TYPE_CHECKING:
+    from conversations.runtime import Runtime
+
+SINGLETON_CARDS = frozenset({"cited_answer", "map_display"})
+
+
+def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -> None:
+    for filename, export in result.exports.items():
+        register_export(tool_name, filename, export, runtime)
+    for name, dataset in result.datasets.items():
+        # Promoted into the conversation's namespace for later tools to load by name.
+        runtime.datasets[name] = dataset
+        runtime.recorder.record("progress", {"dataset": name, "source_tool": tool_name})
+    for card in result.cards:
+        runtime.cards.append(card)
+        runtime.recorder.record("card", {"source_tool": tool_name, "card": card})
+    if result.cost:
+        runtime.cost.add(tool_name, result.cost)
+        runtime.budget_ref[0] += result.cost
+        UsageLog.objects.create(
+            tenant_id=runtime.tenant_id, user_id=runtime.user_id, conversation=runtime.conversation,
+            kind=UsageLog.Kind.TOOL, name=tool_name, cost_usd=result.cost,
+        )
+
+
+def register_export(tool_name: str, filename: str, export: dict, runtime: "Runtime") -> GeneratedFile:
+    """Record a file a tool produced, tell the user, and note it in telemetry."""
+    generated = GeneratedFile.objects.create(
+        tenant_id=runtime.tenant_id,
+        conversation=runtime.conversation,
+        filename=export.get("original_filename") or filename,
+        path=str(export.get("path", "")),
+        mime_type=export.get("mime_type", ""),
+        size_bytes=int(export.get("size_bytes") or 0),
+        source_tool=tool_name,
+    )
+    payload = {"file_id": generated.pk, "filename": generated.filename, "source_tool": tool_name}
+    runtime.recorder.record("export", payload)
+    Notification.objects.create(
+        tenant_id=runtime.tenant_id, user=runtime.user, kind="export.ready", payload=payload
+    )
+    return generated
+
+
+def merge_cards(cards: list[dict]) -> list[dict]:
+    """End-of-response cards: one per singleton type, map_display cards merged by display_id."""
+    merged: list[dict] = []
+    maps: dict[str, dict] = {}
+    for card in cards:
+        kind = card.get("type")
+        if kind == "map_display":
+            key = str(card.get("display_id", ""))
+            if key in maps:
+                _merge_map(maps[key], card)
+                continue
+            maps[key] = {**card}
+            merged.append(maps[key])
+        elif kind in SINGLETON_CARDS:
+            merged = [c for c in merged if c.get("type") != kind] + [card]  # the latest wins
+        else:
+            merged.append(card)
+    return merged
+
+
+def _merge_map(into: dict, card: dict) -> None:
+    for key in ("sources", "layers"):
+        into[key] = [*into.get(key, []), *(item for item in card.get(key, []) if item not in into.get(key, []))]
+    if card.get("bounds"):
+        into["bounds"] = _union_bounds(into.get("bounds"), card["bounds"])
+    if card.get("legend"):
+        into["legend"] = {**into.get("legend", {}), **card["legend"]}
+
+
+def _union_bounds(a: list | None, b: list) -> list:
+    """[[south, west], [north, east]] covering both."""
+    if not a:
+        return b
+    return [[min(a[0][0], b[0][0]), min(a[0][1], b[0][1])], [max(a[1][0], b[1][0]), max(a[1][1], b[1][1])]]

@@ -1,0 +1,112 @@
+"""Per-run state the dispatcher keeps: what ran, what failed, what repeats, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count
+from django.utils import timezone
+
+from conversations.models import Conversation
+
+_tokens: dict[str, set["CancelToken"]] = {}
+_tokens_lock = threading.Lock()
+
+
+class CancelToken:
+    """Set when the user cancels; a running tool is raced against it."""
+
+    POLL_SECONDS = 0.02
+
+    def __init__(self, conversation_id: str | None = None) -> None:
+        self._event = threading.Event()
+        self.conversation_id = conversation_id
+        if conversation_id:
+            with _tokens_lock:
+                _tokens.setdefault(conversation_id, set()).add(self)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    def release(self) -> None:
+        if self.conversation_id:
+            with _tokens_lock:
+                _tokens.get(self.conversation_id, set()).discard(self)
+
+    async def wait(self) -> None:
+        """Return once cancelled (checked every 20 ms: well inside the 100 ms promise)."""
+        while not self._event.is_set():
+            await asyncio.sleep(self.POLL_SECONDS)
+
+
+def request_cancel(conversation: Conversation) -> None:
+    """Cancel whatever the conversation is running: its flag, and live tokens in this process."""
+    Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=timezone.now())
+    with _tokens_lock:
+        for token in list(_tokens.get(conversation.pk, ())):
+            token.cancel()
+
+
+def clear_cancel(conversation: Conversation) -> None:
+    Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=None)
+
+
+@dataclass
+class CostTracker:
+    total: float = 0.0
+    by_source: Counter = field(default_factory=Counter)
+
+    def add(self, source: str, cost: float) -> None:
+        if cost:
+            self.total += cost
+            self.by_source[source] += cost
+
+
+@dataclass
+class DispatchState:
+    """What the dispatcher remembers about one conversation while it runs."""
+
+    conversation: Conversation
+    cancel: CancelToken
+    failed_approaches: list[dict[str, Any]] = field(default_factory=list)
+    succeeded_tools: set[str] = field(default_factory=set)
+    calls_by_tool: Counter = field(default_factory=Counter)
+    violations_seen: Counter = field(default_factory=Counter)
+    last_hash: str | None = None
+    repeat_count: int = 0
+
+    @classmethod
+    def for_conversation(cls, conversation: Conversation) -> "DispatchState":
+        """State seeded from the conversation's record (its log and failed approaches)."""
+        from registry.execlog import writer
+        from registry.models import ToolExecutionLog
+
+        writer().flush()
+        calls = Counter(
+            dict(
+                ToolExecutionLog.objects.filter(conversation_id=conversation.pk)
+                .order_by()
+                .values_list("tool_name")
+                .annotate(n=Count("id"))
+            )
+        )
+        succeeded = set(
+            ToolExecutionLog.objects.filter(conversation_id=conversation.pk, outcome="ok").values_list(
+                "tool_name", flat=True
+            )
+        )
+        return cls(
+            conversation=conversation,
+            cancel=CancelToken(conversation.pk),
+            failed_approaches=list(conversation.failed_approaches or []),
+            succeeded_tools=succeeded,
+            calls_by_tool=calls,
+        )

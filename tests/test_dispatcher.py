@@ -1,0 +1,240 @@
+"""The dispatcher, driven through its public functions with real tools."""
+
+import time
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import connection
+
+from conversations.dispatcher import args_hash, dispatch_tool_call, dispatch_tool_calls, record_failed_approach, repeat_failure_hint
+from conversations.models import Conversation, ConversationEvent, GeneratedFile, Notification, Observation, PolicyRule, UsageLog
+from conversations.state import DispatchState, request_cancel
+from conversations.turns import begin_turn
+from registry.models import ToolExecutionLog
+from registry.execlog import writer
+from tests import handlers
+from tests.conftest import TENANT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NUMBER = {"type": "object", "properties": {"n": {"type": "integer"}, "explanation": {"type": "string"}}}
+NAP = {"type": "object", "properties": {"seconds": {"type": "number"}}}
+
+
+@pytest.fixture
+def user():
+    return get_user_model().objects.create_user("ann", password="pw")
+
+
+@pytest.fixture
+def conversation(user):
+    return Conversation.objects.create(tenant_id=TENANT, user=user)
+
+
+@pytest.fixture
+def run(conversation, user):
+    """A turn in progress and the dispatcher state for it."""
+    runtime = begin_turn(conversation, user=user, user_message="go")
+    state = DispatchState.for_conversation(conversation)
+    yield runtime, state
+    state.cancel.release()
+
+
+def block(name, index=0, **inputs):
+    return {"id": f"toolu_{name}_{index}", "name": name, "input": inputs}
+
+
+def dispatch(run_, *blocks):
+    runtime, state = run_
+    return async_to_sync(dispatch_tool_calls)(list(blocks), runtime, state)
+
+
+def test_args_hash_is_a_stable_16_character_prefix_that_ignores_narration():
+    a = args_hash("query", {"sql": "select 1", "limit": 5, "reasoning": "first"})
+    b = args_hash("query", {"limit": 5, "sql": "select 1", "explanation": "second try"})
+    assert a == b and len(a) == 16
+    assert args_hash("query", {"sql": "select 2", "limit": 5}) != a
+
+
+def test_the_fourth_identical_call_in_a_row_is_refused(run, make_tool):
+    make_tool("count", handlers.echo, input_schema=NUMBER)
+    results = [dispatch(run, block("count", i, n=1, explanation=f"attempt {i}"))[0] for i in range(4)]
+    assert all(r.result.error is None for r in results[:3])
+    assert results[3].result.content.startswith("✗ error (LoopGuard): refused: this is call 4 in a row")
+
+
+def test_a_different_call_in_between_resets_the_loop_guard(run, make_tool):
+    make_tool("count", handlers.echo, input_schema=NUMBER)
+    for n in (1, 1, 1, 2, 1):
+        assert dispatch(run, block("count", n, n=n))[0].result.error is None
+
+
+def test_a_repeat_failure_hint_follows_the_third_failure_and_never_stops_the_call(run, make_tool):
+    make_tool("fetch_prices", handlers.flaky)
+    make_tool("count", handlers.echo, input_schema=NUMBER)
+    results = []
+    for i in range(4):
+        results.append(dispatch(run, block("fetch_prices", i))[0])
+        dispatch(run, block("count", i, n=i))  # in between, so the loop guard stays out of it
+    assert "Consider a different approach" not in results[2].content
+    assert "has failed 3 times (last: upstream refused the connection). Consider a different approach." in results[3].content
+    assert results[3].result.content.startswith("✗ error (ConnectionError)")  # it still ran
+
+
+def test_record_failed_approach_counts_attempts_of_the_same_call(conversation):
+    state = DispatchState.for_conversation(conversation)
+    for _ in range(3):
+        record_failed_approach("t", "h1", "boom", state)
+    record_failed_approach("t", "h2", "boom", state)
+    assert [a["attempts"] for a in state.failed_approaches] == [3, 1]
+    assert repeat_failure_hint("t", "h1", state) and not repeat_failure_hint("t", "h2", state)
+
+
+def test_failed_approaches_are_kept_on_the_conversation(run, make_tool, conversation):
+    make_tool("fetch_prices", handlers.flaky)
+    dispatch(run, block("fetch_prices"))
+    conversation.refresh_from_db()
+    assert conversation.failed_approaches[0]["tool"] == "fetch_prices"
+
+
+def test_policy_warnings_escalate_on_each_violation(run, make_tool):
+    make_tool("analyze", handlers.echo, input_schema=NUMBER)
+    PolicyRule.objects.create(name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview")
+    texts = [dispatch(run, block("analyze", i, n=i))[0].content for i in range(3)]
+    assert "⚠ policy 'preview first': run preview first." in texts[0]
+    assert "again (2nd time)" in texts[1]
+    assert "⚠ STOP. You have skipped policy 'preview first' 3 times" in texts[2]
+    assert ConversationEvent.objects.filter(event_type="policy_violation").count() == 3
+    assert Observation.objects.get(kind="policy_violation", key="preview first").count == 3
+
+
+def test_a_prior_tool_satisfies_its_policy(run, make_tool):
+    make_tool("preview", handlers.echo)
+    make_tool("analyze", handlers.echo)
+    PolicyRule.objects.create(name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview")
+    dispatch(run, block("preview"))
+    assert "policy" not in dispatch(run, block("analyze"))[0].content
+
+
+def test_a_blocking_capability_rule_refuses_and_logs_the_call(run, make_tool):
+    make_tool("wire_money", handlers.echo)
+    PolicyRule.objects.create(name="finance only", tool_name="wire_money", kind="requires_capability",
+                              parameter="group:finance", action="block")
+    result = dispatch(run, block("wire_money"))[0]
+    assert result.result.content.startswith("✗ error (PolicyBlocked): refused by policy: this needs the capability 'group:finance'")
+    writer().flush()
+    assert ToolExecutionLog.objects.get(tool_name="wire_money").outcome_kind == "PolicyBlocked"
+
+
+def test_a_user_with_the_capability_passes_the_rule(conversation, user, make_tool):
+    user.groups.add(Group.objects.create(name="finance"))
+    make_tool("wire_money", handlers.echo)
+    PolicyRule.objects.create(name="finance only", tool_name="wire_money", kind="requires_capability",
+                              parameter="group:finance", action="block")
+    runtime = begin_turn(conversation, user=get_user_model().objects.get(pk=user.pk), user_message="pay")
+    state = DispatchState.for_conversation(conversation)
+    assert async_to_sync(dispatch_tool_call)(block("wire_money"), runtime, state).result.error is None
+
+
+def test_a_per_conversation_cap_blocks_calls_past_it(run, make_tool):
+    make_tool("send_sms", handlers.echo, input_schema=NUMBER)
+    PolicyRule.objects.create(name="two texts", tool_name="send_sms", kind="max_calls_per_conversation",
+                              parameter="2", action="block")
+    results = [dispatch(run, block("send_sms", i, n=i))[0] for i in range(3)]
+    assert [r.result.error is None for r in results] == [True, True, False]
+
+
+def test_two_slow_tools_finish_in_about_the_time_of_one(run, make_tool):
+    make_tool("nap", handlers.nap, input_schema=NAP)
+    make_tool("blocking_nap", handlers.blocking_nap, inline=False, input_schema=NAP)
+    started = time.monotonic()
+    results = dispatch(run, block("nap", 1, seconds=0.4), block("blocking_nap", 2, seconds=0.4))
+    elapsed = time.monotonic() - started
+    assert [r.tool_use_id for r in results] == ["toolu_nap_1", "toolu_blocking_nap_2"]
+    assert all(r.result.error is None for r in results)
+    assert elapsed < 0.75, f"took {elapsed:.2f} s: the calls did not overlap"
+
+
+def test_a_sequential_tool_never_overlaps_others(run, make_tool, registry):
+    make_tool("nap", handlers.nap, input_schema=NAP)
+    make_tool("migrate_db", handlers.nap, input_schema=NAP)
+    registry.register_handler("migrate_db", handlers.nap, sequential=True)
+    started = time.monotonic()
+    results = dispatch(run, block("nap", 1, seconds=0.3), block("migrate_db", 2, seconds=0.3), block("nap", 3, seconds=0.3))
+    assert time.monotonic() - started >= 0.85
+    assert [r.tool_use_id for r in results] == ["toolu_nap_1", "toolu_migrate_db_2", "toolu_nap_3"]
+
+
+def test_a_cancel_during_a_slow_tool_returns_within_100_ms(run, make_tool, conversation):
+    import threading
+
+    make_tool("nap", handlers.nap, input_schema=NAP)
+    cancelled_at = {}
+
+    def cancel_soon():
+        time.sleep(0.3)
+        cancelled_at["t"] = time.monotonic()
+        try:
+            request_cancel(conversation)
+        finally:
+            connection.close()  # this thread's own connection
+
+    threading.Thread(target=cancel_soon).start()
+    result = dispatch(run, block("nap", seconds=10))[0]
+    latency = time.monotonic() - cancelled_at["t"]
+    assert result.result.content == "✗ error (Cancelled): cancelled by the user before the tool finished"
+    assert latency < 0.1, f"stopped waiting {latency * 1000:.0f} ms after the cancel"
+    writer().flush()
+    assert ToolExecutionLog.objects.get(tool_name="nap").outcome_kind == "Cancelled"
+
+
+def test_the_conversation_stays_usable_after_a_cancel(conversation, user, make_tool):
+    make_tool("count", handlers.echo, input_schema=NUMBER)
+    request_cancel(conversation)
+    from conversations.state import clear_cancel
+
+    clear_cancel(conversation)
+    runtime = begin_turn(conversation, user=user, user_message="again")
+    state = DispatchState.for_conversation(conversation)
+    assert async_to_sync(dispatch_tool_call)(block("count", n=1), runtime, state).result.error is None
+
+
+def test_exports_datasets_cards_and_cost_go_where_they_belong(run, make_tool):
+    runtime, _ = run
+    make_tool("report", handlers.with_side_channels)
+    dispatch(run, block("report"))
+    generated = GeneratedFile.objects.get()
+    assert (generated.filename, generated.source_tool, generated.size_bytes) == ("report.csv", "report", 12)
+    assert Notification.objects.get().kind == "export.ready"
+    assert ConversationEvent.objects.filter(event_type="export").exists()
+    assert runtime.datasets["sales"] == [{"region": "north", "total": 3}]
+    assert [c["type"] for c in runtime.cards] == ["chart", "cited_answer"]
+    assert runtime.cost.total == 0.25 and runtime.budget_ref == [0.25]
+    assert UsageLog.objects.get().cost_usd == 0.25
+
+
+def test_every_dispatched_call_is_logged_with_conversation_and_user(run, make_tool, conversation, user):
+    make_tool("count", handlers.echo, input_schema=NUMBER)
+    dispatch(run, block("count", n=1), block("no_such_tool"))
+    writer().flush()
+    rows = ToolExecutionLog.objects.order_by("tool_name").values_list("tool_name", "conversation_id", "user_id")
+    assert list(rows) == [("count", conversation.pk, str(user.pk)), ("no_such_tool", conversation.pk, str(user.pk))]
+
+
+def test_handlers_receive_the_documented_context(run, make_tool, user):
+    seen = {}
+
+    def spy(inputs, context):
+        seen.update(context)
+        return "ok"
+
+    make_tool("spy", spy)
+    dispatch(run, block("spy", reasoning="checking the context"))
+    for key in ("tenant_id", "user_id", "conversation_id", "capabilities", "display", "_recorder",
+                "_tool_registry", "_tool_spec", "_budget_ref", "_budget_limit", "_namespace_id",
+                "_reasoning", "_current_tool_use_id", "_user_message", "_agentic_mode", "_cancel"):
+        assert key in seen, key
+    assert seen["_reasoning"] == "checking the context"
+    assert seen["_current_tool_use_id"] == "toolu_spy_0"
