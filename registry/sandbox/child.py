@@ -109,6 +109,8 @@ def _layer_of(exc: BaseException) -> str:
         return "language"
     if isinstance(exc, MemoryError):
         return "os:memory"
+    if isinstance(exc, ImportError):  # Landlock hides the Python installation from the run
+        return "os"
     if isinstance(exc, OSError) and exc.errno in _OS_ERRNOS:
         return "os"
     return "tool"

@@ -44,9 +44,24 @@ def _builtins() -> dict[str, Any]:
     builtins = {k: v for k, v in safe_builtins.items() if k not in _DROPPED_BUILTINS}
     builtins.update(_EXTRA_BUILTINS)
     builtins["__import__"] = _no_import
+    for name in _REFUSED_BUILTINS:
+        builtins[name] = _refused(name)
     builtins["getattr"] = guarded_getattr
     builtins["hasattr"] = _guarded_hasattr
     return builtins
+
+
+_REFUSED_BUILTINS = (
+    "open", "exec", "eval", "compile", "globals", "locals", "vars", "breakpoint", "input",
+    "memoryview", "help", "exit", "quit", "type", "object", "super", "classmethod", "staticmethod",
+)
+
+
+def _refused(name: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise SandboxRefusal(f"{name}() is not allowed in a custom tool")
+
+    return refuse
 
 
 def _no_import(name: str, *args: Any, **kwargs: Any) -> Any:
