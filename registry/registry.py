@@ -213,9 +213,10 @@ class ToolRegistry:
             return None, "its definition changed since it was approved and awaits review"
         from registry.sandbox.service import custom_handler
 
-        limit = settings.SANDBOX["WALL_SECONDS"] + 5.0
+        # Inline: the sandbox enforces its own CPU and wall-clock limits by killing the run,
+        # and call_tool re-enters the registry on the caller's thread and transaction.
         func = custom_handler(definition.name, definition.implementation, current)
-        return Handler.wrap(wrap_for_dispatch(definition.name, func), timeout=limit), ""
+        return Handler.wrap(wrap_for_dispatch(definition.name, func), inline=True), ""
 
     def _unknown_tool(self, name: str, tenant_id: str) -> Hint:
         alternatives = closest_tools(self, name, tenant_id, limit=3)

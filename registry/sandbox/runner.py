@@ -123,13 +123,27 @@ _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
 
 def compile_tool(code: str) -> Any:
     """Compile ``code`` under RestrictedPython; raises ToolCodeError with every problem."""
-    problems = names_are_ascii(code)
+    problems = names_are_ascii(code) or _imports(code)
     if not problems:
         compiled = compile_restricted_exec(code, filename="<custom tool>")
         problems = list(compiled.errors)
     if problems:
         raise ToolCodeError("; ".join(problems))
     return compiled.code
+
+
+def _imports(code: str) -> list[str]:
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []  # RestrictedPython reports it with its own message
+    return [
+        f"line {node.lineno}: import statements are not allowed (use pd and np)"
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
 
 
 def namespace(inputs: dict, df: Any, call_tool: Callable[[str, dict], str]) -> dict[str, Any]:
