@@ -164,6 +164,19 @@ FEATURE_FLAGS = {
     "custom_tools_enabled": env_bool("EUNICE_CUSTOM_TOOLS", False),
 }
 
+# The custom-tool sandbox (registry/sandbox). ALLOW_WEAK runs custom tools even
+# where the OS layer (Landlock, seccomp, network namespace, uid drop) is missing.
+SANDBOX = {
+    "CPU_SECONDS": env_int("EUNICE_SANDBOX_CPU_SECONDS", 5, minimum=1),
+    "WALL_SECONDS": env_float("EUNICE_SANDBOX_WALL_SECONDS", 10.0, minimum=0.1),
+    "MEMORY_MB": env_int("EUNICE_SANDBOX_MEMORY_MB", 1024, minimum=64),
+    "RESULT_BYTES": env_int("EUNICE_SANDBOX_RESULT_BYTES", 1 << 20, minimum=1024),
+    "MAX_TOOL_CALLS": env_int("EUNICE_SANDBOX_MAX_TOOL_CALLS", 20, minimum=0),
+    "MAX_DEPTH": env_int("EUNICE_SANDBOX_MAX_DEPTH", 3, minimum=0),
+    "SCRATCH_DIR": env_str("EUNICE_SANDBOX_SCRATCH", "/tmp/eunice-sandbox"),
+    "ALLOW_WEAK": env_bool("EUNICE_SANDBOX_ALLOW_WEAK", False),
+}
+
 # Staff login created by the run script on first start.
 EUNICE_ADMIN_USER = env_str("EUNICE_ADMIN_USER", "admin")
 EUNICE_ADMIN_PASSWORD = env_str("EUNICE_ADMIN_PASSWORD")

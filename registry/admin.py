@@ -1,6 +1,17 @@
 from django.contrib import admin
+from django.urls import path
+from django.utils.html import format_html
 
-from registry.models import ModelConfig, SeedLog, ToolDefinition, ToolExecutionLog, ToolJob
+from registry.models import (
+    ModelConfig,
+    SandboxRun,
+    SeedLog,
+    ToolDefinition,
+    ToolExecutionLog,
+    ToolJob,
+    ToolReview,
+    ToolType,
+)
 
 
 @admin.register(ToolDefinition)
@@ -8,8 +19,20 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
     list_display = ("name", "tool_type", "status", "category", "tenant_id", "enabled", "version", "updated_at")
     list_filter = ("tool_type", "status", "category", "tenant_id", "enabled")
     search_fields = ("name", "description")
-    readonly_fields = ("definition_hash", "embedding_model", "created_at", "updated_at", "version")
+    readonly_fields = ("definition_hash", "approved_hash", "embedding_model", "created_at", "updated_at", "version")
     list_per_page = 100
+
+    def get_urls(self):
+        from registry.review_views import review
+
+        view = self.admin_site.admin_view(lambda request, object_id: review(self.admin_site, request, object_id))
+        return [path("<path:object_id>/review/", view, name="registry_tool_review"), *super().get_urls()]
+
+    def get_readonly_fields(self, request, obj=None):
+        # A custom tool's status changes only through the review page's actions.
+        if obj is not None and obj.tool_type == ToolType.CUSTOM:
+            return (*self.readonly_fields, "status")
+        return self.readonly_fields
     fieldsets = (
         (None, {"fields": ("name", "description", "tool_type", "status", "enabled", "category", "tenant_id")}),
         ("Definition", {"fields": ("input_schema", "implementation", "handler_path", "status_message", "large_output")}),
@@ -39,7 +62,12 @@ class ToolExecutionLogAdmin(admin.ModelAdmin):
 
 @admin.register(ToolJob)
 class ToolJobAdmin(admin.ModelAdmin):
-    list_display = ("id", "tool_name", "job_type", "status", "progress_pct", "tenant_id", "created_at")
+    list_display = ("id", "tool_name", "job_type", "status", "progress", "tenant_id", "created_at")
+
+    @admin.display(description="progress", ordering="progress_pct")
+    def progress(self, job: ToolJob) -> str:
+        return format_html('<progress value="{}" max="100">{}%</progress> {}%', job.progress_pct,
+                           job.progress_pct, job.progress_pct)
     list_filter = ("job_type", "status", "tenant_id")
     search_fields = ("id", "tool_name")
     readonly_fields = ("created_at", "updated_at")
@@ -55,3 +83,27 @@ class ModelConfigAdmin(admin.ModelAdmin):
 class SeedLogAdmin(admin.ModelAdmin):
     list_display = ("key", "pinned", "updated_at")
     search_fields = ("key",)
+
+
+@admin.register(ToolReview)
+class ToolReviewAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "tool", "action", "acting_user", "definition_hash")
+    list_filter = ("action",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(SandboxRun)
+class SandboxRunAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "tool_name", "tenant_id", "ok", "stopped_by", "wall_ms")
+    list_filter = ("ok", "stopped_by", "tool_name")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

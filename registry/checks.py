@@ -32,3 +32,22 @@ def check_tool_system_settings(app_configs=None, **kwargs) -> list:
     except KeyError as exc:
         problems.append(Error(f"the system tool catalog is inconsistent: {exc}", id="eunice.E002"))
     return problems
+
+
+@register()
+def check_sandbox(app_configs=None, **kwargs) -> list:
+    """Custom tools on, but the sandbox's OS layer incomplete: they will be refused."""
+    if not settings.FEATURE_FLAGS.get("custom_tools_enabled"):
+        return []
+    from registry.sandbox.service import missing_os_layers
+
+    missing = missing_os_layers()
+    if not missing:
+        return []
+    if settings.SANDBOX["ALLOW_WEAK"]:
+        message = f"custom tools run WITHOUT {', '.join(missing)} (EUNICE_SANDBOX_ALLOW_WEAK=1)."
+    else:
+        message = (f"custom tools are enabled but will be refused: the sandbox's OS layer lacks "
+                   f"{', '.join(missing)}. Run as root on Linux with Landlock and libseccomp, or set "
+                   "EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode.")
+    return [Warning(message, id="eunice.W002")]

@@ -98,6 +98,8 @@ class ToolDefinition(models.Model):
     embedding_model = models.CharField(max_length=128, blank=True, editable=False)
     # Hash of what a reviewer approves; approval is bound to it.
     definition_hash = models.CharField(max_length=64, blank=True, editable=False)
+    # The definition_hash a staff member approved; a custom tool runs only while they match.
+    approved_hash = models.CharField(max_length=64, blank=True, editable=False)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
@@ -133,10 +135,23 @@ class ToolDefinition(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         self.definition_hash = self.compute_definition_hash()
+        extra = {"definition_hash", "updated_at"}
+        if self.needs_new_approval():
+            # An edit after approval is not what the reviewer signed off on.
+            self.status = ToolStatus.TESTING
+            extra.add("status")
         update_fields = kwargs.get("update_fields")
         if update_fields is not None:
-            kwargs["update_fields"] = {*update_fields, "definition_hash", "updated_at"}
+            kwargs["update_fields"] = {*update_fields, *extra}
         super().save(*args, **kwargs)
+
+
+    def needs_new_approval(self) -> bool:
+        return (
+            self.tool_type == ToolType.CUSTOM
+            and self.status == ToolStatus.APPROVED
+            and self.definition_hash != self.approved_hash
+        )
 
 
 def definition_hash(**parts: object) -> str:
@@ -296,3 +311,59 @@ class ModelConfig(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.provider}/{self.model}"
+
+
+class ReviewAction(models.TextChoices):
+    SUBMIT = "submit", "Submitted for testing"
+    AUDIT = "audit", "Audited"
+    APPROVE = "approve", "Approved"
+    REJECT = "reject", "Rejected"
+
+
+class ToolReview(models.Model):
+    """Audit row for a custom tool's lifecycle: who did what to which definition hash.
+
+    Holds the reviewed code, schema and description so the next review can show
+    a diff against the last approved version.
+    """
+
+    tool = models.ForeignKey(ToolDefinition, on_delete=models.CASCADE, related_name="reviews")
+    action = models.CharField(max_length=16, choices=ReviewAction.choices)
+    acting_user = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    definition_hash = models.CharField(max_length=64)
+    reason = models.TextField(blank=True)
+    implementation = models.TextField(blank=True)
+    input_schema = models.JSONField(default=dict, blank=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        db_table = "tool_reviews"
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.tool_id} {self.action} {self.definition_hash[:12]}"
+
+
+class SandboxRun(models.Model):
+    """One custom-tool run: which sandbox layers were active and what stopped it, if anything."""
+
+    tool_name = models.CharField(max_length=64, db_index=True)
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    definition_hash = models.CharField(max_length=64, blank=True)
+    ok = models.BooleanField()
+    stopped_by = models.CharField(max_length=32, blank=True)
+    layers = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+    tool_calls = models.PositiveIntegerField(default=0)
+    wall_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        db_table = "sandbox_runs"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {'ok' if self.ok else self.stopped_by or 'failed'}"

@@ -233,13 +233,27 @@ class ToolRegistry:
 
     def _route(self, definition: Definition) -> tuple[Handler | None, str]:
         if definition.tool_type == ToolType.CUSTOM:
-            return None, "custom tools are not enabled in this deployment"
+            return self._route_custom(definition)
         handler = self._handlers.get(definition.name)
         if handler is not None:
             return handler, ""
         if definition.tool_type == ToolType.MCP:
             return None, self._unavailable.get(definition.name, "its MCP server is not connected")
         return None, self._unavailable.get(definition.name, "it has no registered handler")
+
+    def _route_custom(self, definition: Definition) -> tuple[Handler | None, str]:
+        if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
+            return None, "custom tools are not enabled in this deployment"
+        current = definition.current_hash
+        if not definition.approved_hash or current != definition.approved_hash:
+            # Checked here too, not only in save(): a bulk update bypasses save().
+            return None, "its definition changed since it was approved and awaits review"
+        from registry.sandbox.service import custom_handler
+
+        # Inline: the sandbox enforces its own CPU and wall-clock limits by killing the run,
+        # and call_tool re-enters the registry on the caller's thread and transaction.
+        func = custom_handler(definition.name, definition.implementation, current)
+        return Handler.wrap(wrap_for_dispatch(definition.name, func), inline=True), ""
 
     def _unknown_tool(self, name: str, tenant_id: str) -> Hint:
         alternatives = closest_tools(self, name, tenant_id, limit=3)

@@ -11,7 +11,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from registry.models import ALL_TENANTS, INTERNAL_CATEGORY, ToolDefinition, ToolStatus
+from registry.models import (
+    ALL_TENANTS,
+    INTERNAL_CATEGORY,
+    ToolDefinition,
+    ToolStatus,
+    ToolType,
+    definition_hash,
+)
 
 REFRESH_SECONDS = 2.0
 
@@ -40,6 +47,8 @@ class Definition:
     implementation: str
     status_message: str
     schema_key: str
+    approved_hash: str
+    current_hash: str  # of exactly what this snapshot holds; custom tools only
     llm_schema: dict = field(compare=False)
 
     def callable_by(self, tenant_id: str) -> bool:
@@ -80,13 +89,23 @@ def _definition(row: dict) -> Definition:
         implementation=row["implementation"],
         status_message=row["status_message"],
         schema_key=schema_key(schema),
+        approved_hash=row["approved_hash"],
+        current_hash=_current_hash(row) if row["tool_type"] == ToolType.CUSTOM else "",
         llm_schema=llm_schema(row["name"], schema),
+    )
+
+
+def _current_hash(row: dict) -> str:
+    return definition_hash(
+        name=row["name"], description=row["description"], input_schema=row["input_schema"],
+        implementation=row["implementation"], handler_path=row["handler_path"],
+        tool_type=row["tool_type"],
     )
 
 
 _FIELDS = (
     "id", "name", "description", "input_schema", "tool_type", "status", "enabled",
-    "category", "tenant_id", "handler_path", "implementation", "status_message",
+    "category", "tenant_id", "handler_path", "implementation", "status_message", "approved_hash",
 )
 
 

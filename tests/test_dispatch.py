@@ -150,7 +150,9 @@ def test_a_slow_async_handler_times_out_with_an_error(call, make_tool):
 
 
 def test_a_custom_tool_says_custom_tools_are_not_enabled(call, make_tool):
-    make_tool("mine", tool_type=ToolType.CUSTOM, implementation="result = 1")
+    tool = make_tool("mine", tool_type=ToolType.CUSTOM, implementation="result = 1")
+    # Approved the only way a custom tool is: bound to its definition hash.
+    type(tool).objects.filter(pk=tool.pk).update(status="approved", approved_hash=tool.definition_hash)
     result = call("mine")
     assert "custom tools are not enabled" in result.error
 

@@ -1,0 +1,121 @@
+"""One run, in a process forked from the zygote: lock down, execute, answer, exit.
+
+The order matters: limits and the scratch directory are set up while the
+process can still see files; Landlock and the uid drop follow; seccomp comes
+last because it forbids what the earlier steps needed. No Django import.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pickle
+import socket
+from typing import Any
+
+from registry.sandbox import oslayer, runner
+from registry.sandbox.policy import SandboxRefusal
+from registry.sandbox.protocol import recv_frame, recv_json, send_frame, send_json
+
+_MAX_REQUEST = 256 << 20
+_OS_ERRNOS = {errno.EPERM, errno.EACCES, errno.ENOSYS, errno.ENETUNREACH, errno.EAGAIN, errno.EROFS}
+
+
+def run_child(sock: socket.socket, scratch: str, limits: dict[str, Any]) -> None:
+    """Never returns: the run exits with status 0 after answering, whatever happened."""
+    layers: dict[str, Any] = {}
+    try:
+        _isolate_fds(sock.fileno())
+        request = recv_json(sock, _MAX_REQUEST)
+        datasets = pickle.loads(recv_frame(sock, _MAX_REQUEST)) if request.get("has_data") else {}
+        layers.update(lock_down(scratch, limits, language=request.get("language", True)))
+        send_json(sock, _execute(sock, request, datasets, layers, limits))
+    except BaseException as exc:  # noqa: BLE001 - the run must answer and exit, never unwind into the zygote
+        try:
+            send_json(sock, {"op": "result", "ok": False, "stopped_by": _layer_of(exc),
+                             "error": _describe(exc), "layers": layers})
+        except BaseException:  # noqa: BLE001 - the host sees EOF and the exit status instead
+            pass
+    finally:
+        os._exit(0)
+
+
+def _isolate_fds(keep: int) -> None:
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 16)
+
+
+def lock_down(scratch: str, limits: dict[str, Any], *, language: bool) -> dict[str, Any]:
+    """Apply the OS layer; return which layers are active for this run."""
+    os.makedirs(scratch, mode=0o700)
+    if os.geteuid() == 0:
+        os.chown(scratch, oslayer.NOBODY, oslayer.NOBODY)
+    os.chdir(scratch)
+    oslayer.set_limits(
+        cpu_seconds=int(limits["cpu_seconds"]),
+        memory_bytes=int(limits["memory_bytes"]),
+        file_bytes=int(limits["file_bytes"]),
+        open_files=32,
+    )
+    layers: dict[str, Any] = {"language": language, "fresh_process": True, "rlimits": True}
+    layers["no_new_privs"] = oslayer.no_new_privs()
+    layers["landlock_abi"] = oslayer.landlock_confine(scratch)
+    layers["uid"] = 65534 if oslayer.drop_to_nobody() else os.getuid()
+    layers["network_namespace"] = bool(limits.get("network_namespace"))
+    layers["seccomp"] = oslayer.seccomp_confine()
+    return layers
+
+
+def _execute(sock: socket.socket, request: dict, datasets: dict, layers: dict, limits: dict) -> dict:
+    calls = _ToolCalls(sock, int(limits["max_tool_calls"]))
+    df = datasets.get("default")
+    inputs = request.get("inputs") or {}
+    if request.get("language", True):
+        code = runner.compile_tool(request["code"])
+        glb = runner.namespace(inputs, df, calls)
+    else:  # tests of the OS layer alone: the code runs as plain Python
+        code = compile(request["code"], "<unrestricted>", "exec")
+        glb = {"df": df, "inputs": inputs, "call_tool": calls, "result": None}
+    exec(code, glb)
+    answer = runner.render(glb.get("result"))
+    payload = json.dumps(answer, default=str)
+    if len(payload) > int(limits["result_bytes"]):
+        return {"op": "result", "ok": False, "stopped_by": "result_cap", "layers": layers,
+                "error": f"the result is {len(payload):,} bytes; the limit is {int(limits['result_bytes']):,}"}
+    return {"op": "result", "ok": True, "answer": answer, "layers": layers, "tool_calls": calls.made}
+
+
+class _ToolCalls:
+    """``call_tool(name, inputs)`` inside a run: a request to the host, its text back."""
+
+    def __init__(self, sock: socket.socket, cap: int) -> None:
+        self.sock, self.cap, self.made = sock, cap, 0
+
+    def __call__(self, name: str, inputs: dict | None = None) -> str:
+        if self.made >= self.cap:
+            raise SandboxRefusal(f"more than {self.cap} call_tool calls in one run")
+        self.made += 1
+        send_json(self.sock, {"op": "call_tool", "name": str(name), "inputs": inputs or {}})
+        reply = recv_json(self.sock, 64 << 20)
+        return str(reply.get("text", ""))
+
+
+def _layer_of(exc: BaseException) -> str:
+    if isinstance(exc, (SandboxRefusal, runner.ToolCodeError)):
+        return "language"
+    if isinstance(exc, MemoryError):
+        return "os:memory"
+    if isinstance(exc, ImportError):  # Landlock hides the Python installation from the run
+        return "os"
+    if isinstance(exc, OSError) and exc.errno in _OS_ERRNOS:
+        return "os"
+    return "tool"
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text[:500]}"

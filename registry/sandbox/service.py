@@ -1,0 +1,147 @@
+"""The sandbox as the registry uses it: settings, the shared zygote, one run → one envelope.
+
+``custom_handler(definition)`` is what ``ToolRegistry._route`` dispatches to for
+a custom tool. Every run records a SandboxRun row with the layers that were
+active. Nothing here returns a traceback or the host's state to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from django.conf import settings
+
+from registry.contract import Err, content_for_data
+from registry.handlers import HandlerFunc
+from registry.sandbox import oslayer
+from registry.sandbox.client import Limits, RunOutcome, SandboxUnavailable, Zygote
+
+logger = logging.getLogger("eunice.sandbox")
+
+REQUIRED_OS_LAYERS = ("landlock", "seccomp", "network_namespace", "uid_drop")
+_zygote: Zygote | None = None
+_zygote_lock = threading.Lock()
+
+
+def limits() -> Limits:
+    config = settings.SANDBOX
+    return Limits(
+        cpu_seconds=int(config["CPU_SECONDS"]),
+        wall_seconds=float(config["WALL_SECONDS"]),
+        memory_bytes=int(config["MEMORY_MB"]) << 20,
+        result_bytes=int(config["RESULT_BYTES"]),
+        max_tool_calls=int(config["MAX_TOOL_CALLS"]),
+    )
+
+
+def missing_os_layers() -> list[str]:
+    """The OS-layer pieces this host cannot provide (probed without starting anything)."""
+    import os
+
+    available = {
+        "landlock": oslayer.landlock_abi() >= 1,
+        "seccomp": oslayer.seccomp_available(),
+        "network_namespace": os.geteuid() == 0,
+        "uid_drop": os.geteuid() == 0,
+    }
+    return [name for name in REQUIRED_OS_LAYERS if not available[name]]
+
+
+def zygote() -> Zygote:
+    """The process-wide zygote, (re)started on first use. Raises SandboxUnavailable."""
+    global _zygote
+    with _zygote_lock:
+        if _zygote is None or not _zygote.alive:
+            _zygote = Zygote(settings.SANDBOX["SCRATCH_DIR"])
+        return _zygote
+
+
+def shutdown() -> None:
+    global _zygote
+    with _zygote_lock:
+        if _zygote is not None:
+            _zygote.close()
+            _zygote = None
+
+
+def run_code(
+    code: str, inputs: dict, context: dict, *, tool_name: str = "", definition_hash: str = ""
+) -> RunOutcome:
+    """Run tool code for ``context``'s caller. Refuses (ok=False, stopped_by="policy")
+    when the OS layer is incomplete and weak mode is not allowed, or nesting is too deep."""
+    depth = int(context.get("_sandbox_depth", 0))
+    if depth > int(settings.SANDBOX["MAX_DEPTH"]):
+        return RunOutcome(ok=False, stopped_by="policy",
+                          error=f"custom tools may nest at most {settings.SANDBOX['MAX_DEPTH']} deep")
+    missing = missing_os_layers()
+    if missing and not settings.SANDBOX["ALLOW_WEAK"]:
+        return RunOutcome(ok=False, stopped_by="policy", error=(
+            "custom tools are refused on this host: the sandbox's OS layer lacks "
+            f"{', '.join(missing)} (set EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode)"))
+    try:
+        outcome = zygote().run(code, inputs, _datasets(context), limits(), _call_tool_for(context, depth))
+    except SandboxUnavailable as exc:
+        logger.error("sandbox unavailable: %s", exc)
+        outcome = RunOutcome(ok=False, stopped_by="unavailable", error="the sandbox is unavailable")
+    _record(outcome, tool_name, context, definition_hash)
+    return outcome
+
+
+def _datasets(context: dict) -> dict[str, Any]:
+    """The default dataset a run sees as ``df``: ``context["dataset"]`` or the named default."""
+    frame = context.get("dataset")
+    if frame is None:
+        named = context.get("datasets") or {}
+        frame = named.get(context.get("default_dataset")) if named else None
+    return {"default": frame} if frame is not None else {}
+
+
+def _call_tool_for(context: dict, depth: int):
+    registry = context.get("_tool_registry")
+    caller = {key: context[key] for key in ("tenant_id", "user_id", "conversation_id") if key in context}
+
+    def call_tool(name: str, inputs: dict) -> str:
+        if registry is None:
+            return "✗ error: call_tool is unavailable here"
+        result = registry.execute_tool(name, inputs, {**caller, "_sandbox_depth": depth + 1})
+        return content_for_data(result.content)
+
+    return call_tool
+
+
+def _record(outcome: RunOutcome, tool_name: str, context: dict, definition_hash: str) -> None:
+    from django.db import DatabaseError
+
+    from registry.models import SandboxRun
+
+    try:
+        SandboxRun.objects.create(
+            tool_name=tool_name[:64], tenant_id=str(context.get("tenant_id", ""))[:64],
+            definition_hash=definition_hash, ok=outcome.ok, stopped_by=outcome.stopped_by,
+            layers=outcome.layers, error=outcome.error[:2000], tool_calls=outcome.tool_calls,
+            wall_ms=outcome.wall_ms,
+        )
+    except DatabaseError:  # the record must never fail the run it describes
+        logger.exception("recording the sandbox run of %s failed", tool_name)
+
+
+def outcome_to_return(outcome: RunOutcome) -> Any:
+    """What the handler returns: text, a full-response dict, or an Err naming the layer."""
+    if not outcome.ok:
+        layer = outcome.stopped_by or "tool"
+        return Err(f"{outcome.error} [stopped by: {layer}]", f"sandbox:{layer}")
+    answer = outcome.answer or {}
+    if answer.get("kind") == "response":
+        return answer["response"]
+    return answer.get("text", "")
+
+
+def custom_handler(name: str, code: str, definition_hash: str) -> HandlerFunc:
+    def handle(inputs: dict, context: dict) -> Any:
+        return outcome_to_return(
+            run_code(code, inputs, context, tool_name=name, definition_hash=definition_hash)
+        )
+
+    return handle
