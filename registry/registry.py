@@ -212,7 +212,7 @@ class ToolRegistry:
         from registry.mcp.manager import get_manager
 
         conn = definition.implementation.split(":")[1] if definition.implementation.count(":") >= 2 else ""
-        why_not = get_manager().ensure_connected(conn) if conn else "it names no MCP server"
+        why_not = get_manager().ensure_connected(conn) if conn else "its MCP server is not connected"
         handler = self._handlers.get(definition.name)
         if handler is not None:
             return handler, ""
