@@ -55,3 +55,5 @@ class ModelConfigAdmin(admin.ModelAdmin):
 class SeedLogAdmin(admin.ModelAdmin):
     list_display = ("key", "pinned", "updated_at")
     search_fields = ("key",)
+
+from registry.mcp import admin as _mcp_admin  # noqa: E402,F401  (registers My Connections and Marketplace)

@@ -370,6 +370,7 @@ class MCPServer(models.Model):
         db_table = "mcp_servers"
         ordering = ["name"]
         verbose_name = "MCP server"
+        verbose_name_plural = "My Connections"
         constraints = [
             models.CheckConstraint(
                 condition=Q(transport__in=MCPTransport.values), name="mcp_transport_known"

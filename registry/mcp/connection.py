@@ -56,9 +56,11 @@ class Connection:
         self._task = asyncio.create_task(self._run(), name=f"mcp:{self.config.name}")
         try:
             return await asyncio.wait_for(asyncio.shield(self._ready), timeout)
-        except asyncio.TimeoutError:
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
             self._task.cancel()
             await asyncio.wait([self._task], timeout=10.0)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
             raise MCPError(
                 f"MCP server {self.config.name!r} did not finish connecting within {timeout:g} s"
             ) from None

@@ -109,9 +109,14 @@ def retire(config_name: str) -> int:
     ).update(deleted_at=now, updated_at=now)
 
 
-def mark(name: str, status: str, error: str = "") -> None:
-    """Record a connection state change made by the manager itself (not a user action)."""
-    fields: dict = {"status": status, "last_error": error[:2000], "updated_at": timezone.now()}
+def mark(name: str, status: str, error: str = "", *, keep_error: bool = False) -> None:
+    """Record a connection state change made by the manager itself (not a user action).
+
+    ``keep_error`` leaves last_error as it is (a reconnect after a crash keeps saying why).
+    """
+    fields: dict = {"status": status, "updated_at": timezone.now()}
+    if not keep_error:
+        fields["last_error"] = error[:2000]
     if status == MCPStatus.CONNECTED:
         fields["connected_at"] = timezone.now()
     MCPServer.objects.filter(name=name).update(**fields)

@@ -61,6 +61,9 @@ class MCPManager:
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.RLock()
         self._stopping = False
+        self._reconnects: set[asyncio.Task] = set()
+        self._synced = threading.Condition()
+        self._sync_count: dict[str, int] = {}
 
     # --- the loop ------------------------------------------------------------
 
@@ -128,6 +131,11 @@ class MCPManager:
     def stop(self) -> None:
         """Close every session (app shutdown). Rows stay: other processes may use them."""
         self._stopping = True
+        if self._loop is not None and self._reconnects:
+            try:
+                self._run(self._cancel_reconnects(), 20.0)
+            except TimeoutError:
+                logger.warning("MCP reconnects did not stop within 20 s")
         for name in list(self._connections):
             self._close(name)
         with self._lock:
@@ -146,6 +154,15 @@ class MCPManager:
     def wait_connected(self, name: str, timeout: float) -> bool:
         """Block until the server is (re)connected, at most ``timeout`` seconds."""
         return self._event(name).wait(timeout)
+
+    def sync_count(self, name: str) -> int:
+        """How many times the server's tool list has been synced into rows in this process."""
+        return self._sync_count.get(name, 0)
+
+    def wait_synced(self, name: str, past: int, timeout: float) -> bool:
+        """Block until the tool list has been synced more than ``past`` times (at most ``timeout`` s)."""
+        with self._synced:
+            return self._synced.wait_for(lambda: self.sync_count(name) > past, timeout)
 
     def ensure_connected(self, name: str) -> str:
         """Make sure this process has the server's handlers; returns "" or why not.
@@ -195,6 +212,7 @@ class MCPManager:
         try:
             result = self._run(connection.call(tool, arguments, timeout), timeout + 5)
         except ConnectionLost as exc:
+            self._event(conn).clear()  # before the loop notices: waiters must see the reconnect
             breaker.failure()
             remaining = timeout - (time.monotonic() - started)
             if tool in connection.config.idempotent_tools and self.wait_connected(conn, max(remaining, 0)):
@@ -253,6 +271,9 @@ class MCPManager:
             registry.unregister_handler(name, why)
         self._register(connection, found.active)
         registry.invalidate()
+        with self._synced:
+            self._sync_count[connection.config.name] = self.sync_count(connection.config.name) + 1
+            self._synced.notify_all()
         return list(found.active)
 
     def _register(self, connection: Connection, active: dict[str, str] | None = None) -> None:
@@ -289,7 +310,15 @@ class MCPManager:
             return
         self._event(name).clear()
         logger.warning("MCP server %s: connection lost (%s); reconnecting", name, reason)
-        asyncio.get_running_loop().create_task(self._reconnect(connection, reason))
+        task = asyncio.get_running_loop().create_task(self._reconnect(connection, reason))
+        self._reconnects.add(task)
+        task.add_done_callback(self._reconnects.discard)
+
+    async def _cancel_reconnects(self) -> None:
+        tasks = list(self._reconnects)
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks, timeout=15.0)
 
     async def _reconnect(self, old: Connection, reason: str) -> None:
         name = old.config.name
@@ -310,7 +339,7 @@ class MCPManager:
             self._connections[name] = fresh
             self._breakers.pop(name, None)
             await asyncio.to_thread(_with_db, self._adopt, fresh, fresh.tools)
-            await asyncio.to_thread(_with_db, inventory.mark, name, MCPStatus.CONNECTED)
+            await asyncio.to_thread(_with_db, lambda: inventory.mark(name, MCPStatus.CONNECTED, keep_error=True))
             self._event(name).set()
             return
 

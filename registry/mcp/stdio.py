@@ -138,8 +138,8 @@ async def _stop(process: Process) -> None:
         with anyio.move_on_after(STOP_GRACE_SECONDS):
             await process.wait()
     with suppress(OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        if process.stdout is not None:
-            await process.stdout.aclose()
+        with anyio.move_on_after(STOP_GRACE_SECONDS):
+            await process.aclose()
 
 
 def _preview(line: bytes) -> str:

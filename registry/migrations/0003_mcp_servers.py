@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
                 ('updated_at', models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name': 'MCP server',
+                'verbose_name': 'MCP server', 'verbose_name_plural': 'My Connections',
                 'db_table': 'mcp_servers',
                 'ordering': ['name'],
                 'constraints': [models.CheckConstraint(condition=models.Q(('transport__in', ['stdio', 'streamable_http'])), name='mcp_transport_known'), models.CheckConstraint(condition=models.Q(('call_timeout_seconds__gt', 0)), name='mcp_timeout_positive')],

@@ -16,6 +16,7 @@ from registry.models import MCPServer
 from tests.conftest import TENANT
 
 DEMO = str(Path(__file__).with_name("servers") / "demo.py")
+ROGUE = str(Path(__file__).with_name("servers") / "rogue.py")
 WAIT = 30.0  # the bound on every wait in these tests
 
 
@@ -61,3 +62,4 @@ def http_demo():
     finally:
         process.terminate()
         process.wait(timeout=WAIT)
+        process.stderr.close()

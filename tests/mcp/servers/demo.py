@@ -88,22 +88,6 @@ def crash() -> str:
     os._exit(3)
 
 
-@server.tool()
-def garbage() -> str:
-    """Write a line that is not JSON on stdout."""
-    sys.stdout.write("this is not json\n")
-    sys.stdout.flush()
-    return "wrote garbage"
-
-
-@server.tool()
-def huge_line() -> str:
-    """Write a 10 MB line on stdout."""
-    sys.stdout.write("x" * (10 * 1024 * 1024) + "\n")
-    sys.stdout.flush()
-    return "wrote a huge line"
-
-
 if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
