@@ -19,7 +19,7 @@ from django.urls import path
 from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import tool_state
 from registry.mcp.tenancy import tenant_of
-from registry.models import MCPAuditLog, MCPServer, ToolDefinition, ToolStatus
+from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition, ToolStatus
 
 SECRET_FIELDS = ("env", "headers")
 
@@ -181,3 +181,9 @@ def _summary(result: object) -> str:
     if isinstance(result, dict):
         return f"{result.get('tools_discovered', 0)} tool(s)"
     return f"{result} tool(s) retired"
+
+
+@admin.register(TenantMembership)
+class TenantMembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "tenant_id")
+    search_fields = ("user__username", "tenant_id")

@@ -82,10 +82,10 @@ class Connection:
         session = self._session
         if session is None:
             raise ConnectionLost(self.lost_reason or "not connected")
+        # The caller's bounded wait (MCPManager._run) enforces ``timeout`` and
+        # cancels this coroutine; a wait_for here would cost a task per call.
         try:
-            return await asyncio.wait_for(session.call_tool(tool, arguments), timeout)
-        except asyncio.TimeoutError:
-            raise TimeoutError(f"no answer within {timeout:g} s") from None
+            return await session.call_tool(tool, arguments)
         except SDKError:
             if self._session is None or self._stdio_ended():
                 raise ConnectionLost(self._stdio_reason() or self.lost_reason or "connection closed") from None

@@ -210,7 +210,7 @@ class MCPManager:
         timeout = connection.config.call_timeout
         started = time.monotonic()
         try:
-            result = self._run(connection.call(tool, arguments, timeout), timeout + 5)
+            result = self._run(connection.call(tool, arguments, timeout), timeout)
         except ConnectionLost as exc:
             self._event(conn).clear()  # before the loop notices: waiters must see the reconnect
             breaker.failure()
@@ -237,7 +237,7 @@ class MCPManager:
             return Err(f"MCP server {conn!r} is not connected", "MCPUnavailable")
         timeout = connection.config.call_timeout
         try:
-            result = self._run(connection.call(tool, arguments, timeout), timeout + 5)
+            result = self._run(connection.call(tool, arguments, timeout), timeout)
         except (ConnectionLost, TimeoutError) as exc:
             return Err(f"MCP server {conn!r} failed the retried call: {exc}", "MCPConnectionLost")
         return to_envelope(conn, tool, result)

@@ -60,9 +60,9 @@ def weather(city: str) -> dict:
 
 
 @server.tool()
-def env(name: str) -> str:
+def env(variable: str) -> str:
     """Read one environment variable of the server process."""
-    return os.environ.get(name, "<unset>")
+    return os.environ.get(variable, "<unset>")
 
 
 @server.tool()
