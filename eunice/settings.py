@@ -47,6 +47,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "django_q",
     "registry",
@@ -143,6 +146,20 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(
+    0, "rest_framework.authentication.TokenAuthentication"
+)
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Eunice API",
+    "DESCRIPTION": "MCP servers and their tools.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # The browsable UI's assets are served from here, never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- The tool system -------------------------------------------------------
@@ -158,6 +175,11 @@ EXECUTION_LOG_MAX_BUFFER = env_int("EUNICE_LOG_MAX_BUFFER", 100_000, minimum=1)
 
 # How many tool calls of one assistant turn may run at once.
 EUNICE_PARALLEL_TOOLS = env_int("EUNICE_PARALLEL_TOOLS", 4, minimum=1)
+
+# MCP servers. Private/loopback URLs are refused unless this is on (development only).
+MCP_ALLOW_PRIVATE_URLS = env_bool("EUNICE_MCP_ALLOW_PRIVATE_URLS", False)
+# Where the marketplace searches; the official MCP registry's API by default.
+MCP_REGISTRY_URL = env_str("EUNICE_MCP_REGISTRY_URL", "https://registry.modelcontextprotocol.io")
 
 # Feature flags strip gated tools from the catalog; see tools/catalog.py.
 FEATURE_FLAGS = {

@@ -107,3 +107,5 @@ class SandboxRunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+from registry.mcp import admin as _mcp_admin  # noqa: E402,F401  (registers My Connections and Marketplace)

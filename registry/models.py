@@ -7,6 +7,7 @@ import json
 import uuid
 
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -367,3 +368,127 @@ class SandboxRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} {'ok' if self.ok else self.stopped_by or 'failed'}"
+
+
+# --- MCP servers -------------------------------------------------------------
+
+
+class MCPTransport(models.TextChoices):
+    STDIO = "stdio", "stdio (a local process)"
+    STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
+
+
+class MCPStatus(models.TextChoices):
+    DISCONNECTED = "disconnected", "Disconnected"
+    CONNECTED = "connected", "Connected"
+    FAILED = "failed", "Failed"
+
+
+class ApprovalPolicy(models.TextChoices):
+    AUTO = "auto", "Approve new tools automatically"
+    MANUAL = "manual", "New tools wait for staff approval"
+
+
+MCP_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+
+
+class MCPServerQuerySet(models.QuerySet):
+    def for_tenant(self, tenant_id: str) -> "MCPServerQuerySet":
+        return self.filter(tenant_id=tenant_id)
+
+    def enabled(self) -> "MCPServerQuerySet":
+        return self.filter(enabled=True)
+
+
+class MCPServer(models.Model):
+    """One configured MCP server; its tools become ``mcp_<name>_<tool>`` rows.
+
+    ``env`` and ``headers`` hold secrets: they are write-only in the API and
+    the admin. ``approved_tools`` maps each server-side tool name to the hash
+    (and copy) of the definition staff last approved: a tool whose definition
+    drifts from it is quarantined.
+    """
+
+    name = models.CharField(
+        max_length=32,
+        unique=True,
+        validators=[RegexValidator(MCP_NAME_RE, "lower-case letters, digits, _ and -; at most 32")],
+    )
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    transport = models.CharField(max_length=16, choices=MCPTransport.choices)
+    command = models.CharField(max_length=500, blank=True)
+    args = models.JSONField(default=list, blank=True)
+    env = models.JSONField(default=dict, blank=True)
+    url = models.CharField(max_length=2000, blank=True)
+    headers = models.JSONField(default=dict, blank=True)
+    allow_private_network = models.BooleanField(
+        default=False, help_text="Allow a loopback/private URL (development only; staff only)."
+    )
+    enabled = models.BooleanField(default=True)
+    status = models.CharField(max_length=16, choices=MCPStatus.choices, default=MCPStatus.DISCONNECTED)
+    last_error = models.TextField(blank=True)
+    connected_at = models.DateTimeField(null=True, blank=True)
+    approval_policy = models.CharField(
+        max_length=8, choices=ApprovalPolicy.choices, default=ApprovalPolicy.MANUAL
+    )
+    call_timeout_seconds = models.FloatField(default=120.0)
+    idempotent_tools = models.JSONField(default=list, blank=True)
+    approved_tools = models.JSONField(default=dict, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = MCPServerQuerySet.as_manager()
+
+    class Meta:
+        db_table = "mcp_servers"
+        ordering = ["name"]
+        verbose_name = "MCP server"
+        verbose_name_plural = "My Connections"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(transport__in=MCPTransport.values), name="mcp_transport_known"
+            ),
+            models.CheckConstraint(condition=Q(call_timeout_seconds__gt=0), name="mcp_timeout_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def created_by_tag(self) -> str:
+        return f"mcp:{self.name}"
+
+
+class MCPAuditLog(models.Model):
+    """Who changed which MCP server, and how. Written by registry.mcp.services only."""
+
+    action = models.CharField(max_length=32)
+    server_name = models.CharField(max_length=32, db_index=True)
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    actor = models.CharField(max_length=150)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        db_table = "mcp_audit_log"
+        ordering = ["-created_at"]
+        verbose_name = "MCP audit entry"
+        verbose_name_plural = "MCP audit log"
+
+    def __str__(self) -> str:
+        return f"{self.actor} {self.action} {self.server_name}"
+
+
+class TenantMembership(models.Model):
+    """Which tenant a user acts for (REST and admin). A user without one sees no tenant data."""
+
+    user = models.OneToOneField(
+        "auth.User", on_delete=models.CASCADE, related_name="tenant_membership"
+    )
+    tenant_id = models.CharField(max_length=64, db_index=True)
+
+    class Meta:
+        db_table = "tenant_memberships"
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.tenant_id}"

@@ -110,6 +110,9 @@ class ToolRegistry:
                     self._search = ToolSearch(self)
         return self._search
 
+    def has_handler(self, name: str) -> bool:
+        return name in self._handlers
+
     def invalidate(self) -> None:
         """Forget the cached definitions; the next call reloads them."""
         self._snapshot.invalidate()
@@ -238,7 +241,7 @@ class ToolRegistry:
         if handler is not None:
             return handler, ""
         if definition.tool_type == ToolType.MCP:
-            return None, self._unavailable.get(definition.name, "its MCP server is not connected")
+            return self._connect_mcp(definition)
         return None, self._unavailable.get(definition.name, "it has no registered handler")
 
     def _route_custom(self, definition: Definition) -> tuple[Handler | None, str]:
@@ -254,6 +257,17 @@ class ToolRegistry:
         # and call_tool re-enters the registry on the caller's thread and transaction.
         func = custom_handler(definition.name, definition.implementation, current)
         return Handler.wrap(wrap_for_dispatch(definition.name, func), inline=True), ""
+
+    def _connect_mcp(self, definition: Definition) -> tuple[Handler | None, str]:
+        """An MCP tool with no handler in this process: connect its server from the DB."""
+        from registry.mcp.manager import get_manager
+
+        conn = definition.implementation.split(":")[1] if definition.implementation.count(":") >= 2 else ""
+        why_not = get_manager().ensure_connected(conn) if conn else "its MCP server is not connected"
+        handler = self._handlers.get(definition.name)
+        if handler is not None:
+            return handler, ""
+        return None, why_not or self._unavailable.get(definition.name, "its MCP server does not offer it")
 
     def _unknown_tool(self, name: str, tenant_id: str) -> Hint:
         alternatives = closest_tools(self, name, tenant_id, limit=3)

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import utility
+from tools.schemas import mcp, utility
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -27,10 +27,12 @@ OPTIONAL_KEYS = (
 TOOL_ORDER: tuple[str, ...] = (
     "search_tools",
     "plan",
+    "search_mcp_marketplace",
+    "install_mcp_server",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility,)
+CATEGORIES = (utility, mcp)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()

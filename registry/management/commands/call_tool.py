@@ -3,6 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from registry.execlog import writer
+from registry.mcp.manager import get_manager
 from registry.registry import get_registry
 
 
@@ -31,7 +32,10 @@ class Command(BaseCommand):
         context = {"tenant_id": options["tenant"], "user_id": options["user"]}
         if options["conversation"]:
             context["conversation_id"] = self._conversation(options["conversation"], options["tenant"])
-        result = get_registry().execute_tool(options["name"], inputs, context)
+        try:
+            result = get_registry().execute_tool(options["name"], inputs, context)
+        finally:
+            get_manager().stop()  # closes any MCP session this call opened
         writer().flush()
         self.stdout.write(result.content)
         if result.error is not None:

@@ -1,0 +1,135 @@
+"""MCP call latency through execute_tool vs a raw SDK session, same server, same run.
+
+For stdio and Streamable HTTP (loopback) it prints, per transport:
+  registry_ms   median per-call latency of execute_tool("mcp_bench_add", …) (p95 beside it)
+  raw_ms        median of ClientSession.call_tool("add", …) on a session of our own
+  ratio         registry_ms / raw_ms (target ≤ 1.15)
+  calls_per_s   sequential execute_tool calls per second (target ≥ 300 over stdio)
+
+Usage: python bench/mcp.py [--calls N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import _django
+
+# This file is called mcp.py: keep it from shadowing the SDK package of that name.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+DEMO = str(_django.ROOT / "tests" / "mcp" / "servers" / "demo.py")
+
+
+def summary(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.95) - 1] * 1000
+
+
+def through_registry(transport: str, target: str, calls: int) -> dict:
+    from registry.mcp.config import ServerConfig
+    from registry.mcp.manager import get_manager
+    from registry.models import MCPServer
+    from registry.registry import get_registry
+
+    MCPServer.objects.filter(name="bench").delete()
+    fields = {"command": sys.executable, "args": [DEMO]} if transport == "stdio" else {"url": target}
+    server = MCPServer.objects.create(name="bench", tenant_id="bench", transport=transport,
+                                      allow_private_network=True, **fields)
+    manager = get_manager()
+    manager.connect(ServerConfig.from_model(server))
+    registry, context = get_registry(), {"tenant_id": "bench", "user_id": "bench"}
+    try:
+        for _ in range(50):
+            registry.execute_tool("mcp_bench_add", {"a": 1, "b": 2}, context)
+        samples = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            result = registry.execute_tool("mcp_bench_add", {"a": 1, "b": 2}, context)
+            samples.append(time.perf_counter() - start)
+        assert result.error is None, result.content
+    finally:
+        manager.disconnect("bench")
+        server.delete()
+    return {"samples": samples, "wall": sum(samples)}
+
+
+async def raw_session(transport: str, target: str, calls: int) -> list[float]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    opener = (stdio_client(StdioServerParameters(command=sys.executable, args=[DEMO]))
+              if transport == "stdio" else streamable_http_client(target))
+    async with opener as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for _ in range(50):
+            await session.call_tool("add", {"a": 1, "b": 2})
+        samples = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            await session.call_tool("add", {"a": 1, "b": 2})
+            samples.append(time.perf_counter() - start)
+    return samples
+
+
+def start_http() -> tuple[subprocess.Popen, str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen([sys.executable, DEMO, "http", str(port)],
+                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 30
+    for line in process.stderr:
+        if "Uvicorn running on" in line or time.monotonic() > deadline:
+            break
+    return process, f"http://127.0.0.1:{port}/mcp"
+
+
+def measure(transport: str, target: str, calls: int) -> dict:
+    raw = asyncio.run(raw_session(transport, target, calls))
+    registry = through_registry(transport, target, calls)
+    registry_ms, registry_p95 = summary(registry["samples"])
+    raw_ms, raw_p95 = summary(raw)
+    return {
+        "registry_ms": round(registry_ms, 3), "registry_p95_ms": round(registry_p95, 3),
+        "raw_ms": round(raw_ms, 3), "raw_p95_ms": round(raw_p95, 3),
+        "ratio": round(registry_ms / raw_ms, 3),
+        "calls_per_s": round(calls / registry["wall"], 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("EUNICE_LOG_FLUSH_SECONDS", "1")
+    _django.setup()
+    from registry.mcp.manager import get_manager
+
+    results = {"calls": args.calls, "stdio": measure("stdio", "", args.calls)}
+    process, url = start_http()
+    try:
+        results["streamable_http"] = measure("streamable_http", url, args.calls)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        process.stderr.close()
+        get_manager().stop()
+    if args.json:
+        print(json.dumps(results))
+        return
+    for transport in ("stdio", "streamable_http"):
+        print(transport, " ".join(f"{k}={v}" for k, v in results[transport].items()))
+
+
+if __name__ == "__main__":
+    main()

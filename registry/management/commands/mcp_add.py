@@ -1,0 +1,47 @@
+import shlex
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from registry.mcp.services import Operator, create_server
+
+
+class Command(BaseCommand):
+    help = "Add an MCP server (stdio command or Streamable HTTP URL). Connect it with mcp_connect."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("name", help="Connection name; tools become mcp_<name>_<tool>.")
+        how = parser.add_mutually_exclusive_group(required=True)
+        how.add_argument("--stdio", metavar="COMMAND", help='The command and its args, e.g. "uvx mcp-server-time".')
+        how.add_argument("--url", help="A Streamable HTTP endpoint.")
+        parser.add_argument("--allow-private", action="store_true", help="Allow a loopback/private URL (development).")
+        parser.add_argument("--tenant", default="default", help="Tenant id (default: default).")
+        parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="Server environment.")
+        parser.add_argument("--header", action="append", default=[], metavar="KEY=VALUE", help="HTTP header.")
+        parser.add_argument("--approval", choices=["manual", "auto"], default="manual",
+                            help="What happens to tools the server adds later (default: manual).")
+
+    def handle(self, *args, **options) -> None:
+        fields: dict = {"allow_private_network": options["allow_private"], "approval_policy": options["approval"]}
+        if options["stdio"]:
+            argv = shlex.split(options["stdio"])
+            if not argv:
+                raise CommandError("--stdio needs a command")
+            fields.update(transport="stdio", command=argv[0], args=argv[1:], env=_pairs(options["env"]))
+        else:
+            fields.update(transport="streamable_http", url=options["url"], headers=_pairs(options["header"]))
+        try:
+            server = create_server(acting_user=Operator(), tenant_id=options["tenant"], name=options["name"], **fields)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        self.stdout.write(f"added {server.name} ({server.transport}); connect it with: manage.py mcp_connect {server.name}")
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CommandError(f"{item!r} is not KEY=VALUE")
+        pairs[key] = value
+    return pairs

@@ -1,0 +1,17 @@
+from django.core.management.base import BaseCommand
+
+from registry.management.commands._mcp import server_named
+from registry.mcp.manager import get_manager
+from registry.mcp.services import Operator, disconnect_server
+
+
+class Command(BaseCommand):
+    help = "Disconnect an MCP server; its tools are retired (soft-deleted)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("name")
+
+    def handle(self, *args, **options) -> None:
+        retired = disconnect_server(server_named(options["name"]), acting_user=Operator())
+        get_manager().stop()
+        self.stdout.write(f"disconnected {options['name']}: retired {retired} tool(s)")

@@ -1,0 +1,189 @@
+"""Admin: "My Connections" (MCP servers with actions, quarantine review) and "Marketplace".
+
+Secrets in env and headers are never rendered: the form takes new values
+and shows only which keys are set. Every action calls a service function.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+
+from registry.mcp import MCPError, marketplace, services
+from registry.mcp.inventory import tool_state
+from registry.mcp.tenancy import tenant_of
+from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition, ToolStatus
+
+SECRET_FIELDS = ("env", "headers")
+
+
+class MCPServerForm(forms.ModelForm):
+    env = forms.JSONField(required=False, help_text="Write-only: enter the whole mapping to replace it.")
+    headers = forms.JSONField(required=False, help_text="Write-only: enter the whole mapping to replace it.")
+
+    class Meta:
+        model = MCPServer
+        fields = ("name", "tenant_id", "transport", "command", "args", "env", "url", "headers",
+                  "allow_private_network", "enabled", "approval_policy", "call_timeout_seconds", "idempotent_tools")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for key in SECRET_FIELDS:
+            self.initial[key] = None  # never echo a stored secret back into the page
+
+
+@admin.register(MCPServer)
+class MCPServerAdmin(admin.ModelAdmin):
+    form = MCPServerForm
+    list_display = ("name", "tenant_id", "transport", "status", "tool_count", "quarantined", "last_error", "connected_at")
+    list_filter = ("status", "transport", "tenant_id")
+    actions = ("connect_servers", "disconnect_servers", "refresh_servers")
+    readonly_fields = ("status", "last_error", "connected_at", "secret_keys")
+
+    def get_queryset(self, request: HttpRequest):  # noqa: ANN201
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.for_tenant(tenant_of(request.user) or "")
+
+    @admin.display(description="tools")
+    def tool_count(self, server: MCPServer) -> int:
+        return _rows(server).filter(status=ToolStatus.APPROVED).count()
+
+    @admin.display(description="held for review")
+    def quarantined(self, server: MCPServer) -> int:
+        return _rows(server).exclude(status=ToolStatus.APPROVED).count()
+
+    @admin.display(description="secrets set")
+    def secret_keys(self, server: MCPServer) -> str:
+        return ", ".join(sorted([*(server.env or {}), *(server.headers or {})])) or "none"
+
+    def save_model(self, request: HttpRequest, obj: MCPServer, form: MCPServerForm, change: bool) -> None:
+        fields = {key: form.cleaned_data[key] for key in form.changed_data if key in services.EDITABLE}
+        for key in SECRET_FIELDS:
+            if form.cleaned_data.get(key) in (None, ""):
+                fields.pop(key, None)
+        try:
+            if change:
+                services.update_server(MCPServer.objects.get(pk=obj.pk), acting_user=request.user, **fields)
+            else:
+                created = services.create_server(
+                    acting_user=request.user, tenant_id=form.cleaned_data["tenant_id"], name=obj.name, **fields
+                )
+                obj.pk = created.pk
+        except (PermissionDenied, ValidationError) as exc:
+            raise PermissionDenied(str(exc)) from None
+
+    def delete_model(self, request: HttpRequest, obj: MCPServer) -> None:
+        services.delete_server(obj, acting_user=request.user)
+
+    def _each(self, request: HttpRequest, queryset, service, verb: str) -> None:  # noqa: ANN001
+        for server in queryset:
+            try:
+                result = service(server, acting_user=request.user)
+            except MCPError as exc:
+                self.message_user(request, f"{server.name}: {exc}", messages.ERROR)
+                continue
+            self.message_user(request, f"{server.name}: {verb} ({_summary(result)})")
+
+    @admin.action(description="Connect")
+    def connect_servers(self, request: HttpRequest, queryset) -> None:  # noqa: ANN001
+        self._each(request, queryset, services.connect_server, "connected")
+
+    @admin.action(description="Disconnect")
+    def disconnect_servers(self, request: HttpRequest, queryset) -> None:  # noqa: ANN001
+        self._each(request, queryset, services.disconnect_server, "disconnected")
+
+    @admin.action(description="Refresh (reconnect, re-list tools)")
+    def refresh_servers(self, request: HttpRequest, queryset) -> None:  # noqa: ANN001
+        self._each(request, queryset, services.refresh_server, "refreshed")
+
+    def get_urls(self):  # noqa: ANN201
+        own = [
+            path("<int:pk>/tools/", self.admin_site.admin_view(self.tools_view), name="mcp-server-tools"),
+            path("tools/<int:tool_pk>/approve/", self.admin_site.admin_view(self.approve_view), name="mcp-tool-approve"),
+            path("marketplace/", self.admin_site.admin_view(self.marketplace_view), name="mcp-marketplace"),
+        ]
+        return own + super().get_urls()
+
+    def tools_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        server = get_object_or_404(self.get_queryset(request), pk=pk)
+        tools = []
+        for row in _rows(server).order_by("name"):
+            remote = (row.test_results or {}).get("remote", {})
+            approved = (server.approved_tools.get(remote.get("name"), {}) or {}).get("definition")
+            tools.append({
+                "row": row, "state": tool_state(row),
+                "approved": json.dumps(approved, indent=2, sort_keys=True) if approved else "",
+                "current": json.dumps(remote, indent=2, sort_keys=True),
+            })
+        context = {**self.admin_site.each_context(request), "server": server, "tools": tools,
+                   "title": f"Tools of {server.name}"}
+        return TemplateResponse(request, "admin/mcp/tools.html", context)
+
+    def approve_view(self, request: HttpRequest, tool_pk: int) -> HttpResponse:
+        row = get_object_or_404(ToolDefinition.objects.live(), pk=tool_pk, tool_type="mcp")
+        server = get_object_or_404(self.get_queryset(request), name=row.implementation.split(":")[1])
+        if request.method == "POST":
+            services.approve_tool(row, acting_user=request.user)
+            self.message_user(request, f"approved {row.name}")
+        return redirect("admin:mcp-server-tools", pk=server.pk)
+
+    def marketplace_view(self, request: HttpRequest) -> HttpResponse:
+        query = request.GET.get("q", "").strip()
+        found = marketplace.search(query) if query else marketplace.SearchResult(list(marketplace.BUNDLED))
+        if request.method == "POST":
+            return self._install(request)
+        context = {**self.admin_site.each_context(request), "title": "Marketplace", "query": query,
+                   "listings": found.listings, "registry_error": found.registry_error,
+                   "preview": marketplace.find(request.GET["install"]) if request.GET.get("install") else None}
+        return TemplateResponse(request, "admin/mcp/marketplace.html", context)
+
+    def _install(self, request: HttpRequest) -> HttpResponse:
+        listing = marketplace.find(request.POST.get("id", ""))
+        tenant = tenant_of(request.user) or request.POST.get("tenant_id", "")
+        if listing is None or not tenant:
+            self.message_user(request, "unknown listing, or no tenant to install for", messages.ERROR)
+            return redirect("admin:mcp-marketplace")
+        try:
+            found = marketplace.install(listing, acting_user=request.user, tenant_id=tenant, name=request.POST["name"])
+        except (MCPError, PermissionDenied, ValidationError) as exc:
+            self.message_user(request, f"could not install {listing.id}: {exc}", messages.ERROR)
+            return redirect("admin:mcp-marketplace")
+        self.message_user(request, f"installed {found['server']}: {_summary(found)}")
+        return redirect("admin:registry_mcpserver_changelist")
+
+
+@admin.register(MCPAuditLog)
+class MCPAuditLogAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "actor", "action", "server_name", "tenant_id")
+    list_filter = ("action", "tenant_id")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+
+def _rows(server: MCPServer):  # noqa: ANN202
+    return ToolDefinition.objects.live().filter(created_by=server.created_by_tag)
+
+
+def _summary(result: object) -> str:
+    if isinstance(result, dict):
+        return f"{result.get('tools_discovered', 0)} tool(s)"
+    return f"{result} tool(s) retired"
+
+
+@admin.register(TenantMembership)
+class TenantMembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "tenant_id")
+    search_fields = ("user__username", "tenant_id")

@@ -1,0 +1,16 @@
+"""URLs under /api/: MCP servers, the OpenAPI schema and its browsable UI (local assets)."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from registry.mcp.api import MCPServerViewSet
+
+router = DefaultRouter()
+router.register("mcp/servers", MCPServerViewSet, basename="mcp-server")
+
+urlpatterns = [
+    path("", include(router.urls)),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("schema/ui/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-ui"),
+]

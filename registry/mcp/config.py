@@ -1,0 +1,45 @@
+"""What the manager needs to know about a server, detached from the ORM row."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from django.conf import settings
+
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    name: str
+    tenant_id: str
+    transport: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    allow_private: bool = False
+    call_timeout: float = 120.0
+    idempotent_tools: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_model(cls, server) -> "ServerConfig":  # noqa: ANN001 - registry.models.MCPServer
+        return cls(
+            name=server.name,
+            tenant_id=server.tenant_id,
+            transport=server.transport,
+            command=server.command,
+            args=tuple(str(a) for a in server.args or ()),
+            env=MappingProxyType({str(k): str(v) for k, v in (server.env or {}).items()}),
+            url=server.url,
+            headers=MappingProxyType({str(k): str(v) for k, v in (server.headers or {}).items()}),
+            allow_private=server.allow_private_network or settings.MCP_ALLOW_PRIVATE_URLS,
+            call_timeout=float(server.call_timeout_seconds),
+            idempotent_tools=frozenset(server.idempotent_tools or ()),
+        )
+
+    def __repr__(self) -> str:  # env and headers hold secrets
+        return f"ServerConfig(name={self.name!r}, transport={self.transport!r})"

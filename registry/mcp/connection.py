@@ -1,0 +1,223 @@
+"""One live session to one MCP server. Everything here runs on the MCP event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+from registry.mcp import MCPError
+from registry.mcp.config import ServerConfig
+from registry.mcp.naming import RemoteTool
+from registry.mcp.urls import PinnedURL
+
+logger = logging.getLogger("eunice.mcp")
+
+ToolsChanged = Callable[[list[RemoteTool]], Awaitable[None]]
+Lost = Callable[[str], None]
+
+
+class ConnectionLost(MCPError):
+    """The session ended under a call (process exit, protocol violation, closed stream)."""
+
+
+class Connection:
+    def __init__(
+        self,
+        config: ServerConfig,
+        pinned: PinnedURL | None,
+        *,
+        on_tools_changed: ToolsChanged,
+        on_lost: Lost,
+    ) -> None:
+        self.config = config
+        self.tools: list[RemoteTool] = []
+        self.lost_reason = ""
+        self._pinned = pinned
+        self._on_tools_changed = on_tools_changed
+        self._on_lost = on_lost
+        self._session: Any = None
+        self._task: asyncio.Task | None = None
+        self._closing: asyncio.Event | None = None
+        self._ready: asyncio.Future | None = None
+        self._stdio: Any = None
+        self._background: set[asyncio.Task] = set()
+
+    @property
+    def alive(self) -> bool:
+        return self._session is not None
+
+    async def open(self, timeout: float) -> list[RemoteTool]:
+        """Start the session and list the tools. Raises MCPError saying why it failed."""
+        self._closing = asyncio.Event()
+        self._ready = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._run(), name=f"mcp:{self.config.name}")
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._ready), timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            self._task.cancel()
+            await asyncio.wait([self._task], timeout=10.0)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise MCPError(
+                f"MCP server {self.config.name!r} did not finish connecting within {timeout:g} s"
+            ) from None
+
+    async def close(self, timeout: float = 10.0) -> None:
+        if self._closing is not None:
+            self._closing.set()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), timeout)
+            except asyncio.TimeoutError:
+                task.cancel()
+
+    async def call(self, tool: str, arguments: dict, timeout: float) -> Any:
+        """tools/call. Raises ConnectionLost, TimeoutError or the SDK's MCPError."""
+        from mcp.shared.exceptions import MCPError as SDKError
+
+        session = self._session
+        if session is None:
+            raise ConnectionLost(self.lost_reason or "not connected")
+        # The caller's bounded wait (MCPManager._run) enforces ``timeout`` and
+        # cancels this coroutine; a wait_for here would cost a task per call.
+        try:
+            return await session.call_tool(tool, arguments)
+        except SDKError:
+            if self._session is None or self._stdio_ended():
+                raise ConnectionLost(self._stdio_reason() or self.lost_reason or "connection closed") from None
+            raise
+
+    async def _run(self) -> None:
+        from mcp import ClientSession
+
+        assert self._ready is not None
+        reason = ""
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message)
+                )
+                await session.initialize()
+                self.tools = await _list_tools(session)
+                self._session = session
+                self._ready.set_result(self.tools)
+                await self._until_done()
+                reason = self._stdio_reason()
+        except Exception as exc:  # noqa: BLE001 - a task boundary: the reason becomes last_error
+            reason = describe_failure(exc)
+            logger.warning("MCP server %s: %s", self.config.name, reason, exc_info=exc)
+        finally:
+            self._session = None
+            for task in self._background:
+                task.cancel()
+        if not self._ready.done():
+            self._ready.set_exception(MCPError(f"MCP server {self.config.name!r}: {reason or 'closed'}"))
+            return
+        if not self._closing.is_set():
+            self.lost_reason = reason or "the connection closed"
+            self._on_lost(self.lost_reason)
+
+    def _transport(self):
+        if self.config.transport == "stdio":
+            from registry.mcp.stdio import StdioExit, stdio_transport
+
+            self._stdio = StdioExit()
+            return stdio_transport(self.config.command, self.config.args, self.config.env, self._stdio)
+        from mcp.client.streamable_http import streamable_http_client
+
+        from registry.mcp.http import pinned_client
+
+        assert self._pinned is not None
+        client = pinned_client(self._pinned, self.config.headers)
+        return _owning(client, streamable_http_client(self._pinned.url, http_client=client))
+
+    async def _until_done(self) -> None:
+        assert self._closing is not None
+        waiters = [asyncio.create_task(self._closing.wait())]
+        if self._stdio is not None:
+            waiters.append(asyncio.create_task(self._stdio.ended.wait()))
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    def _stdio_ended(self) -> bool:
+        return self._stdio is not None and self._stdio.ended.is_set()
+
+    def _stdio_reason(self) -> str:
+        return self._stdio.reason if self._stdio_ended() else ""
+
+    async def _on_message(self, message: Any) -> None:
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            task = asyncio.create_task(self._relist())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        elif isinstance(message, Exception):
+            logger.warning("MCP server %s sent something unreadable: %s", self.config.name, message)
+
+    async def _relist(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        try:
+            self.tools = await asyncio.wait_for(_list_tools(session), self.config.call_timeout)
+            await self._on_tools_changed(self.tools)
+        except Exception as exc:  # noqa: BLE001 - a background task: log and keep the session
+            logger.warning("MCP server %s: re-listing tools failed: %s", self.config.name, exc, exc_info=exc)
+
+
+async def _list_tools(session: Any) -> list[RemoteTool]:
+    tools: list[RemoteTool] = []
+    cursor = None
+    while True:
+        params = None
+        if cursor:
+            import mcp_types
+
+            params = mcp_types.PaginatedRequestParams(cursor=cursor)
+        page = await session.list_tools(params=params)
+        tools.extend(RemoteTool.from_sdk(tool) for tool in page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+class _owning:
+    """Enter the SDK transport, and close our HTTP client after it."""
+
+    def __init__(self, client: Any, transport: Any) -> None:
+        self._client, self._transport = client, transport
+
+    async def __aenter__(self) -> Any:
+        await self._client.__aenter__()
+        try:
+            return await self._transport.__aenter__()
+        except BaseException:
+            await self._client.__aexit__(None, None, None)
+            raise
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self._transport.__aexit__(*exc)
+        finally:
+            await self._client.__aexit__(None, None, None)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A one-line reason without a traceback (or a header value) in it."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe_failure(inner) for inner in exc.exceptions[:3])
+    if isinstance(exc, FileNotFoundError):
+        return f"the command was not found: {exc.filename}"
+    if isinstance(exc, PermissionError):
+        return f"the command may not be run: {exc.filename}"
+    message = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {message}"[:500]

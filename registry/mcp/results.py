@@ -1,0 +1,52 @@
+"""A CallToolResult's content blocks → the contract's Ok | Err. MCP tools cost 0."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from registry.contract import Effects, Err, Ok
+
+MAX_TEXT = 200_000
+
+
+def to_envelope(conn: str, tool: str, result: Any) -> Ok | Err:
+    """Map text, image, audio, resource and structured content; ``isError`` → Err."""
+    parts: list[str] = []
+    cards: list[dict] = []
+    for block in result.content or []:
+        parts.append(_render_block(block, cards))
+    structured = getattr(result, "structured_content", None)
+    if structured is not None and not parts:
+        parts.append(json.dumps(structured, ensure_ascii=False, default=str))
+    text = "\n".join(part for part in parts if part)
+    if len(text) > MAX_TEXT:
+        text = text[:MAX_TEXT] + f"\n… [truncated: {len(text) - MAX_TEXT} more characters]"
+    if result.is_error:
+        return Err(f"MCP tool {tool!r} on {conn!r} reported an error: {text or 'no detail'}", "MCPToolError")
+    data: Any = text
+    if structured is not None:
+        cards.append({"type": "mcp_structured", "data": structured})
+    return Ok(rows=1, data=data, effects=Effects(cards=cards, cost=0.0))
+
+
+def _render_block(block: Any, cards: list[dict]) -> str:
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return block.text
+    if kind in ("image", "audio"):
+        size = len(base64.b64decode(block.data, validate=False)) if block.data else 0
+        cards.append({"type": kind, "mime_type": block.mime_type, "data": block.data})
+        return f"[{kind}: {block.mime_type}, {size} bytes — shown to the user]"
+    if kind == "resource":
+        resource = block.resource
+        text = getattr(resource, "text", None)
+        uri = str(getattr(resource, "uri", ""))
+        if text is not None:
+            return f"[resource {uri}]\n{text}"
+        cards.append({"type": "resource", "uri": uri, "mime_type": getattr(resource, "mime_type", None)})
+        return f"[binary resource {uri}]"
+    if kind == "resource_link":
+        return f"[resource link {block.uri}: {getattr(block, 'name', '')}]"
+    return f"[unsupported content block {kind!r}]"

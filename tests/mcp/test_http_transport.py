@@ -1,0 +1,55 @@
+"""Streamable HTTP servers: connect on loopback when allowed, refused otherwise, 500s are clear."""
+
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from registry.mcp import MCPError
+from registry.mcp.config import ServerConfig
+from registry.mcp.urls import UnsafeURL
+from tests.conftest import text
+from tests.mcp.conftest import add_server
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def http_server(**fields):
+    return ServerConfig.from_model(add_server("web", transport="streamable_http", command="", args=[], **fields))
+
+
+def test_a_loopback_server_is_refused_unless_private_urls_are_allowed(manager, http_demo):
+    with pytest.raises(UnsafeURL, match="loopback"):
+        manager.connect(http_server(url=http_demo))
+
+
+def test_tools_over_streamable_http_go_through_the_one_path(manager, http_demo, call):
+    manager.connect(http_server(url=http_demo, allow_private_network=True))
+    assert text(call("mcp_web_add", a=20, b=22)) == "42"
+    assert "MCPToolError" in call("mcp_web_fail").content
+
+
+def test_the_global_setting_allows_private_urls_for_development(manager, http_demo, settings):
+    settings.MCP_ALLOW_PRIVATE_URLS = True
+    assert manager.connect(http_server(url=http_demo))["tools_discovered"] >= 10
+
+
+class Always500(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802
+        self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_server_answering_500_fails_to_connect_with_a_clear_error(manager):
+    server = HTTPServer(("127.0.0.1", 0), Always500)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(MCPError, match="Server returned an error response"):
+            manager.connect(http_server(url=f"http://127.0.0.1:{server.server_port}/mcp", allow_private_network=True))
+    finally:
+        server.shutdown()
+        server.server_close()

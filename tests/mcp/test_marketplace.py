@@ -1,0 +1,78 @@
+"""The marketplace: a registry search (a local HTTP server here), the bundled catalog, chat tools."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from registry.models import MCPServer
+from tests.conftest import text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def install(registry, user_id="u1", **inputs):
+    return registry.execute_tool("install_mcp_server", inputs, {"tenant_id": "acme", "user_id": user_id})
+
+LISTING = {"servers": [{"server": {
+    "name": "io.example/weather", "description": "Weather forecasts.",
+    "packages": [{"registryType": "pypi", "identifier": "example-weather-mcp"}],
+}}]}
+
+
+class Registry(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        body = json.dumps(LISTING).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def registry_url(settings):
+    server = HTTPServer(("127.0.0.1", 0), Registry)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.MCP_REGISTRY_URL = f"http://127.0.0.1:{server.server_port}"
+    yield settings.MCP_REGISTRY_URL
+    server.shutdown()
+    server.server_close()
+
+
+def test_search_finds_registry_servers_with_their_launch_command(registry_url, call):
+    result = call("search_mcp_marketplace", query="weather")
+    assert "id=io.example/weather (registry): Weather forecasts." in result.content
+    assert "runs: uvx example-weather-mcp" in result.content
+
+
+def test_an_unreachable_registry_is_named_and_the_bundled_catalog_still_answers(settings, call):
+    settings.MCP_REGISTRY_URL = "http://127.0.0.1:9"
+    result = call("search_mcp_marketplace", query="time")
+    assert "id=time (bundled)" in result.content
+    assert "the MCP registry at http://127.0.0.1:9 is unreachable" in result.content
+
+
+def test_installing_needs_a_staff_member(registry):
+    result = install(registry, id="time", name="time", confirm=True)
+    assert result.content == "✗ error (PermissionDenied): installing an MCP server needs a staff member"
+    assert not MCPServer.objects.exists()
+
+
+def test_install_shows_the_exact_command_before_it_runs(registry, registry_url):
+    staff = get_user_model().objects.create_user("sam", is_staff=True)
+    result = install(registry, staff.pk, id="time", name="time")
+    assert "This would run: " in result.content and "-m mcp_server_time" in result.content
+    assert not MCPServer.objects.exists()
+
+
+def test_staff_install_creates_connects_and_the_tools_work(registry, call, manager):
+    staff = get_user_model().objects.create_user("sam", is_staff=True)
+    result = install(registry, staff.pk, id="time", name="time", confirm=True)
+    assert "Installed time" in result.content
+    assert "Asia/Tokyo" in text(call("mcp_time_get_current_time", timezone="Asia/Tokyo"))

@@ -1,0 +1,58 @@
+"""The REST API: tenant-scoped MCP servers, actions, tools with their state, the schema."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from registry.models import MCPAuditLog
+from tests.conftest import OTHER_TENANT
+from tests.mcp.conftest import add_server
+from tests.mcp.test_security import client_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_anonymous_requests_are_refused():
+    assert APIClient().get("/api/mcp/servers/").status_code in (401, 403)
+
+
+def test_a_user_sees_only_their_tenants_servers():
+    add_server("mine")
+    add_server("theirs", tenant_id=OTHER_TENANT)
+    names = [s["name"] for s in client_for("ann").get("/api/mcp/servers/").json()]
+    assert names == ["mine"]
+    theirs = client_for("bob", tenant=OTHER_TENANT).get("/api/mcp/servers/").json()
+    assert [s["name"] for s in theirs] == ["theirs"]
+
+
+def test_another_tenants_server_cannot_be_read_or_connected():
+    server = add_server("theirs", tenant_id=OTHER_TENANT)
+    api = client_for("ann", staff=True)
+    assert api.get(f"/api/mcp/servers/{server.pk}/").status_code == 404
+    assert api.post(f"/api/mcp/servers/{server.pk}/connect/").status_code == 404
+
+
+def test_connect_lists_tools_with_their_state_and_disconnect_retires_them(manager):
+    server = add_server()
+    api = client_for("sam", staff=True)
+    found = api.post(f"/api/mcp/servers/{server.pk}/connect/").json()
+    assert "mcp_demo_add" in found["tool_names"]
+    tools = {t["name"]: t["state"] for t in api.get(f"/api/mcp/servers/{server.pk}/tools/").json()}
+    assert tools["mcp_demo_add"] == "active"
+    assert api.post(f"/api/mcp/servers/{server.pk}/disconnect/").json()["retired"] == len(tools)
+    assert api.get(f"/api/mcp/servers/{server.pk}/tools/").json() == []
+    assert list(MCPAuditLog.objects.values_list("action", flat=True).order_by("id")) == ["connect", "disconnect"]
+
+
+def test_a_failed_connect_is_a_502_with_the_reason_and_no_traceback(manager):
+    server = add_server("ghost", command="/no/such/server", args=[])
+    response = client_for("sam", staff=True).post(f"/api/mcp/servers/{server.pk}/connect/")
+    assert response.status_code == 502
+    assert "the command was not found" in response.json()["detail"] and "Traceback" not in response.content.decode()
+
+
+def test_the_openapi_schema_and_its_ui_are_served_locally():
+    api = client_for("ann")
+    schema = api.get("/api/schema/")
+    assert schema.status_code == 200 and b"/api/mcp/servers/{id}/connect/" in schema.content
+    ui = api.get("/api/schema/ui/")
+    assert ui.status_code == 200 and b"cdn" not in ui.content.lower()
