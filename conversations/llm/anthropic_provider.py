@@ -40,6 +40,7 @@ _BY_ERROR_TYPE: dict[str, type[LLMError]] = {
     "not_found_error": LLMBadRequestError,
 }
 _SUMMARY: dict[type[LLMError], str] = {
+    LLMConnectionError: "The model provider timed out",
     LLMAuthError: "The model provider refused the API key; check ANTHROPIC_API_KEY",
     LLMRateLimitError: "The model provider's rate limit was reached; try again shortly",
     LLMOverloadedError: "The model provider is overloaded or failing; try again shortly",
@@ -141,6 +142,8 @@ def typed_error(err: Exception, *, secret: str = "", host: str | None = None) ->
 def _class_for(status: int, error_type: str | None) -> type[LLMError]:
     if status in (401, 403):
         return LLMAuthError
+    if status == 408:
+        return LLMConnectionError
     if status == 429:
         return LLMRateLimitError
     if status >= 500:

@@ -98,3 +98,10 @@ def test_tool_input_that_is_not_a_json_object_is_a_response_error():
         _tool_input("plan", "[1, 2]")
     with pytest.raises(LLMResponseError, match="unreadable input for tool 'plan'"):
         _tool_input("plan", '{"a": ')
+
+
+def test_a_request_timeout_from_the_server_is_a_retryable_connection_error(scripted, provider_for):
+    server = scripted([{"error": {"status": 408, "type": "timeout_error", "message": "Request timed out"}}])
+    with pytest.raises(LLMConnectionError, match="timed out") as info:
+        provider_for(server).complete(request("Hi"))
+    assert info.value.retryable is True
