@@ -136,3 +136,38 @@ def _redact(url: str) -> str:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
         return parts._replace(netloc=netloc).geturl()
     return url
+
+
+def env_http_url(name: str) -> str:
+    """An http(s) base URL, or "" when unset. Raises ImproperlyConfigured otherwise."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return ""
+    parts = urlsplit(raw)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ImproperlyConfigured(
+            f"{name}={_redact(raw)!r} is not an http(s) URL; expected e.g. http://127.0.0.1:8765."
+        )
+    return raw.rstrip("/")
+
+
+def env_model_ref(name: str, providers: tuple[str, ...]) -> tuple[str, str] | None:
+    """``PROVIDER/MODEL`` (or just ``offline``) as ``(provider, model)``; None when unset.
+
+    Raises ImproperlyConfigured for an unknown provider or a provider without a model.
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    provider, _, model = raw.partition("/")
+    provider, model = provider.strip().lower(), model.strip()
+    if provider not in providers:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} names an unknown provider {provider!r}; "
+            f"use one of {', '.join(providers)} (e.g. anthropic/claude-sonnet-4-5, or offline)."
+        )
+    if provider == "offline":
+        return provider, model or "offline"
+    if not model:
+        raise ImproperlyConfigured(f"{name}={raw!r} names no model; expected {provider}/MODEL.")
+    return provider, model

@@ -16,7 +16,9 @@ from eunice.env import (
     env_bool,
     env_float,
     env_int,
+    env_http_url,
     env_list,
+    env_model_ref,
     env_str,
     sqlite_database,
     validate_redis_url,
@@ -198,6 +200,22 @@ SANDBOX = {
     "SCRATCH_DIR": env_str("EUNICE_SANDBOX_SCRATCH", "/tmp/eunice-sandbox"),
     "ALLOW_WEAK": env_bool("EUNICE_SANDBOX_ALLOW_WEAK", False),
 }
+
+# --- Models ------------------------------------------------------------------
+# Read once here and never logged or echoed (Django's error reports already
+# hide settings whose names contain KEY). Provider names match
+# registry.surface.PROVIDER_NATIVE_CAPABILITIES and conversations.llm.roles.
+LLM_PROVIDERS = ("anthropic", "offline")
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY").strip()
+ANTHROPIC_BASE_URL = env_http_url("ANTHROPIC_BASE_URL")  # "": the SDK's default endpoint
+# The model a role uses when it has no active ModelConfig row; unset means
+# ANTHROPIC_DEFAULT_MODEL when a key is configured, the offline provider otherwise.
+EUNICE_DEFAULT_MODEL = env_model_ref("EUNICE_DEFAULT_MODEL", LLM_PROVIDERS)
+ANTHROPIC_DEFAULT_MODEL = "claude-sonnet-4-5"
+# The SDK retries 408/409/429/5xx/529 and connection errors this many times
+# with exponential backoff (0.5 s doubling, at most 8 s, honouring retry-after).
+LLM_MAX_RETRIES = env_int("EUNICE_LLM_MAX_RETRIES", 2, minimum=0)
+LLM_TIMEOUT_SECONDS = env_float("EUNICE_LLM_TIMEOUT", 600.0, minimum=1.0)
 
 # Staff login created by the run script on first start.
 EUNICE_ADMIN_USER = env_str("EUNICE_ADMIN_USER", "admin")

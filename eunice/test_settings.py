@@ -17,3 +17,9 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
 # Worker threads close their connections after each call, so a test database
 # can always be dropped at the end of the run.
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
+
+# No test may reach a hosted model: whatever the developer's shell holds, the
+# suite starts offline; tests point the provider at the scripted local server.
+ANTHROPIC_API_KEY = ""
+ANTHROPIC_BASE_URL = ""
+EUNICE_DEFAULT_MODEL = None

@@ -1,0 +1,159 @@
+"""AnthropicProvider: the Messages API through the official ``anthropic`` SDK."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Iterator
+from functools import cached_property
+from urllib.parse import urlsplit
+
+import anthropic
+import httpx2
+
+from conversations.llm.anthropic_request import build_params
+from conversations.llm.anthropic_stream import StreamAssembler, response_from_message
+from conversations.llm.errors import (
+    LLMAuthError,
+    LLMBadRequestError,
+    LLMConnectionError,
+    LLMError,
+    LLMOverloadedError,
+    LLMRateLimitError,
+    LLMResponseError,
+)
+from conversations.llm.types import LLMRequest, LLMResponse, StreamEvent
+
+logger = logging.getLogger("eunice.llm")
+
+_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
+_DETAIL_LIMIT = 300
+# Error types the API sends in a mid-stream `error` event (HTTP status 200).
+_BY_ERROR_TYPE: dict[str, type[LLMError]] = {
+    "authentication_error": LLMAuthError,
+    "permission_error": LLMAuthError,
+    "rate_limit_error": LLMRateLimitError,
+    "overloaded_error": LLMOverloadedError,
+    "api_error": LLMOverloadedError,
+    "invalid_request_error": LLMBadRequestError,
+    "request_too_large": LLMBadRequestError,
+    "not_found_error": LLMBadRequestError,
+}
+_SUMMARY: dict[type[LLMError], str] = {
+    LLMConnectionError: "The model provider timed out",
+    LLMAuthError: "The model provider refused the API key; check ANTHROPIC_API_KEY",
+    LLMRateLimitError: "The model provider's rate limit was reached; try again shortly",
+    LLMOverloadedError: "The model provider is overloaded or failing; try again shortly",
+    LLMBadRequestError: "The model provider rejected the request",
+    LLMResponseError: "The model provider sent an error",
+}
+
+
+class AnthropicProvider:
+    """Streams and completes Messages API calls; see ``Provider`` for the contract."""
+
+    name = "anthropic"
+
+    def __init__(
+        self, *, api_key: str, base_url: str | None = None, max_retries: int = 2, timeout: float = 600.0
+    ) -> None:
+        self._api_key = api_key
+        self.base_url = base_url or None  # None: the SDK's default endpoint
+        self.max_retries = max_retries
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(base_url={self.base_url!r}, max_retries={self.max_retries})"
+
+    @cached_property
+    def client(self) -> anthropic.Anthropic:
+        return anthropic.Anthropic(**self._client_options())
+
+    @cached_property
+    def async_client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(**self._client_options())
+
+    def _client_options(self) -> dict:
+        return {
+            "api_key": self._api_key,
+            "base_url": self.base_url,
+            "max_retries": self.max_retries,
+            "timeout": self.timeout,
+        }
+
+    def stream(self, request: LLMRequest) -> Iterator[StreamEvent]:
+        assembler = StreamAssembler()
+        try:
+            with self.client.messages.create(**build_params(request), stream=True) as events:
+                for event in events:
+                    yield from assembler.feed(event)
+        except (anthropic.AnthropicError, httpx2.HTTPError) as err:
+            raise self._typed(err) from None
+        assembler.finish()
+
+    async def astream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        assembler = StreamAssembler()
+        try:
+            events = await self.async_client.messages.create(**build_params(request), stream=True)
+            async with events:
+                async for event in events:
+                    for typed in assembler.feed(event):
+                        yield typed
+        except (anthropic.AnthropicError, httpx2.HTTPError) as err:
+            raise self._typed(err) from None
+        assembler.finish()
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        try:
+            message = self.client.messages.create(**build_params(request))
+        except (anthropic.AnthropicError, httpx2.HTTPError) as err:
+            raise self._typed(err) from None
+        return response_from_message(message)
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse:
+        try:
+            message = await self.async_client.messages.create(**build_params(request))
+        except (anthropic.AnthropicError, httpx2.HTTPError) as err:
+            raise self._typed(err) from None
+        return response_from_message(message)
+
+    def _typed(self, err: Exception) -> LLMError:
+        typed = typed_error(err, secret=self._api_key, host=urlsplit(self.base_url or "").hostname)
+        logger.warning("anthropic call failed: %s (%s)", type(err).__name__, typed.message)
+        return typed
+
+
+def typed_error(err: Exception, *, secret: str = "", host: str | None = None) -> LLMError:
+    """The LLMError for an SDK or transport exception; its message never holds ``secret``."""
+    if isinstance(err, (anthropic.APITimeoutError, httpx2.TimeoutException)):
+        return LLMConnectionError("The model provider did not answer in time.")
+    if isinstance(err, (anthropic.APIConnectionError, httpx2.HTTPError)):
+        where = f" at {host}" if host else ""
+        return LLMConnectionError(f"Could not reach the model provider{where}.")
+    if not isinstance(err, anthropic.APIStatusError):
+        return LLMError(f"The model call failed unexpectedly ({type(err).__name__}).")
+    error_class = _class_for(err.status_code, err.type)
+    detail = _redact(str(err.api_message or err.type or ""), secret)[:_DETAIL_LIMIT]
+    label = " ".join(str(part) for part in (err.status_code if err.status_code != 200 else "", err.type) if part)
+    message = f"{_SUMMARY[error_class]} ({label})" + (f": {detail}" if detail and detail != err.type else ".")
+    return error_class(message, status=err.status_code, request_id=err.request_id)
+
+
+def _class_for(status: int, error_type: str | None) -> type[LLMError]:
+    if status in (401, 403):
+        return LLMAuthError
+    if status == 408:
+        return LLMConnectionError
+    if status == 429:
+        return LLMRateLimitError
+    if status >= 500:
+        return LLMOverloadedError
+    if status == 200:  # an `error` event after the stream had started
+        return _BY_ERROR_TYPE.get(error_type or "", LLMResponseError)
+    return LLMBadRequestError
+
+
+def _redact(text: str, secret: str) -> str:
+    if secret:
+        text = text.replace(secret, "***")
+    return _KEY_PATTERN.sub("sk-ant-***", text)

@@ -1,0 +1,85 @@
+"""Which model serves a role, and the provider client for it.
+
+A role (``chat``, ``builder``, …) is served by its active ModelConfig row.
+Without one, the built-in default comes from the environment:
+``EUNICE_DEFAULT_MODEL`` when set, else ``ANTHROPIC_DEFAULT_MODEL`` when
+``ANTHROPIC_API_KEY`` is set, else the offline provider. The built-in default
+is an unsaved ModelConfig, so its token limit and prices are the model's
+field defaults rather than numbers repeated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+
+from conversations.llm.anthropic_provider import AnthropicProvider
+from conversations.llm.errors import LLMConfigError
+from conversations.llm.offline import MODEL_NAME as OFFLINE_MODEL
+from conversations.llm.offline import OfflineProvider
+from conversations.llm.provider import Provider
+from registry.models import ModelConfig
+
+
+def get_model_for_role(role: str) -> ModelConfig:
+    """The role's active ModelConfig row, or the built-in default (unsaved)."""
+    row = ModelConfig.objects.filter(role=role, is_active=True).first()
+    return row if row is not None else default_model(role)
+
+
+async def aget_model_for_role(role: str) -> ModelConfig:
+    """``get_model_for_role`` for async callers."""
+    row = await ModelConfig.objects.filter(role=role, is_active=True).afirst()
+    return row if row is not None else default_model(role)
+
+
+def default_model(role: str) -> ModelConfig:
+    """The model a role uses when it has no active row, chosen from the environment."""
+    if settings.EUNICE_DEFAULT_MODEL:
+        provider, model = settings.EUNICE_DEFAULT_MODEL
+    elif settings.ANTHROPIC_API_KEY:
+        provider, model = "anthropic", settings.ANTHROPIC_DEFAULT_MODEL
+    else:
+        provider, model = "offline", OFFLINE_MODEL
+    return ModelConfig(role=role, provider=provider, model=model, capabilities={}, is_active=True)
+
+
+def create_llm_client_for_role(role: str, *, model: ModelConfig | None = None) -> Provider:
+    """The provider client for ``role`` (pass ``model`` when already looked up).
+
+    Raises LLMConfigError when the row names a provider this build does not have.
+    """
+    config = model if model is not None else get_model_for_role(role)
+    factory = PROVIDERS.get(config.provider)
+    if factory is None:
+        raise LLMConfigError(
+            f"The model for role {config.role!r} names an unknown provider {config.provider!r}; "
+            f"use one of {', '.join(sorted(PROVIDERS))}."
+        )
+    return factory(config)
+
+
+def _anthropic(config: ModelConfig) -> Provider:
+    if not settings.ANTHROPIC_API_KEY:
+        return OfflineProvider(
+            reason=f"The {config.role!r} role is set to {config.provider}/{config.model}, "
+            "but ANTHROPIC_API_KEY is not set."
+        )
+    return AnthropicProvider(
+        api_key=settings.ANTHROPIC_API_KEY,
+        base_url=settings.ANTHROPIC_BASE_URL or None,
+        max_retries=settings.LLM_MAX_RETRIES,
+        timeout=settings.LLM_TIMEOUT_SECONDS,
+    )
+
+
+def _offline(config: ModelConfig) -> Provider:
+    return OfflineProvider(reason=f"No language model is configured for the {config.role!r} role.")
+
+
+# Names match settings.LLM_PROVIDERS and registry.surface.PROVIDER_NATIVE_CAPABILITIES.
+PROVIDERS: dict[str, Callable[[ModelConfig], Provider]] = {
+    "anthropic": _anthropic,
+    "offline": _offline,
+}

@@ -1,0 +1,76 @@
+"""What the scripted server checks in a request: the API's own rules and a turn's expectations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conversations.llm.scripted.script import Expect
+
+MAX_CACHE_BREAKPOINTS = 4  # the API refuses more
+
+
+def blocks(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+
+
+def block_text(block: dict[str, Any]) -> str:
+    if block.get("type") == "text":
+        return block.get("text", "")
+    if block.get("type") == "tool_result":
+        return "\n".join(block_text(part) for part in blocks(block.get("content", "")))
+    return ""
+
+
+def protocol_problems(body: dict[str, Any]) -> list[str]:
+    """Rules the real API enforces that a client bug would break, as messages."""
+    problems = [f"{key}: Field required" for key in ("model", "max_tokens", "messages") if key not in body]
+    messages = body.get("messages") or []
+    if "messages" in body and not messages:
+        problems.append("messages: at least one message is required")
+    marked = [b for b in _all_blocks(body) if "cache_control" in b]
+    if len(marked) > MAX_CACHE_BREAKPOINTS:
+        problems.append(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {len(marked)}.")
+    for position, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        wanted = {b["id"] for b in blocks(message.get("content")) if b.get("type") == "tool_use"}
+        following = messages[position + 1]["content"] if position + 1 < len(messages) else []
+        answered = {b.get("tool_use_id") for b in blocks(following) if b.get("type") == "tool_result"}
+        if wanted - answered:
+            problems.append(
+                f"messages.{position + 1}: tool_use ids were found without tool_result blocks "
+                f"immediately after: {', '.join(sorted(wanted - answered))}"
+            )
+    return problems
+
+
+def expectation_misses(expect: Expect | None, body: dict[str, Any]) -> list[str]:
+    """Each expectation of the turn the request does not meet, described."""
+    if expect is None:
+        return []
+    misses = []
+    messages = body.get("messages") or [{}]
+    last = blocks(messages[-1].get("content"))
+    results = "\n".join(block_text(b) for b in last if b.get("type") == "tool_result")
+    user_text = "\n".join(block_text(b) for b in last if b.get("type") == "text")
+    system = "\n".join(block_text(b) for b in blocks(body.get("system")))
+    tools = {t.get("name") for t in body.get("tools") or []}
+    if expect.tool_result_contains is not None and expect.tool_result_contains not in results:
+        misses.append(f"the last tool_result does not contain {expect.tool_result_contains!r} (it reads {results[:200]!r})")
+    if expect.user_text_contains is not None and expect.user_text_contains not in user_text:
+        misses.append(f"the last user message does not contain {expect.user_text_contains!r}")
+    if expect.system_contains is not None and expect.system_contains not in system:
+        misses.append(f"the system prompt does not contain {expect.system_contains!r}")
+    missing_tools = [name for name in expect.tools_include if name not in tools]
+    if missing_tools:
+        misses.append(f"the tools array lacks {', '.join(missing_tools)}")
+    if expect.stream is not None and bool(body.get("stream")) != expect.stream:
+        misses.append(f"expected stream={expect.stream}")
+    return misses
+
+
+def _all_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    found = blocks(body.get("system")) + list(body.get("tools") or [])
+    for message in body.get("messages") or []:
+        found += blocks(message.get("content"))
+    return found

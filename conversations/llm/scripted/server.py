@@ -1,0 +1,237 @@
+"""ScriptedMessagesServer: POST /v1/messages over real HTTP, answered from a script."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from conversations.llm.scripted.checks import blocks, expectation_misses, protocol_problems
+from conversations.llm.scripted.render import message_json, sse, stream_events
+from conversations.llm.scripted.script import ScriptError, Turn, load_script
+
+logger = logging.getLogger("eunice.llm.scripted")
+
+# Bounds: a paused stream waits at most this long for resume(); stop() waits
+# at most this long for the serving thread.
+RESUME_TIMEOUT_SECONDS = 10.0
+STOP_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: dict[str, Any]
+
+    @property
+    def api_key(self) -> str:
+        return sent_key(self.headers)
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @property
+    def system(self) -> list[dict[str, Any]]:
+        return blocks(self.body.get("system"))
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.body.get("tools") or [])
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+    def cache_marked(self) -> list[dict[str, Any]]:
+        """Every system or message block that carries cache_control, in prompt order."""
+        found = [b for b in self.system if "cache_control" in b]
+        for message in self.messages:
+            found += [b for b in blocks(message.get("content")) if "cache_control" in b]
+        return found
+
+
+class ScriptedMessagesServer:
+    """Replays ``turns`` (one per request) on 127.0.0.1; records every request.
+
+    With ``api_key`` set, a request carrying another x-api-key gets a 401.
+    With ``max_requests`` set, ``wait_until_done`` returns after that many.
+    More requests than turns get a 500 and a recorded failure: never a loop.
+    """
+
+    def __init__(
+        self,
+        turns: Sequence[Turn | dict[str, Any]],
+        *,
+        api_key: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_requests: int | None = None,
+    ) -> None:
+        self.turns = load_script(list(turns))
+        self.api_key = api_key
+        self.max_requests = max_requests
+        self.requests: list[RecordedRequest] = []
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+        self._next_turn = 0
+        self._resume = threading.Event()
+        self._done = threading.Event()
+        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.scripted = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "ScriptedMessagesServer":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._resume.set()  # never leave a paused stream hanging
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(STOP_TIMEOUT_SECONDS)
+        self._httpd.server_close()
+
+    def __enter__(self) -> "ScriptedMessagesServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def resume(self) -> None:
+        """Let a stream paused by a turn's ``pause_after`` go on."""
+        self._resume.set()
+
+    def wait_until_done(self, timeout: float | None = None) -> bool:
+        """True once ``max_requests`` requests were answered (bounded by ``timeout``)."""
+        return self._done.wait(timeout)
+
+    @property
+    def turns_left(self) -> int:
+        return len(self.turns) - self._next_turn
+
+    # --- called by the handler thread ------------------------------------
+
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def take_turn(self) -> tuple[int, Turn | None]:
+        """The next turn and its index; None (and a failure) once the script is used up."""
+        with self._lock:
+            if self._next_turn >= len(self.turns):
+                self.failures.append(f"request {len(self.requests)} arrived after all {len(self.turns)} turns were used")
+                return self._next_turn, None
+            self._next_turn += 1
+            return self._next_turn - 1, self.turns[self._next_turn - 1]
+
+    def answered(self) -> None:
+        with self._lock:
+            if self.max_requests is not None and len(self.requests) >= self.max_requests:
+                self._done.set()
+
+    def fail(self, message: str) -> None:
+        with self._lock:
+            self.failures.append(message)
+
+    def wait_for_resume(self) -> None:
+        if not self._resume.wait(RESUME_TIMEOUT_SECONDS):
+            self.fail(f"a paused stream was not resumed within {RESUME_TIMEOUT_SECONDS} s")
+
+
+def sent_key(headers: dict[str, str]) -> str:
+    """The API key a client sent: ``x-api-key``, or a bearer token (what the SDK sends)."""
+    bearer = headers.get("authorization", "")
+    return headers.get("x-api-key") or bearer.removeprefix("Bearer ").strip()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "ScriptedMessages/1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("scripted server: " + format, *args)
+
+    def do_POST(self) -> None:
+        scripted: ScriptedMessagesServer = self.server.scripted  # type: ignore[attr-defined]
+        try:
+            self._serve(scripted)
+        finally:
+            scripted.answered()
+
+    def _serve(self, scripted: ScriptedMessagesServer) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            return self._error(ScriptError(400, "invalid_request_error", "The request body is not valid JSON."))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        scripted.record(RecordedRequest("POST", self.path, headers, body))
+        if self.path.split("?")[0] != "/v1/messages":
+            return self._error(ScriptError(404, "not_found_error", f"Not found: {self.path}"))
+        if scripted.api_key is not None and sent_key(headers) != scripted.api_key:
+            return self._error(ScriptError(401, "authentication_error", "invalid x-api-key"))
+        problems = protocol_problems(body)
+        if problems:
+            scripted.fail("; ".join(problems))
+            return self._error(ScriptError(400, "invalid_request_error", "; ".join(problems)))
+        number, turn = scripted.take_turn()
+        if turn is None:
+            return self._error(ScriptError(500, "api_error", "The scripted server has no turn left."))
+        misses = expectation_misses(turn.expect, body)
+        if misses:
+            scripted.fail(f"turn {number + 1}: " + "; ".join(misses))
+            return self._error(ScriptError(400, "invalid_request_error", "scripted expectation failed: " + "; ".join(misses)))
+        if turn.error is not None:
+            return self._error(turn.error, api_key=sent_key(headers))
+        model, message_id = str(body.get("model", "")), f"msg_scripted_{number + 1}"
+        if body.get("stream"):
+            return self._stream(scripted, turn, model, message_id)
+        self._json(200, message_json(turn, model=model, message_id=message_id))
+
+    def _stream(self, scripted: ScriptedMessagesServer, turn: Turn, model: str, message_id: str) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", f"req_{message_id}")
+        self.end_headers()
+        for sent, (name, data) in enumerate(stream_events(turn, model=model, message_id=message_id)):
+            if turn.pause_after is not None and sent == turn.pause_after:
+                scripted.wait_for_resume()
+            if turn.delay and sent:
+                time.sleep(turn.delay)  # demo pacing, set by the script
+            try:
+                self.wfile.write(sse(name, data))
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the client stopped reading
+
+    def _error(self, error: ScriptError, *, api_key: str = "") -> None:
+        # `{api_key}` in a scripted message echoes the key back, to prove clients redact it.
+        body = error.body(api_key=api_key) if "{api_key}" in error.message else error.body()
+        self._json(error.status, {**body, "request_id": "req_scripted"}, error.headers)
+
+    def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)

@@ -1,0 +1,42 @@
+"""manage.py fake_model_server: serve a scripted Messages API on 127.0.0.1 for demos."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from conversations.llm.scripted import ScriptedMessagesServer, load_script
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve POST /v1/messages on 127.0.0.1 from a script of turns (see "
+        "conversations/llm/scripted/script.py for the format). Point Eunice at it with "
+        "ANTHROPIC_BASE_URL=<printed URL> and any ANTHROPIC_API_KEY. No model is ever called."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--script", required=True, help="JSON file: {\"turns\": [...]}")
+        parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+        parser.add_argument("--api-key", default=None, help="refuse requests with another x-api-key (401)")
+        parser.add_argument("--max-requests", type=int, default=None, help="exit after answering this many")
+
+    def handle(self, *args: object, **options: object) -> None:
+        try:
+            turns = load_script(str(options["script"]))
+            server = ScriptedMessagesServer(
+                turns, port=int(options["port"]), api_key=options["api_key"],  # type: ignore[arg-type]
+                max_requests=options["max_requests"],  # type: ignore[arg-type]
+            )
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"cannot serve {options['script']}: {exc}") from None
+        self.stdout.write(f"Scripted Messages API on {server.url} ({len(turns)} turns)")
+        self.stdout.write(f"  ANTHROPIC_BASE_URL={server.url} ANTHROPIC_API_KEY=anything")
+        self.stdout.flush()
+        with server:
+            try:
+                server.wait_until_done()
+            except KeyboardInterrupt:
+                pass
+        self.stdout.write(f"Answered {len(server.requests)} requests; {server.turns_left} turns left.")
+        for failure in server.failures:
+            self.stderr.write(f"  ✗ {failure}")

@@ -1,0 +1,61 @@
+"""The scripted Messages API server and an Anthropic provider pointed at it.
+
+Every test here talks HTTP to a local scripted server through the real
+``anthropic`` SDK; nothing can reach a hosted model.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conversations.llm import CURRENT_STATE_MARKER, LLMRequest
+from conversations.llm.anthropic_provider import AnthropicProvider
+from conversations.llm.scripted import ScriptedMessagesServer
+
+TEST_KEY = "sk-ant-test-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _no_hosted_model(monkeypatch):
+    """The SDK reads these itself when not given a value: keep a developer's shell out."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "EUNICE_DEFAULT_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def scripted():
+    """scripted(turns, **options) -> a started server; stopped, and checked for misses, at teardown."""
+    servers: list[ScriptedMessagesServer] = []
+
+    def start(turns, **options) -> ScriptedMessagesServer:
+        server = ScriptedMessagesServer(turns, **options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+    for server in servers:
+        assert server.failures == [], server.failures
+
+
+@pytest.fixture
+def provider_for():
+    """provider_for(server, **options) -> an AnthropicProvider that talks to ``server``."""
+
+    def make(server: ScriptedMessagesServer, **options) -> AnthropicProvider:
+        return AnthropicProvider(api_key=TEST_KEY, base_url=server.url, **{"max_retries": 0, **options})
+
+    return make
+
+
+def request(*messages, system="You are Eunice.", tools=(), **fields) -> LLMRequest:
+    """A small request; plain strings become user messages."""
+    history = [{"role": "user", "content": m} if isinstance(m, str) else m for m in messages] or [
+        {"role": "user", "content": "Hello"}
+    ]
+    return LLMRequest(model="claude-test", system=system, messages=history, tools=list(tools), max_tokens=256, **fields)
+
+
+def state_block(text: str = "turn 1") -> dict:
+    return {"type": "text", "text": f"{CURRENT_STATE_MARKER}\n{text}"}

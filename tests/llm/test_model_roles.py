@@ -1,0 +1,119 @@
+import pytest
+from asgiref.sync import sync_to_async
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+
+from conversations.llm import LLMConfigError, LLMRequest
+from conversations.llm.anthropic_provider import AnthropicProvider
+from conversations.llm.offline import OfflineProvider
+from conversations.llm.roles import PROVIDERS, create_llm_client_for_role, get_model_for_role
+from eunice.env import env_http_url, env_model_ref
+from registry.models import ModelConfig
+from registry.surface import PROVIDER_NATIVE_CAPABILITIES
+from tests.llm.conftest import TEST_KEY
+
+pytestmark = pytest.mark.django_db
+
+
+def row(role="chat", **fields) -> ModelConfig:
+    defaults = {"provider": "anthropic", "model": "claude-row", "max_output_tokens": 8192}
+    return ModelConfig.objects.create(role=role, **{**defaults, **fields})
+
+
+def test_the_roles_active_row_is_used():
+    row(capabilities={"web_search": True})
+    model = get_model_for_role("chat")
+    assert (model.pk is not None, model.model, model.max_output_tokens) == (True, "claude-row", 8192)
+
+
+def test_an_inactive_row_falls_back_to_the_built_in_default():
+    row(is_active=False)
+    model = get_model_for_role("chat")
+    assert model.pk is None and model.provider == "offline"
+
+
+def test_without_a_key_the_built_in_default_is_offline_with_the_models_default_limit():
+    model = get_model_for_role("builder")
+    assert (model.role, model.provider, model.model) == ("builder", "offline", "offline")
+    assert model.max_output_tokens == ModelConfig._meta.get_field("max_output_tokens").default
+    assert isinstance(create_llm_client_for_role("builder"), OfflineProvider)
+
+
+def test_with_a_key_the_built_in_default_is_anthropic(settings):
+    settings.ANTHROPIC_API_KEY = TEST_KEY
+    settings.ANTHROPIC_BASE_URL = "http://127.0.0.1:9"
+    model = get_model_for_role("chat")
+    assert (model.provider, model.model) == ("anthropic", django_settings.ANTHROPIC_DEFAULT_MODEL)
+    client = create_llm_client_for_role("chat")
+    assert isinstance(client, AnthropicProvider) and client.base_url == "http://127.0.0.1:9"
+
+
+def test_eunice_default_model_wins_over_the_key(settings):
+    settings.ANTHROPIC_API_KEY = TEST_KEY
+    settings.EUNICE_DEFAULT_MODEL = ("anthropic", "claude-chosen")
+    assert get_model_for_role("chat").model == "claude-chosen"
+    settings.EUNICE_DEFAULT_MODEL = ("offline", "offline")
+    assert get_model_for_role("chat").provider == "offline"
+
+
+def test_a_row_for_anthropic_without_a_key_answers_offline_and_says_why():
+    row()
+    client = create_llm_client_for_role("chat")
+    assert isinstance(client, OfflineProvider)
+    text = client.complete(LLMRequest(model="x", system="", messages=[{"role": "user", "content": "hi"}], max_tokens=9)).text
+    assert "anthropic/claude-row" in text and "ANTHROPIC_API_KEY is not set" in text
+
+
+def test_a_row_naming_an_unknown_provider_is_a_config_error():
+    row(provider="openai")
+    with pytest.raises(LLMConfigError, match="unknown provider 'openai'; use one of anthropic, offline"):
+        create_llm_client_for_role("chat")
+
+
+def test_a_request_takes_its_token_limit_from_the_model_row():
+    config = row(max_output_tokens=12345)
+    request = LLMRequest.for_model(config, system="s", messages=[])
+    assert (request.model, request.max_tokens) == ("claude-row", 12345)
+
+
+@pytest.mark.django_db(transaction=True)  # the async ORM runs on another thread's connection
+@pytest.mark.asyncio
+async def test_async_callers_get_the_same_row():
+    from conversations.llm.roles import aget_model_for_role
+
+    await ModelConfig.objects.acreate(role="auditor", provider="offline", model="offline", max_output_tokens=100)
+    assert (await aget_model_for_role("auditor")).max_output_tokens == 100
+    assert (await aget_model_for_role("nobody")).pk is None
+    # The async ORM's worker thread keeps its connection; close it so the test database can be dropped.
+    await sync_to_async(connections.close_all)()
+
+
+def test_provider_names_match_everywhere():
+    assert set(PROVIDERS) == set(PROVIDER_NATIVE_CAPABILITIES) == set(django_settings.LLM_PROVIDERS)
+
+
+def test_eunice_default_model_is_read_as_provider_and_model(monkeypatch):
+    monkeypatch.setenv("EUNICE_DEFAULT_MODEL", "anthropic/claude-x")
+    assert env_model_ref("EUNICE_DEFAULT_MODEL", ("anthropic", "offline")) == ("anthropic", "claude-x")
+    monkeypatch.setenv("EUNICE_DEFAULT_MODEL", "offline")
+    assert env_model_ref("EUNICE_DEFAULT_MODEL", ("anthropic", "offline")) == ("offline", "offline")
+
+
+@pytest.mark.parametrize("value, complaint", [
+    ("openai/gpt", "unknown provider 'openai'"),
+    ("anthropic", "names no model; expected anthropic/MODEL"),
+])
+def test_a_bad_default_model_stops_the_process_naming_the_variable(monkeypatch, value, complaint):
+    monkeypatch.setenv("EUNICE_DEFAULT_MODEL", value)
+    with pytest.raises(ImproperlyConfigured, match=f"EUNICE_DEFAULT_MODEL=.*{complaint}"):
+        env_model_ref("EUNICE_DEFAULT_MODEL", ("anthropic", "offline"))
+
+
+def test_a_base_url_must_be_http_and_never_shows_a_password(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8765/")
+    assert env_http_url("ANTHROPIC_BASE_URL") == "http://127.0.0.1:8765"
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "ftp://user:hunter2@host")
+    with pytest.raises(ImproperlyConfigured, match="ANTHROPIC_BASE_URL") as info:
+        env_http_url("ANTHROPIC_BASE_URL")
+    assert "hunter2" not in str(info.value)

@@ -1,0 +1,89 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anthropic
+import pytest
+
+from conversations.llm.scripted import load_script
+from tests.llm.conftest import TEST_KEY, request
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_sdk_really_talks_http_to_the_scripted_server(scripted, provider_for):
+    server = scripted([{"text": "hi"}])
+    tools = [{"name": "plan", "description": "Plan.", "input_schema": {"type": "object"}}]
+    provider_for(server).complete(request("Hello", system="You are Eunice.", tools=tools))
+    (sent,) = server.requests
+    assert (sent.method, sent.path) == ("POST", "/v1/messages")
+    assert "anthropic-version" in sent.headers and sent.api_key == TEST_KEY
+    assert sent.body["model"] == "claude-test" and sent.body["max_tokens"] == 256
+    assert [t["name"] for t in sent.tools] == ["plan"]
+    assert sent.system[0]["text"] == "You are Eunice."
+
+
+def test_a_missed_expectation_is_answered_400_and_recorded(scripted):
+    server = scripted([{"text": "x", "expect": {"tool_result_contains": "42", "system_contains": "Eunice"}}])
+    client = anthropic.Anthropic(api_key=TEST_KEY, base_url=server.url, max_retries=0)
+    with pytest.raises(anthropic.BadRequestError, match="scripted expectation failed"):
+        client.messages.create(model="m", max_tokens=5, system="Hi", messages=[{"role": "user", "content": "q"}])
+    assert server.failures == [
+        "turn 1: the last tool_result does not contain '42' (it reads ''); the system prompt does not contain 'Eunice'"
+    ]
+    server.failures.clear()
+
+
+def test_a_request_beyond_the_script_fails_instead_of_looping(scripted):
+    server = scripted([{"text": "only one"}])
+    client = anthropic.Anthropic(api_key=TEST_KEY, base_url=server.url, max_retries=0)
+    client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "1"}])
+    with pytest.raises(anthropic.InternalServerError):
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "2"}])
+    assert server.failures == ["request 2 arrived after all 1 turns were used"]
+    server.failures.clear()
+
+
+def test_a_tool_use_left_without_its_tool_result_is_refused_like_the_real_api(scripted):
+    server = scripted([{"text": "never"}])
+    client = anthropic.Anthropic(api_key=TEST_KEY, base_url=server.url, max_retries=0)
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "plan", "input": {}}]},
+        {"role": "user", "content": "and?"},
+    ]
+    with pytest.raises(anthropic.BadRequestError, match="without tool_result"):
+        client.messages.create(model="m", max_tokens=5, messages=history)
+    assert server.turns_left == 1
+    server.failures.clear()
+
+
+def test_a_script_with_an_unknown_key_is_refused_naming_it():
+    with pytest.raises(ValueError, match="unknown turn key"):
+        load_script([{"txt": "typo"}])
+    with pytest.raises(ValueError, match="at least one turn"):
+        load_script({"turns": []})
+
+
+def test_the_fake_model_server_command_serves_a_script_file(tmp_path):
+    script = tmp_path / "demo.json"
+    script.write_text(json.dumps({"turns": [{"text": ["Hello ", "from the script."]}]}))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.test_settings", "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "manage.py", "fake_model_server", "--script", str(script), "--port", "0", "--max-requests", "1"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first_line = process.stdout.readline()
+        assert first_line.startswith("Scripted Messages API on http://127.0.0.1:"), first_line
+        url = first_line.split()[4]
+        client = anthropic.Anthropic(api_key="anything", base_url=url, max_retries=0)
+        with client.messages.stream(model="demo", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as stream:
+            assert stream.get_final_text() == "Hello from the script."
+        out, err = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "Answered 1 requests; 0 turns left." in out

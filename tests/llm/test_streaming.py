@@ -1,0 +1,119 @@
+import asyncio
+
+import pytest
+
+from conversations.llm import (
+    MessageStop,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseInputDelta,
+    ToolUseStart,
+    ToolUseStop,
+    UsageUpdate,
+)
+from tests.llm.conftest import request
+
+
+def test_streamed_text_arrives_as_ordered_deltas(scripted, provider_for):
+    server = scripted([{"text": ["The ", "plan ", "is ", "ready."]}])
+    events = list(provider_for(server).stream(request("Plan it")))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["The ", "plan ", "is ", "ready."]
+    assert isinstance(events[-1], MessageStop)
+    assert events[-1].response.text == "The plan is ready."
+    assert events[-1].stop_reason == "end_turn"
+
+
+def test_a_tool_use_blocks_streamed_input_json_is_assembled(scripted, provider_for):
+    tool_input = {"query": "weather in Lyon", "filters": {"days": 3, "units": ["C"]}}
+    server = scripted([{"text": "Let me look.", "tool_uses": [{"name": "search_tools", "input": tool_input}]}])
+    events = list(provider_for(server).stream(request("Weather?")))
+
+    starts = [e for e in events if isinstance(e, ToolUseStart)]
+    pieces = [e.partial_json for e in events if isinstance(e, ToolUseInputDelta)]
+    stops = [e for e in events if isinstance(e, ToolUseStop)]
+    assert [s.name for s in starts] == ["search_tools"]
+    assert len(pieces) > 1, "the scripted server streams tool input in pieces"
+    assert stops[0].input == tool_input and stops[0].id == starts[0].id
+    response = events[-1].response
+    assert response.stop_reason == "tool_use"
+    assert response.tool_uses[0].input == tool_input
+
+
+def test_thinking_deltas_are_kept_apart_from_the_answer(scripted, provider_for):
+    server = scripted([{"thinking": ["Weigh A", " against B."], "text": ["B is better."]}])
+    events = list(provider_for(server).stream(request("A or B?", thinking_budget_tokens=1024)))
+    assert [e.thinking for e in events if isinstance(e, ThinkingDelta)] == ["Weigh A", " against B."]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["B is better."]
+    response = events[-1].response
+    assert (response.thinking, response.text) == ("Weigh A against B.", "B is better.")
+    assert server.requests[0].body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+
+
+def test_thinking_goes_back_with_its_signature_in_the_next_turns_history(scripted, provider_for):
+    server = scripted([{"thinking": "Need a tool.", "tool_uses": [{"name": "plan", "input": {}}]}])
+    response = list(provider_for(server).stream(request("Go")))[-1].response
+    thinking, tool_use = response.to_message()["content"]
+    assert thinking == {"type": "thinking", "thinking": "Need a tool.", "signature": "scripted-signature"}
+    assert tool_use["type"] == "tool_use" and tool_use["name"] == "plan"
+
+
+def test_usage_updates_end_with_the_turns_totals(scripted, provider_for):
+    usage = {"input_tokens": 1200, "output_tokens": 80, "cache_read_input_tokens": 9000}
+    server = scripted([{"text": "ok", "usage": usage}])
+    events = list(provider_for(server).stream(request("Hi")))
+    updates = [e.usage for e in events if isinstance(e, UsageUpdate)]
+    assert updates[0].output_tokens == 1  # message_start reports a placeholder
+    assert (updates[-1].input_tokens, updates[-1].output_tokens, updates[-1].cache_read_input_tokens) == (1200, 80, 9000)
+    assert events[-1].response.usage == updates[-1]
+
+
+def test_deltas_reach_the_caller_while_the_server_is_still_streaming(scripted, provider_for):
+    # The server holds the stream after the first text delta until resumed.
+    server = scripted([{"text": ["first", " second"], "pause_after": 4}])
+    stream = provider_for(server).stream(request("Hi"))
+    first_text = next(e for e in stream if isinstance(e, TextDelta))
+    assert first_text.text == "first"
+    server.resume()
+    assert [e.text for e in stream if isinstance(e, TextDelta)] == [" second"]
+
+
+def test_a_tool_result_round_trip_meets_the_scripts_expectation(scripted, provider_for):
+    server = scripted([
+        {"tool_uses": [{"name": "echo", "input": {"text": "hi"}}]},
+        {"text": "Done.", "expect": {"tool_result_contains": "echoed: hi", "tools_include": ["echo"]}},
+    ])
+    provider = provider_for(server)
+    tools = [{"name": "echo", "description": "Echo.", "input_schema": {"type": "object"}}]
+    first = provider.complete(request("Echo hi", tools=tools))
+    result = {"type": "tool_result", "tool_use_id": first.tool_uses[0].id, "content": "echoed: hi"}
+    history = [{"role": "user", "content": "Echo hi"}, first.to_message(), {"role": "user", "content": [result]}]
+    second = provider.complete(request(*history, tools=tools))
+    assert second.text == "Done."
+    assert server.requests[1].messages[-1]["content"][0]["tool_use_id"] == first.tool_uses[0].id
+
+
+def test_non_streaming_complete_returns_the_same_blocks(scripted, provider_for):
+    server = scripted([{"thinking": "hm", "text": "Answer.", "tool_uses": [{"name": "plan", "input": {"a": 1}}]}])
+    response = provider_for(server).complete(request("Hi"))
+    assert [b.type for b in response.content] == ["thinking", "text", "tool_use"]
+    assert response.tool_uses[0].input == {"a": 1}
+    assert server.requests[0].stream is False
+
+
+@pytest.mark.asyncio
+async def test_the_async_stream_yields_the_same_typed_events(scripted, provider_for):
+    server = scripted([{"text": ["a", "b"], "tool_uses": [{"name": "plan", "input": {"x": [1, 2]}}]}])
+    provider = provider_for(server)
+    events = [e async for e in provider.astream(request("Hi"))]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["a", "b"]
+    assert events[-1].response.tool_uses[0].input == {"x": [1, 2]}
+    await provider.async_client.close()
+
+
+@pytest.mark.asyncio
+async def test_async_complete_talks_to_the_server(scripted, provider_for):
+    server = scripted([{"text": "pong"}])
+    provider = provider_for(server)
+    response = await asyncio.wait_for(provider.acomplete(request("ping")), timeout=10)
+    assert response.text == "pong"
+    await provider.async_client.close()
