@@ -1,5 +1,7 @@
 """Attack class: files, URLs, pickles and sockets, through pandas and in plain Python."""
 
+from pathlib import Path
+
 import pytest
 
 from tests.sandbox.conftest import SALES, run
@@ -15,11 +17,13 @@ LANGUAGE = {
     "ndarray.tofile": "np.ones(3).tofile('/tmp/x')",
 }
 
+SETTINGS_SOURCE = str(Path(__file__).resolve().parents[2] / "eunice" / "settings.py")
+
 OS = {
     "read a file outside scratch": "result = open('/etc/passwd').read()",
     "read the environ of the run": "result = open('/proc/self/environ').read()",
     "read the parent's environ": "import os\nresult = open(f'/proc/{os.getppid()}/environ').read()",
-    "read the Django settings source": "result = open('/work/wt-sandbox/eunice/settings.py').read()",
+    "read the Django settings source": f"result = open({SETTINGS_SOURCE!r}).read()",
     "write outside scratch": "open('/tmp/escaped.txt', 'w').write('x')",
     "a TCP connection": "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM).connect(('127.0.0.1', 5432))",
     "a unix socket": "import socket\nsocket.socket(socket.AF_UNIX).connect('/var/run/postgresql/.s.PGSQL.5432')",
