@@ -9,6 +9,6 @@ def health(request):
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("api/", include("registry.mcp.api_urls")),
+    path("api/", include("eunice.api_urls")),
     path("health/", health, name="health"),
 ]
