@@ -15,6 +15,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from conversations import questions
 from conversations.access import owned_conversation
 from conversations.display import ChannelDisplay, group_name
 from conversations.loop import run_turn
@@ -52,11 +53,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "message":
             await self._start(conversation, content.get("text"))
+        elif kind == "answer":
+            await self._answer(content)
         elif kind == "cancel":
             await database_sync_to_async(request_cancel)(conversation)
             await self.channel_layer.group_send(self.group, {"type": "run.cancel"})
         else:
-            await self.send_json({"type": "error", "message": f"unknown message type {kind!r}; expected 'message' or 'cancel'"})
+            await self.send_json({"type": "error", "message": f"unknown message type {kind!r}; expected 'message', 'answer' or 'cancel'"})
 
     async def _start(self, conversation, text) -> None:
         if not isinstance(text, str) or not text.strip():
@@ -78,7 +81,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         display = ChannelDisplay(self.conversation_id, self.channel_layer, asyncio.get_running_loop())
         pump = asyncio.ensure_future(display.pump())
         try:
-            await run_turn(conversation, text=text, user=self.user, display=display)
+            await run_turn(conversation, text=text, user=self.user, display=display, interactive=True)
         except Exception:  # the socket must learn the turn ended, whatever broke
             logger.exception("turn failed in conversation %s", self.conversation_id)
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})
@@ -87,6 +90,19 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             _runs_per_user[self.user.pk] -= 1
             display.close()
             await pump
+
+    async def _answer(self, content: dict) -> None:
+        question_id, text = content.get("question_id"), content.get("text")
+        if not isinstance(question_id, str) or not isinstance(text, str) or not text.strip():
+            await self.send_json({"type": "error", "message": "an answer needs 'question_id' and non-empty 'text'"})
+            return
+        await self.channel_layer.group_send(
+            self.group, {"type": "question.answer", "question_id": question_id, "text": text[: settings.EUNICE_MAX_MESSAGE_CHARS]}
+        )
+
+    async def question_answer(self, event: dict) -> None:
+        # Every socket of the conversation gets this; the one whose process runs the turn resolves it.
+        questions.answer(self.conversation_id, event["question_id"], event["text"])
 
     async def conversation_chunk(self, event: dict) -> None:
         await self.send_json(event["chunk"])

@@ -59,12 +59,15 @@ async def run_turn(
     display: Any = None,
     mode: str | None = None,
     role: str = "chat",
+    interactive: bool = False,
 ) -> TurnOutcome:
     """Answer one user message, calling tools as the model asks; returns when done."""
     config = await _db(get_model_for_role)(role)
     provider = create_llm_client_for_role(role, model=config)
     history = await _db(load_history)(conversation)
-    runtime = await _db(begin_turn)(conversation, user=user, user_message=text, display=display, mode=mode)
+    runtime = await _db(begin_turn)(
+        conversation, user=user, user_message=text, display=display, mode=mode, interactive=interactive
+    )
     state = await _db(DispatchState.for_conversation)(conversation)
     messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
     try:
@@ -81,6 +84,26 @@ async def run_turn(
     return outcome
 
 
+async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, role: str = "chat") -> TurnOutcome:
+    """A delegated task: a fresh history, delegate mode, the parent's turn, events and budget."""
+    from dataclasses import replace
+
+    from conversations.state import CostTracker
+
+    config = await _db(get_model_for_role)(role)
+    provider = create_llm_client_for_role(role, model=config)
+    limit = budget_usd if parent.budget_limit is None else min(budget_usd or parent.budget_limit, parent.budget_limit)
+    child = replace(parent, mode="delegate", cost=CostTracker(), cards=[], datasets=dict(parent.datasets),
+                    budget_limit=(parent.budget_ref[0] + limit) if limit is not None else None,
+                    depth=parent.depth + 1, interactive=False)
+    state = await _db(DispatchState.for_conversation)(parent.conversation)
+    try:
+        messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
+        return await _loop(child, state, provider, config, messages)
+    finally:
+        state.cancel.release()
+
+
 async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict]) -> TurnOutcome:
     estimator = TokenEstimator()
     new_messages: list[dict] = []
@@ -89,6 +112,9 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
     for call in range(1, settings.EUNICE_MAX_MODEL_CALLS + 1):
         if state.cancel.cancelled or await _db(_cancel_requested)(runtime):
             return _cancelled(runtime, call - 1, new_messages, response)
+        if runtime.budget_limit is not None and runtime.budget_ref[0] >= runtime.budget_limit:
+            text = (response.text if response else "") + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
+            return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
         request, entries = await _db(_build_request)(runtime, config, messages, estimator)
         if request is None:
             text = "This conversation has grown past what the model can read; please start a new one."

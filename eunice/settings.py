@@ -185,6 +185,10 @@ EUNICE_STOP_AT = env_float("EUNICE_STOP_AT", 0.95, minimum=0.1)
 EUNICE_MAX_RUNS_PER_USER = env_int("EUNICE_MAX_RUNS_PER_USER", 2, minimum=1)
 EUNICE_MAX_MESSAGE_CHARS = env_int("EUNICE_MAX_MESSAGE_CHARS", 32_000, minimum=100)
 
+# Loop tools: how deep delegation may nest, how long a question waits for the user.
+EUNICE_MAX_DELEGATION_DEPTH = env_int("EUNICE_MAX_DELEGATION_DEPTH", 1, minimum=0)
+EUNICE_QUESTION_TIMEOUT = env_float("EUNICE_QUESTION_TIMEOUT", 600.0, minimum=1.0)
+
 # How many tool calls of one assistant turn may run at once.
 EUNICE_PARALLEL_TOOLS = env_int("EUNICE_PARALLEL_TOOLS", 4, minimum=1)
 

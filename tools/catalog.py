@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import mcp, utility
+from tools.schemas import agent, mcp, utility
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -27,12 +27,16 @@ OPTIONAL_KEYS = (
 TOOL_ORDER: tuple[str, ...] = (
     "search_tools",
     "plan",
+    "call_llm",
+    "delegate",
+    "delegate_batch",
+    "request_user_input",
     "search_mcp_marketplace",
     "install_mcp_server",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, mcp)
+CATEGORIES = (utility, agent, mcp)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()

@@ -55,7 +55,10 @@ def test_a_full_conversation_streams_over_the_websocket(model, weather_tool, con
         return chunks
 
     chunks = async_to_sync(chat)()
-    assert [c["type"] for c in chunks] == ["tool_call", "tool_result", "text_delta", "text_delta", "done"]
+    kinds = [c["type"] for c in chunks]
+    collapsed = [kind for n, kind in enumerate(kinds) if n == 0 or kinds[n - 1] != kind]  # deltas may be merged
+    assert collapsed == ["tool_call", "tool_result", "text_delta", "done"]
+    assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "It is 14°C."
     assert chunks[0]["status_message"] == "Checking the weather"
     assert all("ts" in c for c in chunks)
     assert ChatMessage.objects.get(conversation=conversation, role="assistant").text == "It is 14°C."
@@ -141,7 +144,7 @@ def test_bad_messages_get_specific_errors(conversation, user, settings):
         return replies
 
     assert async_to_sync(chat)() == [
-        "unknown message type 'shout'; expected 'message' or 'cancel'",
+        "unknown message type 'shout'; expected 'message', 'answer' or 'cancel'",
         "a message needs non-empty 'text'",
         "the message has 101 characters; the limit is 100",
     ]
@@ -168,3 +171,16 @@ def test_a_user_can_run_only_so_many_answers_at_once(model, conversation, user, 
         return refused
 
     assert async_to_sync(chat)() == {"type": "error", "message": "you already have 1 answers running; wait or cancel one"}
+
+
+def test_queued_text_deltas_are_merged_but_nothing_else_is():
+    from conversations.display import coalesce
+
+    chunks = [
+        {"type": "text_delta", "text": "a", "ts": 1}, {"type": "text_delta", "text": "b", "ts": 2},
+        {"type": "tool_call", "name": "x", "ts": 3}, {"type": "text_delta", "text": "c", "ts": 4},
+    ]
+    assert coalesce(chunks) == [
+        {"type": "text_delta", "text": "ab", "ts": 1}, {"type": "tool_call", "name": "x", "ts": 3},
+        {"type": "text_delta", "text": "c", "ts": 4},
+    ]
