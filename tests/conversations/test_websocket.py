@@ -1,6 +1,5 @@
 """Chatting over a real websocket: the full ASGI app, session auth, Origin checks, the channel layer."""
 
-import asyncio
 import time
 
 import pytest
@@ -14,7 +13,6 @@ from conversations.replay import replay
 from eunice.asgi import application
 from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT
-from tests.conversations.conftest import weather  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
