@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from eunice.assets import vendor_static_dirs
 from eunice.env import (
     database_from_url,
     env_bool,
@@ -136,7 +137,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static", *vendor_static_dirs()]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 EUNICE_SERVE_STATIC = env_bool("EUNICE_SERVE_STATIC", True)
 

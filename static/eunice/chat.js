@@ -61,6 +61,13 @@
         table.appendChild(tr);
       });
       box.appendChild(table);
+    } else if (card.type === "chart" && (card.spec || card.vega_lite) && window.vegaEmbed) {
+      const target = el("div", "chart");
+      box.appendChild(target);
+      window.vegaEmbed(target, card.spec || card.vega_lite, { actions: false, renderer: "svg" })
+        .catch((error) => target.replaceWith(el("pre", "error", `The chart could not be drawn: ${error.message}`)));
+    } else if (card.type === "map_display" && window.L) {
+      box.appendChild(drawMap(card));
     } else if (card.svg) {
       const img = el("img");
       img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(card.svg);
@@ -70,6 +77,24 @@
       box.appendChild(el("pre", "", JSON.stringify(card.data || card, null, 2)));
     }
     return box;
+  }
+
+  // Maps draw their layers on a blank canvas: no tile server is needed (or reachable).
+  function drawMap(card) {
+    const holder = el("div", "map");
+    holder.style.height = "260px";
+    setTimeout(() => {
+      const map = window.L.map(holder, { attributionControl: false });
+      const group = window.L.featureGroup().addTo(map);
+      (card.layers || []).forEach((layer) => {
+        if (layer.geojson) window.L.geoJSON(layer.geojson).addTo(group);
+        (layer.points || []).forEach((p) => window.L.circleMarker([p.lat, p.lon], { radius: 4 }).bindTooltip(String(p.label || "")).addTo(group));
+      });
+      if (card.bounds) map.fitBounds(card.bounds);
+      else if (group.getLayers().length) map.fitBounds(group.getBounds(), { padding: [10, 10] });
+      else map.setView([0, 0], 1);
+    });
+    return holder;
   }
 
   function showCards(cards, where) {
@@ -137,14 +162,16 @@
       case "error":
         bubble("error", chunk.message);
         break;
-      case "done":
+      case "done": {
         busy(false);
         if (chunk.cancelled) bubble("notice", "Cancelled.");
+        const where = answer;  // inline cards go under this answer
         fetch(`/api/conversations/${conversationId}/messages/`, { credentials: "same-origin" })
           .then((r) => r.json())
-          .then((rows) => { const last = rows[rows.length - 1]; if (last && last.cards) showCards(last.cards, answer); });
+          .then((rows) => { const last = rows[rows.length - 1]; if (last && last.cards) showCards(last.cards, where); });
         answer = null;
         break;
+      }
     }
   });
 

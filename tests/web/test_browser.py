@@ -190,3 +190,42 @@ def test_staff_run_a_tool_in_the_playground(staff_user, server, browser_page):
     page.wait_for_selector("#rendered")
     assert page.text_content("#rendered").startswith("✓ ok.")
     assert page.is_visible("#log-row")
+
+
+CHART_TOOL = """
+result = {
+    "message": "Here is the chart and the map.",
+    "cards": [
+        {"type": "chart", "spec": {
+            "data": {"values": [{"city": "Oslo", "rain": 12}, {"city": "Bergen", "rain": 25}]},
+            "mark": "bar",
+            "encoding": {"x": {"field": "city", "type": "nominal"}, "y": {"field": "rain", "type": "quantitative"}}}},
+        {"type": "map_display", "display_id": "m1",
+         "layers": [{"points": [{"lat": 59.91, "lon": 10.75, "label": "Oslo"}, {"lat": 60.39, "lon": 5.32, "label": "Bergen"}]}]},
+    ],
+}
+"""
+
+
+@pytest.fixture
+def chart_tool(model_env):
+    """An approved custom tool that answers with a chart card and a map card."""
+    from registry.custom_tools import approve_custom_tool, register_custom_tool
+
+    model_env["EUNICE_CUSTOM_TOOLS"] = "1"
+    reviewer = get_user_model().objects.create_user("reviewer", password="x", is_staff=True)
+    tool = register_custom_tool(name="rain_chart", code=CHART_TOOL, description="Chart the rain.",
+                                input_schema={"type": "object", "properties": {}}, tenant_id=TENANT)
+    return approve_custom_tool(tool, acting_user=reviewer)
+
+
+def test_chart_and_map_cards_render_from_local_libraries(chart_tool, server, conversation, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    page.goto(f"{server}/c/{conversation.pk}/")
+    page.fill("#prompt", "/rain_chart")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector("#panel .card-chart svg")  # drawn by the locally served vega-embed
+    page.wait_for_selector("#panel .card-map_display .leaflet-container")
+    assert page.locator("#panel .card-map_display .leaflet-interactive").count() == 2  # the two cities
+    assert page.locator(".message .card-chart svg").count() == 1  # charts show inline too
