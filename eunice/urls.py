@@ -11,4 +11,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("registry.mcp.api_urls")),
     path("health/", health, name="health"),
+    path("", include("conversations.catalog.urls")),
 ]

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import mcp, utility
+from tools.schemas import data, datasources, mcp, utility
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -29,10 +29,19 @@ TOOL_ORDER: tuple[str, ...] = (
     "plan",
     "search_mcp_marketplace",
     "install_mcp_server",
+    "preview_data",
+    "describe_entry",
+    "present_rows",
+    "query",
+    "query_frames",
+    "analyze_data",
+    "register_datasource",
+    "set_datasource_auth",
+    "query_datasource",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, mcp)
+CATEGORIES = (utility, mcp, data, datasources)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()

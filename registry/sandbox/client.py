@@ -136,8 +136,13 @@ class Zygote:
         call_tool: CallTool,
         *,
         language: bool = True,
+        want_frames: bool = False,
     ) -> RunOutcome:
-        """Run ``code`` in a fresh jailed child; never raises for what the code does."""
+        """Run ``code`` in a fresh jailed child; never raises for what the code does.
+
+        With ``want_frames`` the answer also carries the result table and every
+        DataFrame the code put into ``frames`` as JSON data (see runner.frame_payload).
+        """
         started = time.perf_counter()
         run_id = uuid.uuid4().hex
         reports: queue.SimpleQueue = queue.SimpleQueue()
@@ -148,7 +153,8 @@ class Zygote:
             with self._lock:
                 socket.send_fds(self.control, [json.dumps(request).encode()], [child.fileno()])
             child.close()
-            outcome = self._converse(host, code, inputs, datasets, limits, call_tool, language, reports)
+            outcome = self._converse(host, code, inputs, datasets, limits, call_tool, language, reports,
+                                     want_frames)
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             if not self.alive:
                 raise SandboxUnavailable("the sandbox zygote has stopped") from None
@@ -160,9 +166,11 @@ class Zygote:
         return outcome
 
     def _converse(self, host: socket.socket, code: str, inputs: dict, datasets: dict, limits: Limits,
-                  call_tool: CallTool, language: bool, reports: queue.SimpleQueue) -> RunOutcome:
+                  call_tool: CallTool, language: bool, reports: queue.SimpleQueue,
+                  want_frames: bool = False) -> RunOutcome:
         deadline = time.monotonic() + limits.wall_seconds + 1.0
-        send_json(host, {"code": code, "inputs": inputs, "language": language, "has_data": bool(datasets)})
+        send_json(host, {"code": code, "inputs": inputs, "language": language, "has_data": bool(datasets),
+                         "want_frames": want_frames})
         if datasets:
             send_frame(host, pickle.dumps(datasets, protocol=pickle.HIGHEST_PROTOCOL))
         cap = limits.result_bytes + (64 << 10)
