@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import data, datasources, mcp, utility
+from tools.schemas import data, datasources, mcp, outputs, utility
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -38,10 +38,16 @@ TOOL_ORDER: tuple[str, ...] = (
     "register_datasource",
     "set_datasource_auth",
     "query_datasource",
+    "create_chart",
+    "display_map",
+    "export",
+    "export_excel",
+    "manipulate_excel",
+    "query_telemetry",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, mcp, data, datasources)
+CATEGORIES = (utility, mcp, data, datasources, outputs)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()

@@ -47,7 +47,7 @@ def sales(conversation):
 def in_conversation(registry, conversation):
     """call(name, **inputs) inside the acme conversation."""
 
-    def run(tool, tenant=TENANT, context=None, **inputs):
+    def run(tool, /, tenant=TENANT, context=None, **inputs):
         ctx = {"conversation_id": conversation.id, **(context or {})}
         return registry.execute_tool(tool, inputs, {"tenant_id": tenant, "user_id": "u1", **ctx})
 
