@@ -7,7 +7,7 @@ New frames the code puts into ``frames`` are saved to the catalog.
 
 from __future__ import annotations
 
-import io
+import json
 from typing import Any
 
 import pandas as pd
@@ -71,7 +71,8 @@ def _save_frames(books: Any, payloads: dict[str, dict]) -> tuple[dict[str, pd.Da
 
 def rebuild(payload: dict) -> pd.DataFrame:
     """The DataFrame a run sent as JSON data (runner.frame_payload), with dates restored."""
-    frame = pd.read_json(io.StringIO(payload["split"]), orient="split", convert_dates=False)
+    split = json.loads(payload["split"])
+    frame = pd.DataFrame(split["data"], columns=split["columns"])
     for column, dtype in (payload.get("dtypes") or {}).items():
         if column in frame.columns and dtype.startswith("datetime64"):
             frame[column] = pd.to_datetime(frame[column])
