@@ -9,7 +9,7 @@ import pandas as pd
 
 from conversations.catalog import file_card, register_export
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
-from tools.datacommon import catalog, catalog_errors, check_columns
+from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns
 
 CHART_MAX_ROWS = 5000
 MAP_MAX_POINTS = 5000
@@ -21,9 +21,7 @@ _LAT, _LON = ("lat", "latitude", "y"), ("lon", "lng", "long", "longitude", "x")
 @catalog_errors
 def create_chart(inputs: dict, context: dict) -> Ok:
     """A Vega-Lite chart of a dataset as a card, plus the rendered image as a downloadable file."""
-    books = catalog(context)
-    name = books.resolve(inputs.get("dataset"))
-    frame = books.load(name)
+    books, name, frame = chosen_dataset(context, inputs)
     fields = [inputs["x"], inputs["y"], *([inputs["color"]] if inputs.get("color") else [])]
     check_columns(frame, [inputs["x"]], "x")
     check_columns(frame, [inputs["y"]], "y")

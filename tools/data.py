@@ -7,7 +7,7 @@ import json
 
 
 from registry.contract import HintException, Ok, Warning, uniform_contract
-from tools.datacommon import catalog, catalog_errors, check_columns, quality_warnings, ranked, table_ok
+from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, quality_warnings, ranked, table_ok
 
 PRESENT_MAX_ROWS = 200
 
@@ -16,13 +16,10 @@ PRESENT_MAX_ROWS = 200
 @catalog_errors
 def preview_data(inputs: dict, context: dict) -> Ok:
     """The first (or a random sample of) rows of a dataset, with the whole dataset's measured schema."""
-    books = catalog(context)
-    name = books.resolve(inputs.get("dataset"))
-    frame = books.load(name)
+    _, name, frame = chosen_dataset(context, inputs)
     count = inputs.get("rows", 10)
     shown = frame.sample(min(count, len(frame)), random_state=0) if inputs.get("sample") else frame.head(count)
     ok = table_ok(frame, warnings=quality_warnings(frame), data=shown)
-    ok.data = shown
     summary = ", ".join(
         f"{c.name}: {c.distinct_count} distinct" for c in ok.schema if c.distinct_count is not None
     )
@@ -98,9 +95,7 @@ def _everything(name: str, context: dict) -> list[str]:
 @catalog_errors
 def present_rows(inputs: dict, context: dict) -> Ok:
     """Show rows of a dataset to the user as a table card (the model gets a short preview)."""
-    books = catalog(context)
-    name = books.resolve(inputs.get("dataset"))
-    frame = books.load(name)
+    books, name, frame = chosen_dataset(context, inputs)
     columns = inputs.get("columns") or [str(c) for c in frame.columns]
     check_columns(frame, columns, "columns")
     limit = inputs.get("limit", 50)

@@ -39,6 +39,16 @@ def catalog(context: dict) -> ConversationCatalog:
     return ConversationCatalog.for_context(context)
 
 
+def chosen_dataset(context: dict, inputs: dict) -> tuple[ConversationCatalog, str, pd.DataFrame]:
+    """The catalog, the dataset named by ``inputs["dataset"]`` (or the default one) and its frame.
+
+    Raises NoConversation or UnknownDataset.
+    """
+    books = catalog(context)
+    name = books.resolve(inputs.get("dataset"))
+    return books, name, books.load(name)
+
+
 def check_columns(frame: pd.DataFrame, wanted: list[str], field: str) -> None:
     """Raise a schema Hint naming ``field`` and the closest real columns for any unknown column."""
     from conversations.catalog.store import closest

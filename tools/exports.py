@@ -11,7 +11,7 @@ from conversations.catalog import file_card, register_export
 from conversations.catalog.uploads import EXCEL_MIME
 from conversations.models import GeneratedFile
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
-from tools.datacommon import catalog, catalog_errors, check_columns, ranked
+from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, ranked
 
 _MIME = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet", "json": "application/json"}
 READ_MAX_CELLS = 2000
@@ -21,9 +21,7 @@ READ_MAX_CELLS = 2000
 @catalog_errors
 def export(inputs: dict, context: dict) -> Ok:
     """Write a dataset to a CSV, Parquet or JSON file the user can download."""
-    books = catalog(context)
-    name = books.resolve(inputs.get("dataset"))
-    frame = books.load(name)
+    books, name, frame = chosen_dataset(context, inputs)
     if inputs.get("columns"):
         check_columns(frame, inputs["columns"], "columns")
         frame = frame[inputs["columns"]]

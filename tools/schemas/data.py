@@ -11,6 +11,16 @@ _SAVE_AS = {
     "description": "Keep the whole result as a dataset of this name (for later tools and exports).",
 }
 
+_SQL_INPUT = {
+    "type": "object",
+    "properties": {
+        "sql": {"type": "string", "minLength": 1, "description": "One SELECT statement."},
+        "save_as": _SAVE_AS,
+    },
+    "required": ["sql"],
+    "additionalProperties": False,
+}
+
 TOOLS = [
     {
         "name": "preview_data",
@@ -83,15 +93,7 @@ TOOLS = [
             "each dataset is a table of the same name. Returns up to 500 rows; for more, "
             "aggregate or filter, or pass save_as to keep the result as a new dataset."
         ),
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "sql": {"type": "string", "minLength": 1, "description": "One SELECT statement."},
-                "save_as": _SAVE_AS,
-            },
-            "required": ["sql"],
-            "additionalProperties": False,
-        },
+        "input_schema": _SQL_INPUT,
         "category": "data",
         "handler_path": "tools.sql.query",
         "status_message": "Running the query",
@@ -104,15 +106,7 @@ TOOLS = [
             "conversation (query results saved with save_as, analyze_data outputs), not the "
             "uploads. Same rules and limits as query."
         ),
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "sql": {"type": "string", "minLength": 1, "description": "One SELECT statement."},
-                "save_as": _SAVE_AS,
-            },
-            "required": ["sql"],
-            "additionalProperties": False,
-        },
+        "input_schema": _SQL_INPUT,
         "category": "data",
         "handler_path": "tools.sql.query_frames",
         "status_message": "Querying the frames",
