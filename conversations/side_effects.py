@@ -19,6 +19,7 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
     for name, dataset in result.datasets.items():
         # Promoted into the conversation's namespace for later tools to load by name.
         runtime.datasets[name] = dataset
+        runtime.catalog.promote(name, dataset, source_tool=tool_name)
         runtime.recorder.record("progress", {"dataset": name, "source_tool": tool_name})
     for card in result.cards:
         runtime.cards.append(card)
@@ -40,8 +41,12 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
 
 
 def register_export(tool_name: str, filename: str, export: dict, runtime: "Runtime") -> GeneratedFile:
-    """Record a file a tool produced, tell the user, and note it in telemetry."""
-    generated = GeneratedFile.objects.create(
+    """Record a file a tool produced, tell the user, and note it in telemetry.
+
+    A tool that wrote its file through the catalog (``file_id`` in the export)
+    already has its row; it is reused, never duplicated.
+    """
+    generated = _existing_file(export, runtime.tenant_id) or GeneratedFile.objects.create(
         tenant_id=runtime.tenant_id,
         conversation=runtime.conversation,
         filename=export.get("original_filename") or filename,
@@ -56,6 +61,13 @@ def register_export(tool_name: str, filename: str, export: dict, runtime: "Runti
         tenant_id=runtime.tenant_id, user=runtime.user, kind="export.ready", payload=payload
     )
     return generated
+
+
+def _existing_file(export: dict, tenant_id: str) -> GeneratedFile | None:
+    file_id = export.get("file_id")
+    if not file_id:
+        return None
+    return GeneratedFile.objects.filter(pk=file_id, tenant_id=tenant_id).first()
 
 
 def merge_cards(cards: list[dict]) -> list[dict]:

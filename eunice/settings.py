@@ -217,6 +217,22 @@ SANDBOX = {
     "ALLOW_WEAK": env_bool("EUNICE_SANDBOX_ALLOW_WEAK", False),
 }
 
+# --- Data tools (conversations/catalog) ----------------------------------------
+# Datasets, uploads and exported files live here, one directory per tenant.
+FILES_DIR = Path(env_str("EUNICE_FILES_DIR", str(VAR_DIR / "files")))
+DATA = {
+    "UPLOAD_MAX_BYTES": env_int("EUNICE_UPLOAD_MAX_MB", 50, minimum=1) << 20,
+    # Rows a query may return to the model before it gets a fetch hint instead.
+    "QUERY_MAX_ROWS": env_int("EUNICE_QUERY_MAX_ROWS", 500, minimum=1),
+    # Rows a query may save as a dataset (save_as) and an external source may return.
+    "SAVE_MAX_ROWS": env_int("EUNICE_QUERY_SAVE_MAX_ROWS", 1_000_000, minimum=1),
+    "DATASOURCE_TIMEOUT_SECONDS": env_float("EUNICE_DATASOURCE_TIMEOUT", 15.0, minimum=0.1),
+    # analyze_data runs model-written code in the sandbox: "staff" (default) or "all" users.
+    "ANALYZE_DATA_FOR": env_str("EUNICE_ANALYZE_DATA_FOR", "staff"),
+}
+if DATA["ANALYZE_DATA_FOR"] not in ("staff", "all"):
+    raise ImproperlyConfigured("EUNICE_ANALYZE_DATA_FOR must be 'staff' or 'all'")
+
 # --- Models ------------------------------------------------------------------
 # Read once here and never logged or echoed (Django's error reports already
 # hide settings whose names contain KEY). Provider names match

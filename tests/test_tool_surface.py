@@ -214,6 +214,9 @@ def test_the_assembled_array_has_each_tools_schema_with_reasoning(registry):
 def test_the_tool_surface_command_prints_names_and_reasons(capsys, conversation):
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="plan")
     call_command("tool_surface", "--conversation", conversation.id, "--mode", "chat", "--json")
-    assert json.loads(capsys.readouterr().out) == [{"name": "search_tools", "reason": "static_fallback"}]
+    offered = json.loads(capsys.readouterr().out)
+    assert offered[0] == {"name": "search_tools", "reason": "static_fallback"}
+    # The data tools of SYSTEM_TOOL_NAMES that exist are always offered.
+    assert {"name": "query", "reason": "system"} in offered
     call_command("tool_surface", "--conversation", conversation.id, "--mode", "agentic", "--json")
     assert {"name": "plan", "reason": "mode_allowlist"} in json.loads(capsys.readouterr().out)

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import agent, mcp, utility
+from tools.schemas import agent, data, datasources, mcp, outputs, utility
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -33,10 +33,25 @@ TOOL_ORDER: tuple[str, ...] = (
     "request_user_input",
     "search_mcp_marketplace",
     "install_mcp_server",
+    "preview_data",
+    "describe_entry",
+    "present_rows",
+    "query",
+    "query_frames",
+    "analyze_data",
+    "register_datasource",
+    "set_datasource_auth",
+    "query_datasource",
+    "create_chart",
+    "display_map",
+    "export",
+    "export_excel",
+    "manipulate_excel",
+    "query_telemetry",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, agent, mcp)
+CATEGORIES = (utility, agent, mcp, data, datasources, outputs)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()
