@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import mcp, utility
+from tools.schemas import documents, entity, mcp, search, utility, web
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -29,10 +29,26 @@ TOOL_ORDER: tuple[str, ...] = (
     "plan",
     "search_mcp_marketplace",
     "install_mcp_server",
+    "create_corpus",
+    "index_content",
+    "get_document_text",
+    "move_documents",
+    "search_documents",
+    "record_fact",
+    "get_entity",
+    "list_entities",
+    "link_entities",
+    "recall_entities",
+    "ingest_entities",
+    "define_entity_projection",
+    "generate_document",
+    "document_conversation",
+    "fetch_url",
+    "web_search",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, mcp)
+CATEGORIES = (utility, mcp, search, entity, documents, web)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()
