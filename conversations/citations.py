@@ -15,6 +15,11 @@ PASSAGES_CARD = "document_passages"
 
 _CITATION = re.compile(r"\[(p\d+(?:\s*,\s*p\d+)*)\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])")
+
+
+def _without_citations(text: str) -> str:
+    return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", " ".join(_CITATION.sub("", text).split()))
 
 
 def attach_citations(final_text: str, cards: list[dict]) -> list[dict]:
@@ -36,7 +41,7 @@ def attach_citations(final_text: str, cards: list[dict]) -> list[dict]:
         return kept
     card = {
         "type": "cited_answer",
-        "answer": _CITATION.sub("", final_text).strip(),
+        "answer": "\n".join(_without_citations(line) for line in final_text.splitlines()).strip(),
         "claims": claims,
         "passages": [passages[pid] for pid in cited],
         "sources": _sources(passages[pid] for pid in cited),
@@ -56,7 +61,7 @@ def _claims(text: str, passages: dict[str, dict]) -> tuple[list[dict], list[str]
         known = [pid for pid in dict.fromkeys(ids) if pid in passages]
         unresolved.extend(pid for pid in ids if pid not in passages and pid not in unresolved)
         if known:
-            claims.append({"text": " ".join(_CITATION.sub("", sentence).split()), "passages": known})
+            claims.append({"text": _without_citations(sentence), "passages": known})
             cited.extend(pid for pid in known if pid not in cited)
     return claims, cited, unresolved
 
