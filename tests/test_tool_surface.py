@@ -116,7 +116,8 @@ def test_chat_mode_offers_the_floor_without_agentic_only_tools(registry):
 
 def test_agentic_mode_offers_the_allowlist_and_never_a_missing_name(registry):
     entries = compose(registry, TENANT, mode="agentic")
-    assert names(entries) == ["plan", "search_tools"]  # the others are not in the registry yet
+    # The others are not in the registry yet.
+    assert names(entries) == ["plan", "generate_document", "document_conversation", "search_tools"]
     assert {e.reason for e in entries} == {"mode_allowlist"}
 
 
@@ -165,8 +166,8 @@ def test_an_over_budget_surface_raises_rather_than_being_cut(registry, make_tool
 
 
 @pytest.fixture
-def web_search(make_tool, registry):
-    make_tool("web_search", handlers.echo, replaced_by_model_capability="web_search")
+def web_search(registry):
+    # The seeded system web_search declares replaced_by_model_capability="web_search".
     SeedLog.objects.create(
         key=FLOOR_KEY, value={"floor": [{"name": "search_tools", "reason": "anchor"}, {"name": "web_search", "reason": "usage"}]}
     )
@@ -198,7 +199,10 @@ def test_a_tool_the_model_paged_in_is_never_removed_by_a_capability(registry, we
 def test_every_offered_tool_carries_its_reason_for_the_llm_request_event(registry, conversation):
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="plan")
     event = surface.surface_event(compose(registry, TENANT, mode="agentic", conversation_id=conversation.id))
-    assert event == {"tools": [{"name": "plan", "reason": "mode_allowlist"}, {"name": "search_tools", "reason": "mode_allowlist"}]}
+    assert event == {"tools": [
+        {"name": reason_name, "reason": "mode_allowlist"}
+        for reason_name in ("plan", "generate_document", "document_conversation", "search_tools")
+    ]}
 
 
 def test_the_assembled_array_has_each_tools_schema_with_reasoning(registry):
@@ -210,6 +214,10 @@ def test_the_assembled_array_has_each_tools_schema_with_reasoning(registry):
 def test_the_tool_surface_command_prints_names_and_reasons(capsys, conversation):
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="plan")
     call_command("tool_surface", "--conversation", conversation.id, "--mode", "chat", "--json")
-    assert json.loads(capsys.readouterr().out) == [{"name": "search_tools", "reason": "static_fallback"}]
+    assert json.loads(capsys.readouterr().out) == [
+        {"name": "search_tools", "reason": "static_fallback"},
+        {"name": "recall_entities", "reason": "system"},
+        {"name": "get_entity", "reason": "system"},
+    ]
     call_command("tool_surface", "--conversation", conversation.id, "--mode", "agentic", "--json")
     assert {"name": "plan", "reason": "mode_allowlist"} in json.loads(capsys.readouterr().out)

@@ -24,6 +24,12 @@ def _cells(row) -> list[str]:
     return ["" if value is None else str(value) for value in row]
 
 
+def _rows(table: dict) -> list[list[str]]:
+    """The table's rows as text, each padded or cut to the number of columns (a grid needs it)."""
+    width = len(table["columns"])
+    return [(_cells(row) + [""] * width)[:width] for row in table.get("rows", [])]
+
+
 def _markdown(outline: dict, path: Path) -> None:
     lines = [f"# {outline['title']}", ""]
     for section in outline.get("sections", []):
@@ -37,7 +43,7 @@ def _markdown(outline: dict, path: Path) -> None:
         if table and table.get("columns"):
             lines.append("| " + " | ".join(table["columns"]) + " |")
             lines.append("|" + "---|" * len(table["columns"]))
-            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(row)) + " |" for row in table.get("rows", [])]
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _rows(table)]
             lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
 
@@ -61,8 +67,8 @@ def _docx(outline: dict, path: Path) -> None:
             grid.style = "Table Grid"
             for cell, name in zip(grid.rows[0].cells, table["columns"]):
                 cell.text = str(name)
-            for row in table.get("rows", []):
-                for cell, value in zip(grid.add_row().cells, _cells(row)):
+            for row in _rows(table):
+                for cell, value in zip(grid.add_row().cells, row):
                     cell.text = value
     document.save(str(path))
 
@@ -101,7 +107,7 @@ def _pdf(outline: dict, path: Path) -> None:
         if table and table.get("columns"):
             pdf.set_font("Helvetica", "", 9)
             with pdf.table() as grid:
-                for row in [table["columns"], *table.get("rows", [])]:
+                for row in [table["columns"], *_rows(table)]:
                     cells = grid.row()
                     for value in _cells(row):
                         cells.cell(_latin1(value))
