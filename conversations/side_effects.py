@@ -14,14 +14,18 @@ SINGLETON_CARDS = frozenset({"cited_answer", "map_display"})
 
 
 def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -> None:
+    file_ids = {}
     for filename, export in result.exports.items():
-        register_export(tool_name, filename, export, runtime)
+        file_ids[filename] = register_export(tool_name, filename, export, runtime).pk
     for name, dataset in result.datasets.items():
         # Promoted into the conversation's namespace for later tools to load by name.
         runtime.datasets[name] = dataset
         runtime.catalog.promote(name, dataset, source_tool=tool_name)
         runtime.recorder.record("progress", {"dataset": name, "source_tool": tool_name})
     for card in result.cards:
+        if card.get("type") == "file_download" and card.get("export") in file_ids:
+            # The row exists only now: the card learns which file its button downloads.
+            card = {**card, "file_id": file_ids[card["export"]]}
         runtime.cards.append(card)
         runtime.recorder.record("card", {"source_tool": tool_name, "card": card})
     if result.cost:

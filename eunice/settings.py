@@ -199,6 +199,17 @@ MCP_ALLOW_PRIVATE_URLS = env_bool("EUNICE_MCP_ALLOW_PRIVATE_URLS", False)
 # Where the marketplace searches; the official MCP registry's API by default.
 MCP_REGISTRY_URL = env_str("EUNICE_MCP_REGISTRY_URL", "https://registry.modelcontextprotocol.io")
 
+# Knowledge tools (tools/corpora.py, tools/documents.py, tools/web.py).
+# Uploaded and generated files live under EUNICE_FILES_DIR/<tenant>/.
+EUNICE_FILES_DIR = Path(env_str("EUNICE_FILES_DIR", str(VAR_DIR / "files")))
+# fetch_url: the largest body read and the seconds a whole fetch may take.
+WEB_FETCH_MAX_BYTES = env_int("EUNICE_FETCH_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+WEB_FETCH_TIMEOUT_SECONDS = env_float("EUNICE_FETCH_TIMEOUT", 15.0, minimum=0.1)
+# web_search: "" (disabled), "searxng" (EUNICE_WEB_SEARCH_URL is a SearXNG
+# instance) or the dotted path of a callable (query, limit) -> [{title, url, snippet}].
+WEB_SEARCH_BACKEND = env_str("EUNICE_WEB_SEARCH_BACKEND").strip()
+WEB_SEARCH_URL = env_http_url("EUNICE_WEB_SEARCH_URL")
+
 # Feature flags strip gated tools from the catalog; see tools/catalog.py.
 FEATURE_FLAGS = {
     "custom_tools_enabled": env_bool("EUNICE_CUSTOM_TOOLS", False),

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import agent, data, datasources, mcp, outputs, utility
+from tools.schemas import agent, data, datasources, documents, entity, mcp, outputs, search, utility, web
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -48,10 +48,26 @@ TOOL_ORDER: tuple[str, ...] = (
     "export_excel",
     "manipulate_excel",
     "query_telemetry",
+    "create_corpus",
+    "index_content",
+    "get_document_text",
+    "move_documents",
+    "search_documents",
+    "record_fact",
+    "get_entity",
+    "list_entities",
+    "link_entities",
+    "recall_entities",
+    "ingest_entities",
+    "define_entity_projection",
+    "generate_document",
+    "document_conversation",
+    "fetch_url",
+    "web_search",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, agent, mcp, data, datasources, outputs)
+CATEGORIES = (utility, agent, mcp, data, datasources, outputs, search, entity, documents, web)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()
