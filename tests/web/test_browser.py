@@ -229,3 +229,21 @@ def test_chart_and_map_cards_render_from_local_libraries(chart_tool, server, con
     page.wait_for_selector("#panel .card-map_display .leaflet-container")
     assert page.locator("#panel .card-map_display .leaflet-interactive").count() == 2  # the two cities
     assert page.locator(".message .card-chart svg").count() == 1  # charts show inline too
+
+
+def test_a_user_uploads_a_csv_and_sees_a_chart_of_it(server, conversation, browser_page, tmp_path):
+    csv = tmp_path / "rain.csv"
+    csv.write_text("city,rain\nOslo,12\nBergen,25\nTromso,8\n")
+    page = browser_page
+    sign_in(page, server)
+    page.goto(f"{server}/c/{conversation.pk}/")
+    page.set_input_files("#upload-file", str(csv))
+    page.click("#upload button[type=submit]")
+    page.wait_for_function("document.querySelector('#upload-status').textContent.includes('is ready')")
+    assert '"rain" is ready (3 rows)' in page.text_content("#upload-status")
+    page.fill("#prompt", '/create_chart {"dataset": "rain", "x": "city", "y": "rain"}')
+    page.press("#prompt", "Enter")
+    page.wait_for_selector("#panel .card-chart svg")
+    page.wait_for_selector("#panel .card-file_download a.download")
+    href = page.get_attribute("#panel .card-file_download a.download", "href")
+    assert href.startswith("/files/")
