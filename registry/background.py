@@ -19,6 +19,6 @@ def enqueue(func: str, *args: Any, group: str | None = None, **kwargs: Any) -> s
 
 async def aenqueue(func: str, *args: Any, group: str | None = None, **kwargs: Any) -> str:
     """``enqueue`` for coroutines: the broker write runs on a worker thread."""
-    from asgiref.sync import sync_to_async
+    from channels.db import database_sync_to_async
 
-    return await sync_to_async(enqueue, thread_sensitive=False)(func, *args, group=group, **kwargs)
+    return await database_sync_to_async(enqueue, thread_sensitive=False)(func, *args, group=group, **kwargs)

@@ -14,9 +14,10 @@ from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_
 async def call_llm(inputs: dict, context: dict) -> Ok:
     """One completion, no tools, no history; its cost rides on the result."""
     from conversations.llm import LLMRequest
-    from conversations.llm.roles import aget_model_for_role, create_llm_client_for_role
+    from conversations.llm.roles import create_llm_client_for_role, get_model_for_role
 
-    config = await aget_model_for_role(inputs.get("role", "chat"))
+    # Through a worker whose connection is tidied after, not Django's shared async-ORM thread.
+    config = await database_sync_to_async(get_model_for_role, thread_sensitive=False)(inputs.get("role", "chat"))
     provider = create_llm_client_for_role(config.role, model=config)
     request = LLMRequest.for_model(
         config, system=inputs.get("system", ""), tools=[],

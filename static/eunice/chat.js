@@ -184,12 +184,23 @@
     }
   });
 
-  socket.addEventListener("close", () => bubble("error", "Disconnected; reload the page to reconnect."));
+  // Sending waits for the connection: nothing typed is silently dropped.
+  send.disabled = true;
+  send.title = "Connecting…";
+  socket.addEventListener("open", () => { send.disabled = false; send.title = ""; });
+  socket.addEventListener("close", () => {
+    send.disabled = true;
+    bubble("error", "Disconnected; reload the page to reconnect.");
+  });
 
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = prompt.value.trim();
-    if (!text || socket.readyState !== WebSocket.OPEN) return;
+    if (!text) return;
+    if (socket.readyState !== WebSocket.OPEN) {
+      bubble("error", "Not connected yet; try again in a moment.");
+      return;
+    }
     bubble("user", text);
     socket.send(JSON.stringify({ type: "message", text }));
     prompt.value = "";

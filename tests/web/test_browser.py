@@ -49,9 +49,10 @@ def server(model_env):
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EUNICE_DEFAULT_MODEL"):
         env.pop(name, None)
     env.update(model_env)
+    log = open(ROOT / "var" / "test-server.log", "w")  # the server's own account, for a failing test
     process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                 "eunice.asgi:application"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -62,6 +63,7 @@ def server(model_env):
     yield f"http://127.0.0.1:{port}"
     process.terminate()
     process.wait(timeout=30)
+    log.close()
 
 
 SCREENSHOTS = ROOT / "var" / "test-screenshots"
@@ -81,6 +83,12 @@ def browser_page(request):
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
         browser.close()
+
+
+def open_conversation(page, server: str, conversation) -> None:
+    """Open the chat page and wait until its websocket is connected (Send enabled)."""
+    page.goto(f"{server}/c/{conversation.pk}/")
+    page.wait_for_function("document.querySelector('#send').disabled === false")
 
 
 def sign_in(page, server: str) -> None:
@@ -103,7 +111,7 @@ def test_a_user_signs_in_and_runs_a_tool_from_the_chat_page(server, conversation
     page = browser_page
     sign_in(page, server)
     assert page.url == f"{server}/"
-    page.goto(f"{server}/c/{conversation.pk}/")
+    open_conversation(page, server, conversation)
     assert page.is_visible("#offline-notice")
     page.fill("#prompt", '/search_tools {"query": "plan the steps"}')
     page.press("#prompt", "Enter")
@@ -152,7 +160,7 @@ def talkative(scripted_model, conversation):
 def test_a_tool_call_streams_in_and_a_long_answer_can_be_cancelled(talkative, server, conversation, browser_page):
     page = browser_page
     sign_in(page, server)
-    page.goto(f"{server}/c/{conversation.pk}/")
+    open_conversation(page, server, conversation)
     page.fill("#prompt", "Plan my trip")
     page.press("#prompt", "Enter")
     page.wait_for_selector(".tool.done")
@@ -222,7 +230,7 @@ def chart_tool(model_env):
 def test_chart_and_map_cards_render_from_local_libraries(chart_tool, server, conversation, browser_page):
     page = browser_page
     sign_in(page, server)
-    page.goto(f"{server}/c/{conversation.pk}/")
+    open_conversation(page, server, conversation)
     page.fill("#prompt", "/rain_chart")
     page.press("#prompt", "Enter")
     page.wait_for_selector("#panel .card-chart svg")  # drawn by the locally served vega-embed
@@ -236,7 +244,7 @@ def test_a_user_uploads_a_csv_and_sees_a_chart_of_it(server, conversation, brows
     csv.write_text("city,rain\nOslo,12\nBergen,25\nTromso,8\n")
     page = browser_page
     sign_in(page, server)
-    page.goto(f"{server}/c/{conversation.pk}/")
+    open_conversation(page, server, conversation)
     page.set_input_files("#upload-file", str(csv))
     page.click("#upload button[type=submit]")
     page.wait_for_function("document.querySelector('#upload-status').textContent.includes('is ready')")
