@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import mcp, utility
+from tools.schemas import builder, mcp, utility
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -29,10 +29,12 @@ TOOL_ORDER: tuple[str, ...] = (
     "plan",
     "search_mcp_marketplace",
     "install_mcp_server",
+    "build_custom_tool",
+    "tool_job_status",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, mcp)
+CATEGORIES = (utility, mcp, builder)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()
