@@ -88,3 +88,10 @@ def test_a_taken_name_or_an_open_build_is_refused_up_front():
         queued("search_tools")
     with pytest.raises(ValidationError, match="lower-case"):
         queued("Bad-Name")
+
+
+def test_the_admin_job_list_shows_progress_and_why_a_job_failed(admin_client, settings):
+    settings.ANTHROPIC_API_KEY, settings.EUNICE_DEFAULT_MODEL = "", None
+    outcome(queued())
+    page = admin_client.get("/admin/registry/tooljob/").content.decode()
+    assert '<progress value="5" max="100">' in page and "No language model is configured" in page
