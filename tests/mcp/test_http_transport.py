@@ -53,3 +53,51 @@ def test_a_server_answering_500_fails_to_connect_with_a_clear_error(manager):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def serve(handler):
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_redirect_is_not_followed(manager):
+    hits = []
+
+    class Target(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            hits.append(self.path)
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST  # noqa: N815
+
+        def log_message(self, *args):
+            pass
+
+    target = serve(Target)
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.send_response(307)
+            self.send_header("Location", f"http://127.0.0.1:{target.server_port}/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST  # noqa: N815
+
+        def log_message(self, *args):
+            pass
+
+    redirect = serve(Redirect)
+    try:
+        with pytest.raises(MCPError) as refused:
+            manager.connect(http_server(url=f"http://127.0.0.1:{redirect.server_port}/mcp",
+                                        allow_private_network=True))
+    finally:
+        for server in (redirect, target):
+            server.shutdown()
+            server.server_close()
+    assert hits == [], "the client followed the redirect"
+    assert f"Redirect to http://127.0.0.1:{target.server_port}/elsewhere not followed" in str(refused.value)
