@@ -26,3 +26,16 @@ def setup(database_url: str | None = None) -> str:
     call_command("migrate", verbosity=0)
     call_command("seed_tools", verbosity=0)
     return url.split("@")[-1] if "@" in url else url
+
+
+def print_results(results: dict, as_json: bool) -> None:
+    """One JSON object, or one aligned `key: value` line per figure."""
+    import json
+
+    if as_json:
+        print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in results.items()}))
+        return
+    width = max(len(key) for key in results)
+    for key, value in results.items():
+        shown = f"{value:.2f}" if isinstance(value, float) else value
+        print(f"{key:>{width}}: {shown}")

@@ -17,7 +17,6 @@ Without DATABASE_URL (or --database-url) it uses a throwaway SQLite file.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import _django
@@ -111,11 +110,7 @@ def main() -> None:
         ToolExecutionLog.objects.filter(tenant_id="bench").delete()
         ToolDefinition.objects.filter(name__in=names).delete()
     results = {"calls": args.calls, "database": database, **results}
-    if args.json:
-        print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in results.items()}))
-        return
-    for key, value in results.items():
-        print(f"{key:>22}: {value:.2f}" if isinstance(value, float) else f"{key:>22}: {value}")
+    _django.print_results(results, args.json)
 
 
 if __name__ == "__main__":

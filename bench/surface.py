@@ -82,11 +82,7 @@ def main() -> None:
         ToolExecutionLog.objects.filter(tenant_id="bench").delete()
         Conversation.objects.filter(tenant_id="bench").delete()
         ToolDefinition.objects.filter(created_by="bench").delete()
-    if args.json:
-        print(json.dumps(results))
-        return
-    for key, value in results.items():
-        print(f"{key:>20}: {value}")
+    _django.print_results(results, args.json)
 
 
 if __name__ == "__main__":

@@ -1,3 +1,9 @@
-"""Websocket routes (the chat consumer lands with the agent loop)."""
+"""Websocket routes."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from conversations.consumers import ConversationConsumer
+
+websocket_urlpatterns = [
+    path("ws/conversations/<str:conversation_id>/", ConversationConsumer.as_asgi()),
+]

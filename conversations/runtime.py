@@ -31,6 +31,8 @@ class Runtime:
     cards: list[dict] = field(default_factory=list)
     budget_ref: list[float] = field(default_factory=lambda: [0.0])
     budget_limit: float | None = None
+    interactive: bool = False  # a person is on a websocket and can answer questions
+    depth: int = 0  # 0 for the user's own turn, 1 inside a delegated task
 
     @property
     def tenant_id(self) -> str:
@@ -69,6 +71,8 @@ class Runtime:
             "_namespace_id": self.conversation.namespace_id,
             "_current_tool_use_id": tool_use_id,
             "_cancel": cancel,
+            # For the tools that drive the loop itself (delegate, request_user_input).
+            "_runtime": self,
         }
 
 
@@ -80,6 +84,7 @@ def start_run(
     display: Any = None,
     mode: str | None = None,
     user_message: str = "",
+    interactive: bool = False,
 ) -> Runtime:
     """A runtime whose effects go to the conversation's tables and ``display``."""
     ctx = EffectContext(
@@ -97,4 +102,5 @@ def start_run(
         mode=mode or conversation.mode,
         user_message=user_message,
         parallel_limit=settings.EUNICE_PARALLEL_TOOLS,
+        interactive=interactive,
     )

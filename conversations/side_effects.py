@@ -24,7 +24,14 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
         runtime.cards.append(card)
         runtime.recorder.record("card", {"source_tool": tool_name, "card": card})
     if result.cost:
+        from registry.contract import spec_for
+
         runtime.cost.add(tool_name, result.cost)
+        spec = spec_for(tool_name)
+        if spec is not None and spec.is_cost_rollup:
+            # A roll-up (delegate) reports what its leaf calls cost; those calls
+            # already wrote their own usage rows and moved the budget.
+            return
         runtime.budget_ref[0] += result.cost
         UsageLog.objects.create(
             tenant_id=runtime.tenant_id, user_id=runtime.user_id, conversation=runtime.conversation,

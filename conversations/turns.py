@@ -14,7 +14,13 @@ from conversations.side_effects import merge_cards
 
 
 def begin_turn(
-    conversation: Conversation, *, user: Any = None, user_message: str, display: Any = None, mode: str | None = None
+    conversation: Conversation,
+    *,
+    user: Any = None,
+    user_message: str,
+    display: Any = None,
+    mode: str | None = None,
+    interactive: bool = False,
 ) -> Runtime:
     """Open the next turn of ``conversation``; the user's message is its first event."""
     turn = (conversation.turns.aggregate(n=Max("turn"))["n"] or 0) + 1
@@ -23,7 +29,8 @@ def begin_turn(
         role=ChatMessage.Role.USER, text=user_message,
     )
     runtime = start_run(
-        conversation, user=user, turn=turn, display=display, mode=mode, user_message=user_message
+        conversation, user=user, turn=turn, display=display, mode=mode, user_message=user_message,
+        interactive=interactive,
     )
     runtime.recorder.record("user_message", {"text": user_message, "turn": turn})
     return runtime

@@ -140,7 +140,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 EUNICE_SERVE_STATIC = env_bool("EUNICE_SERVE_STATIC", True)
 
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -155,7 +156,7 @@ REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(
 )
 SPECTACULAR_SETTINGS = {
     "TITLE": "Eunice API",
-    "DESCRIPTION": "MCP servers and their tools.",
+    "DESCRIPTION": "Conversations, MCP servers and their tools.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # The browsable UI's assets are served from here, never from a CDN.
@@ -174,6 +175,20 @@ TOOL_TIMEOUT_SECONDS = env_float("EUNICE_TOOL_TIMEOUT", 300.0, minimum=0.001)
 EXECUTION_LOG_ENABLED = env_bool("EUNICE_EXECUTION_LOG", True)
 EXECUTION_LOG_FLUSH_SECONDS = env_float("EUNICE_LOG_FLUSH_SECONDS", 1.0, minimum=0.0)
 EXECUTION_LOG_MAX_BUFFER = env_int("EUNICE_LOG_MAX_BUFFER", 100_000, minimum=1)
+
+# The agentic loop: model calls per user message, and the context budget
+# (compact old tool results past COMPACT_AT of the window, stop past STOP_AT).
+EUNICE_MAX_MODEL_CALLS = env_int("EUNICE_MAX_MODEL_CALLS", 20, minimum=1)
+EUNICE_CONTEXT_TOKENS = env_int("EUNICE_CONTEXT_TOKENS", 200_000, minimum=1000)
+EUNICE_COMPACT_AT = env_float("EUNICE_COMPACT_AT", 0.7, minimum=0.1)
+EUNICE_STOP_AT = env_float("EUNICE_STOP_AT", 0.95, minimum=0.1)
+# Websocket limits: concurrent runs per user (per process) and message size.
+EUNICE_MAX_RUNS_PER_USER = env_int("EUNICE_MAX_RUNS_PER_USER", 2, minimum=1)
+EUNICE_MAX_MESSAGE_CHARS = env_int("EUNICE_MAX_MESSAGE_CHARS", 32_000, minimum=100)
+
+# Loop tools: how deep delegation may nest, how long a question waits for the user.
+EUNICE_MAX_DELEGATION_DEPTH = env_int("EUNICE_MAX_DELEGATION_DEPTH", 1, minimum=0)
+EUNICE_QUESTION_TIMEOUT = env_float("EUNICE_QUESTION_TIMEOUT", 600.0, minimum=1.0)
 
 # How many tool calls of one assistant turn may run at once.
 EUNICE_PARALLEL_TOOLS = env_int("EUNICE_PARALLEL_TOOLS", 4, minimum=1)

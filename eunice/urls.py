@@ -1,6 +1,10 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path
+
+from conversations import views as chat_views
+from registry import staff_views
 
 
 def health(request):
@@ -8,7 +12,16 @@ def health(request):
 
 
 urlpatterns = [
+    path("", chat_views.chat, name="chat"),
+    path("c/new/", chat_views.new_conversation, name="chat-new"),
+    path("c/<str:conversation_id>/", chat_views.chat, name="chat-conversation"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
+    path("playground/", staff_views.playground, name="playground"),
+    path("playground/<str:name>/", staff_views.playground_tool, name="playground-tool"),
+    path("telemetry/", staff_views.telemetry, name="telemetry"),
+    path("telemetry/conversations/<str:conversation_id>/", staff_views.telemetry_conversation, name="telemetry-conversation"),
     path("admin/", admin.site.urls),
-    path("api/", include("registry.mcp.api_urls")),
+    path("api/", include("eunice.api_urls")),
     path("health/", health, name="health"),
 ]

@@ -69,6 +69,7 @@ class ToolRegistry:
         self._lock = threading.RLock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._search: "ToolSearch | None" = None
+        self._custom: dict[tuple[str, str], Handler] = {}  # (tool, approved hash) -> handler
 
     # --- registration -----------------------------------------------------
 
@@ -251,12 +252,20 @@ class ToolRegistry:
         if not definition.approved_hash or current != definition.approved_hash:
             # Checked here too, not only in save(): a bulk update bypasses save().
             return None, "its definition changed since it was approved and awaits review"
-        from registry.sandbox.service import custom_handler
+        key = (definition.name, current)
+        handler = self._custom.get(key)
+        if handler is None:
+            from registry.sandbox.service import custom_handler
 
-        # Inline: the sandbox enforces its own CPU and wall-clock limits by killing the run,
-        # and call_tool re-enters the registry on the caller's thread and transaction.
-        func = custom_handler(definition.name, definition.implementation, current)
-        return Handler.wrap(wrap_for_dispatch(definition.name, func), inline=True), ""
+            # Inline: the sandbox enforces its own CPU and wall-clock limits by killing the run,
+            # and call_tool re-enters the registry on the caller's thread and transaction.
+            func = custom_handler(definition.name, definition.implementation, current)
+            handler = Handler.wrap(wrap_for_dispatch(definition.name, func), inline=True)
+            with self._lock:
+                # One entry per tool: an edited (re-approved) version replaces the old one.
+                self._custom = {k: v for k, v in self._custom.items() if k[0] != definition.name}
+                self._custom[key] = handler
+        return handler, ""
 
     def _connect_mcp(self, definition: Definition) -> tuple[Handler | None, str]:
         """An MCP tool with no handler in this process: connect its server from the DB."""

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import builder, mcp, utility
+from tools.schemas import agent, builder, mcp, utility
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -27,6 +27,10 @@ OPTIONAL_KEYS = (
 TOOL_ORDER: tuple[str, ...] = (
     "search_tools",
     "plan",
+    "call_llm",
+    "delegate",
+    "delegate_batch",
+    "request_user_input",
     "search_mcp_marketplace",
     "install_mcp_server",
     "build_custom_tool",
@@ -34,7 +38,7 @@ TOOL_ORDER: tuple[str, ...] = (
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, mcp, builder)
+CATEGORIES = (utility, agent, mcp, builder)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()

@@ -18,7 +18,7 @@ from django.urls import path
 
 from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import tool_state
-from registry.mcp.tenancy import tenant_of
+from registry.tenancy import tenant_of
 from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition, ToolStatus
 
 SECRET_FIELDS = ("env", "headers")

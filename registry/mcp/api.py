@@ -1,6 +1,6 @@
 """REST API for MCP servers (/api/mcp/servers/): CRUD, connect/disconnect/refresh, tools.
 
-Every query is scoped to the caller's tenant (registry.mcp.tenancy); secrets
+Every query is scoped to the caller's tenant (registry.tenancy); secrets
 in ``env`` and ``headers`` are write-only: reads show only their keys.
 """
 
@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from registry.mcp import MCPError, services
 from registry.mcp.inventory import tool_state
-from registry.mcp.tenancy import tenant_of
+from registry.tenancy import tenant_of
 from registry.models import MCPServer, ToolDefinition
 
 

@@ -318,7 +318,8 @@ class MCPManager:
         tasks = list(self._reconnects)
         for task in tasks:
             task.cancel()
-        await asyncio.wait(tasks, timeout=15.0)
+        if tasks:  # asyncio.wait refuses an empty set (a reconnect may have just finished)
+            await asyncio.wait(tasks, timeout=15.0)
 
     async def _reconnect(self, old: Connection, reason: str) -> None:
         name = old.config.name

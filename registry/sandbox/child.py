@@ -16,7 +16,7 @@ from typing import Any
 
 from registry.sandbox import oslayer, runner
 from registry.sandbox.policy import SandboxRefusal
-from registry.sandbox.protocol import recv_frame, recv_json, send_frame, send_json
+from registry.sandbox.protocol import recv_frame, recv_json, send_json
 
 _MAX_REQUEST = 256 << 20
 _OS_ERRNOS = {errno.EPERM, errno.EACCES, errno.ENOSYS, errno.ENETUNREACH, errno.EAGAIN, errno.EROFS}

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import pickle
 import queue
+import select
 import signal
 import socket
 import subprocess
@@ -136,8 +136,13 @@ class Zygote:
         call_tool: CallTool,
         *,
         language: bool = True,
+        cancelled: Callable[[], bool] | None = None,
     ) -> RunOutcome:
-        """Run ``code`` in a fresh jailed child; never raises for what the code does."""
+        """Run ``code`` in a fresh jailed child; never raises for what the code does.
+
+        ``cancelled`` is polled every 50 ms while the run works; once it says so
+        the child is killed (not merely abandoned) and the outcome says why.
+        """
         started = time.perf_counter()
         run_id = uuid.uuid4().hex
         reports: queue.SimpleQueue = queue.SimpleQueue()
@@ -148,7 +153,9 @@ class Zygote:
             with self._lock:
                 socket.send_fds(self.control, [json.dumps(request).encode()], [child.fileno()])
             child.close()
-            outcome = self._converse(host, code, inputs, datasets, limits, call_tool, language, reports)
+            outcome = self._converse(
+                host, code, inputs, datasets, limits, call_tool, language, reports, run_id, cancelled
+            )
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             if not self.alive:
                 raise SandboxUnavailable("the sandbox zygote has stopped") from None
@@ -160,13 +167,21 @@ class Zygote:
         return outcome
 
     def _converse(self, host: socket.socket, code: str, inputs: dict, datasets: dict, limits: Limits,
-                  call_tool: CallTool, language: bool, reports: queue.SimpleQueue) -> RunOutcome:
+                  call_tool: CallTool, language: bool, reports: queue.SimpleQueue, run_id: str,
+                  cancelled: Callable[[], bool] | None) -> RunOutcome:
         deadline = time.monotonic() + limits.wall_seconds + 1.0
         send_json(host, {"code": code, "inputs": inputs, "language": language, "has_data": bool(datasets)})
         if datasets:
             send_frame(host, pickle.dumps(datasets, protocol=pickle.HIGHEST_PROTOCOL))
         cap = limits.result_bytes + (64 << 10)
         while True:
+            if cancelled is not None and not _readable(host, deadline):
+                if cancelled():
+                    with self._lock:
+                        self.control.send(json.dumps({"cancel": run_id}).encode())
+                    return RunOutcome(ok=False, stopped_by="cancelled", error="cancelled by the user; the run was killed")
+                if time.monotonic() < deadline:
+                    continue
             host.settimeout(max(0.01, deadline - time.monotonic()))
             try:
                 message = json.loads(recv_frame(host, cap))
@@ -183,6 +198,12 @@ class Zygote:
                 error=str(message.get("error", "")), stopped_by=str(message.get("stopped_by", "")),
                 layers=message.get("layers") or {}, tool_calls=int(message.get("tool_calls", 0)),
             )
+
+
+def _readable(host: socket.socket, deadline: float) -> bool:
+    """Whether the child has written, waiting at most 50 ms (so a cancel is seen quickly)."""
+    ready, _, _ = select.select([host], [], [], min(0.05, max(0.0, deadline - time.monotonic())))
+    return bool(ready)
 
 
 def _died(reports: queue.SimpleQueue, limits: Limits) -> RunOutcome:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES

@@ -81,7 +81,11 @@ def run_code(
             "custom tools are refused on this host: the sandbox's OS layer lacks "
             f"{', '.join(missing)} (set EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode)"))
     try:
-        outcome = zygote().run(code, inputs, _datasets(context), limits(), _call_tool_for(context, depth))
+        token = context.get("_cancel")
+        outcome = zygote().run(
+            code, inputs, _datasets(context), limits(), _call_tool_for(context, depth),
+            cancelled=(lambda: token.cancelled) if token is not None else None,
+        )
     except SandboxUnavailable as exc:
         logger.error("sandbox unavailable: %s", exc)
         outcome = RunOutcome(ok=False, stopped_by="unavailable", error="the sandbox is unavailable")

@@ -61,6 +61,9 @@ class Zygote:
         if not payload:
             return False
         request = json.loads(payload)
+        if "cancel" in request:  # the caller stopped waiting: stop the work too
+            self._kill_run(request["cancel"], "cancel")
+            return True
         run_sock = socket.socket(fileno=fds[0])
         scratch = os.path.join(self.scratch_root, request["id"])
         limits = {**request["limits"], "network_namespace": self.network_namespace}
@@ -89,6 +92,13 @@ class Zygote:
                 os.kill(pid, signal.SIGKILL)
                 self.runs[pid] = (run_id, float("inf"), scratch)
                 self._tell({"op": "killed", "id": run_id, "reason": "wall"})
+
+    def _kill_run(self, run_id: str, reason: str) -> None:
+        for pid, (known_id, _, scratch) in list(self.runs.items()):
+            if known_id == run_id:
+                os.kill(pid, signal.SIGKILL)
+                self.runs[pid] = (run_id, float("inf"), scratch)
+                self._tell({"op": "killed", "id": run_id, "reason": reason})
 
     def _reap(self) -> None:
         while self.runs:

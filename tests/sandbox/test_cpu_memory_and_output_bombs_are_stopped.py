@@ -5,11 +5,13 @@ import time
 from tests.sandbox.conftest import run
 
 
-def test_a_busy_loop_is_killed_by_the_cpu_limit_within_a_second():
+def test_a_busy_loop_is_killed_by_the_cpu_limit_long_before_the_wall_clock():
+    # RLIMIT_CPU counts CPU seconds: on a busy machine they pass slower than
+    # wall-clock seconds, so the bound here is the wall limit, not 1 s of wall time.
     started = time.monotonic()
     outcome = run("while True:\n    pass", cpu_seconds=1, wall_seconds=10)
     assert outcome.stopped_by == "os:cpu"
-    assert time.monotonic() - started < 1 + 1 + 0.5
+    assert time.monotonic() - started < 10
 
 
 def test_a_sleeping_run_is_killed_by_the_wall_clock_within_a_second():

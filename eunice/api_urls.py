@@ -1,13 +1,15 @@
-"""URLs under /api/: MCP servers, the OpenAPI schema and its browsable UI (local assets)."""
+"""URLs under /api/: every REST resource, the OpenAPI schema and its browsable UI (local assets)."""
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from conversations.api import ConversationViewSet
 from registry.mcp.api import MCPServerViewSet
 
 router = DefaultRouter()
 router.register("mcp/servers", MCPServerViewSet, basename="mcp-server")
+router.register("conversations", ConversationViewSet, basename="conversation")
 
 urlpatterns = [
     path("", include(router.urls)),

@@ -1,0 +1,82 @@
+"""REST for conversations: create and list them, post a message (runs a turn), read messages and events."""
+
+from __future__ import annotations
+
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from conversations.access import conversations_of
+from conversations.loop import run_turn
+from conversations.models import ChatMessage, Conversation, ConversationEvent
+from conversations.state import clear_cancel
+from registry.tenancy import tenant_of
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Conversation
+        fields = ("id", "title", "mode", "tenant_id", "created_at", "updated_at")
+        read_only_fields = ("id", "tenant_id", "created_at", "updated_at")
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ChatMessage
+        fields = ("message_id", "role", "text", "cards", "cost_usd", "created_at")
+
+
+class EventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ConversationEvent
+        fields = ("turn", "sequence", "event_type", "data", "created_at")
+
+
+class PostMessageSerializer(serializers.Serializer):
+    text = serializers.CharField(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
+
+
+class ConversationViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
+    """Your conversations. Another user's or another tenant's are never listed or found (404)."""
+
+    serializer_class = ConversationSerializer
+
+    def get_queryset(self):
+        return conversations_of(self.request.user).order_by("-updated_at")
+
+    def perform_create(self, serializer) -> None:
+        tenant = tenant_of(self.request.user)
+        if tenant is None:
+            raise PermissionDenied("your account has no tenant; ask staff to add a tenant membership")
+        serializer.save(tenant_id=tenant, user=self.request.user)
+
+    @action(detail=True, methods=["get", "post"], url_path="messages")
+    def messages(self, request: Request, pk: str | None = None) -> Response:
+        """GET: the messages. POST {"text": ...}: answer it (returns when the turn is done)."""
+        conversation = self.get_object()
+        if request.method == "GET":
+            rows = ChatMessage.objects.filter(conversation=conversation).order_by("created_at", "id")
+            return Response(MessageSerializer(rows, many=True).data)
+        body = PostMessageSerializer(data=request.data)
+        if not body.is_valid():
+            raise ValidationError(body.errors)
+        clear_cancel(conversation)
+        outcome = async_to_sync(run_turn)(conversation, text=body.validated_data["text"], user=request.user)
+        reply = ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()
+        return Response(
+            {"message": MessageSerializer(reply).data, "stop_reason": outcome.stop_reason,
+             "model_calls": outcome.model_calls, "cancelled": outcome.cancelled},
+            status=status.HTTP_201_CREATED,
+        )
+
+    @action(detail=True, methods=["get"], url_path="events")
+    def events(self, request: Request, pk: str | None = None) -> Response:
+        conversation = self.get_object()
+        rows = ConversationEvent.objects.filter(conversation=conversation).order_by("turn", "sequence")
+        return Response(EventSerializer(rows, many=True).data)

@@ -1,0 +1,114 @@
+"""The websocket a browser chats over: /ws/conversations/<id>/.
+
+Thin by design: it authenticates, checks ownership on connect and on every
+message, and starts turns and cancels in the services. Chunks of a running
+turn reach every socket watching the conversation through the channel layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from conversations import questions
+from conversations.access import owned_conversation
+from conversations.display import ChannelDisplay, group_name
+from conversations.loop import run_turn
+from conversations.state import clear_cancel, request_cancel
+
+logger = logging.getLogger("eunice.conversations")
+
+_runs_per_user: Counter = Counter()  # this process's running turns, by user id
+
+
+class ConversationConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
+        self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        if not getattr(self.user, "is_authenticated", False):
+            await self.close(code=4401)
+            return
+        if await database_sync_to_async(owned_conversation)(self.user, self.conversation_id) is None:
+            await self.close(code=4404)
+            return
+        self.group = group_name(self.conversation_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: dict, **kwargs) -> None:
+        conversation = await database_sync_to_async(owned_conversation)(self.user, self.conversation_id)
+        if conversation is None:  # membership or ownership changed since connect
+            await self.send_json({"type": "error", "message": "you no longer have access to this conversation"})
+            await self.close(code=4403)
+            return
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "message":
+            await self._start(conversation, content.get("text"))
+        elif kind == "answer":
+            await self._answer(content)
+        elif kind == "cancel":
+            await database_sync_to_async(request_cancel)(conversation)
+            await self.channel_layer.group_send(self.group, {"type": "run.cancel"})
+        else:
+            await self.send_json({"type": "error", "message": f"unknown message type {kind!r}; expected 'message', 'answer' or 'cancel'"})
+
+    async def _start(self, conversation, text) -> None:
+        if not isinstance(text, str) or not text.strip():
+            await self.send_json({"type": "error", "message": "a message needs non-empty 'text'"})
+            return
+        if len(text) > settings.EUNICE_MAX_MESSAGE_CHARS:
+            await self.send_json({"type": "error", "message": (
+                f"the message has {len(text):,} characters; the limit is {settings.EUNICE_MAX_MESSAGE_CHARS:,}")})
+            return
+        if _runs_per_user[self.user.pk] >= settings.EUNICE_MAX_RUNS_PER_USER:
+            await self.send_json({"type": "error", "message": (
+                f"you already have {settings.EUNICE_MAX_RUNS_PER_USER} answers running; wait or cancel one")})
+            return
+        _runs_per_user[self.user.pk] += 1
+        await database_sync_to_async(clear_cancel)(conversation)
+        asyncio.ensure_future(self._run(conversation, text))
+
+    async def _run(self, conversation, text: str) -> None:
+        display = ChannelDisplay(self.conversation_id, self.channel_layer, asyncio.get_running_loop())
+        pump = asyncio.ensure_future(display.pump())
+        try:
+            await run_turn(conversation, text=text, user=self.user, display=display, interactive=True)
+        except Exception:  # the socket must learn the turn ended, whatever broke
+            logger.exception("turn failed in conversation %s", self.conversation_id)
+            display.send({"type": "error", "message": "the answer failed; the details are in the server log"})
+            display.send({"type": "done", "cancelled": False})
+        finally:
+            _runs_per_user[self.user.pk] -= 1
+            display.close()
+            await pump
+
+    async def _answer(self, content: dict) -> None:
+        question_id, text = content.get("question_id"), content.get("text")
+        if not isinstance(question_id, str) or not isinstance(text, str) or not text.strip():
+            await self.send_json({"type": "error", "message": "an answer needs 'question_id' and non-empty 'text'"})
+            return
+        await self.channel_layer.group_send(
+            self.group, {"type": "question.answer", "question_id": question_id, "text": text[: settings.EUNICE_MAX_MESSAGE_CHARS]}
+        )
+
+    async def question_answer(self, event: dict) -> None:
+        # Every socket of the conversation gets this; the one whose process runs the turn resolves it.
+        questions.answer(self.conversation_id, event["question_id"], event["text"])
+
+    async def conversation_chunk(self, event: dict) -> None:
+        await self.send_json(event["chunk"])
+
+    async def run_cancel(self, event: dict) -> None:
+        # A cancel sent through another process's socket: stop this process's run too.
+        conversation = await database_sync_to_async(owned_conversation)(self.user, self.conversation_id)
+        if conversation is not None:
+            await database_sync_to_async(request_cancel)(conversation)

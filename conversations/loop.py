@@ -1,0 +1,288 @@
+"""The agentic loop: model call → tool calls → model call … until the model answers.
+
+One user message is one *turn* (numbered, recorded, replayable); inside it the
+loop makes up to ``EUNICE_MAX_MODEL_CALLS`` model calls. Everything that
+touches the database runs off the event loop (``_db``); streaming, tool
+dispatch and cancellation are awaited, so nothing blocks other conversations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from conversations.dispatcher import dispatch_tool_calls
+from conversations.history import load_history
+from conversations.llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
+from conversations.llm.roles import create_llm_client_for_role, get_model_for_role
+from conversations.models import Conversation, UsageLog
+from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
+from conversations.runtime import Runtime
+from conversations.state import DispatchState
+from conversations.turns import begin_turn, finish_turn
+from registry.surface import compose, surface_event, working_set_names
+
+logger = logging.getLogger("eunice.conversations")
+
+FINAL_STOP_REASONS = frozenset({"end_turn", "max_tokens", "stop_sequence", "refusal"})
+
+
+def _db(func):
+    return database_sync_to_async(func, thread_sensitive=False)
+
+
+@dataclass
+class TurnOutcome:
+    text: str
+    stop_reason: str
+    model_calls: int
+    cost_usd: float
+    cancelled: bool = False
+    messages: list[dict] = field(default_factory=list)
+
+
+class Cancelled(Exception):
+    """The user cancelled while the model was answering."""
+
+
+async def run_turn(
+    conversation: Conversation,
+    *,
+    text: str,
+    user: Any = None,
+    display: Any = None,
+    mode: str | None = None,
+    role: str = "chat",
+    interactive: bool = False,
+) -> TurnOutcome:
+    """Answer one user message, calling tools as the model asks; returns when done."""
+    config = await _db(get_model_for_role)(role)
+    provider = create_llm_client_for_role(role, model=config)
+    history = await _db(load_history)(conversation)
+    runtime = await _db(begin_turn)(
+        conversation, user=user, user_message=text, display=display, mode=mode, interactive=interactive
+    )
+    state = await _db(DispatchState.for_conversation)(conversation)
+    messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
+    try:
+        outcome = await _loop(runtime, state, provider, config, messages)
+    except LLMError as exc:
+        logger.warning("model call failed in conversation %s: %s", conversation.pk, exc)
+        await _db(runtime.recorder.record)("error", {"kind": exc.kind, "message": str(exc)})
+        runtime.display.send({"type": "error", "message": str(exc)})
+        outcome = TurnOutcome(f"The model could not answer: {exc}", "error", 0, runtime.cost.total)
+    finally:
+        state.cancel.release()
+    await _db(finish_turn)(runtime, outcome.text, outcome.messages)
+    runtime.display.send({"type": "done", "cancelled": outcome.cancelled, "cost_usd": round(runtime.cost.total, 6)})
+    return outcome
+
+
+async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, role: str = "chat") -> TurnOutcome:
+    """A delegated task: a fresh history, delegate mode, the parent's turn, events and budget."""
+    from dataclasses import replace
+
+    from conversations.state import CostTracker
+
+    config = await _db(get_model_for_role)(role)
+    provider = create_llm_client_for_role(role, model=config)
+    limit = budget_usd if parent.budget_limit is None else min(budget_usd or parent.budget_limit, parent.budget_limit)
+    child = replace(parent, mode="delegate", cost=CostTracker(), cards=[], datasets=dict(parent.datasets),
+                    budget_limit=(parent.budget_ref[0] + limit) if limit is not None else None,
+                    depth=parent.depth + 1, interactive=False)
+    state = await _db(DispatchState.for_conversation)(parent.conversation)
+    try:
+        messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
+        return await _loop(child, state, provider, config, messages)
+    finally:
+        state.cancel.release()
+
+
+async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict]) -> TurnOutcome:
+    estimator = TokenEstimator()
+    new_messages: list[dict] = []
+    nudged = False
+    response: LLMResponse | None = None
+    for call in range(1, settings.EUNICE_MAX_MODEL_CALLS + 1):
+        if state.cancel.cancelled or await _db(_cancel_requested)(runtime):
+            return _cancelled(runtime, call - 1, new_messages, response)
+        if runtime.budget_limit is not None and runtime.budget_ref[0] >= runtime.budget_limit:
+            text = (response.text if response else "") + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
+            return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
+        request, entries = await _db(_build_request)(runtime, config, messages, estimator)
+        if request is None:
+            text = "This conversation has grown past what the model can read; please start a new one."
+            return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
+        try:
+            response = await _stream(provider, request, runtime, state)
+        except Cancelled:
+            return _cancelled(runtime, call - 1, new_messages, None)
+        estimator.calibrate(request.messages, response.usage.total_input_tokens)
+        await _db(_record_call)(runtime, config, response, entries)
+        message = response.to_message()
+        messages.append(message)
+        new_messages.append(message)
+        if response.tool_uses:
+            results = await _dispatch(response, runtime, state)
+            messages.append(results)
+            new_messages.append(results)
+            continue
+        if response.stop_reason in FINAL_STOP_REASONS and not nudged and runtime.mode == "agentic":
+            nudge = await _db(_plan_nudge)(runtime)
+            if nudge:
+                nudged = True
+                messages.append(nudge)
+                new_messages.append(nudge)
+                continue
+        return TurnOutcome(response.text, response.stop_reason, call, runtime.cost.total, messages=new_messages)
+    text = (response.text if response else "") + f"\n\n(Stopped after {settings.EUNICE_MAX_MODEL_CALLS} model calls.)"
+    return TurnOutcome(text.strip(), "max_model_calls", settings.EUNICE_MAX_MODEL_CALLS, runtime.cost.total,
+                       messages=new_messages)
+
+
+def _cancel_requested(runtime: Runtime) -> bool:
+    """The conversation's flag, for a cancel made in another process."""
+    flagged = Conversation.objects.filter(pk=runtime.conversation.pk).values_list("cancel_requested_at", flat=True).first()
+    return flagged is not None
+
+
+def _cancelled(runtime: Runtime, calls: int, new_messages: list[dict], response: LLMResponse | None) -> TurnOutcome:
+    partial = response.text if response else ""
+    return TurnOutcome((partial + "\n\n(Cancelled.)").strip(), "cancelled", calls, runtime.cost.total,
+                       cancelled=True, messages=_well_formed(new_messages))
+
+
+def _well_formed(messages: list[dict]) -> list[dict]:
+    """History must not end on tool calls without results: drop a dangling assistant call."""
+    if messages and messages[-1]["role"] == "assistant" and any(
+        b.get("type") == "tool_use" for b in messages[-1]["content"]
+    ):
+        return messages[:-1]
+    return messages
+
+
+def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
+    """The next request, or None when even compaction cannot fit the conversation."""
+    entries = compose(
+        runtime.registry, runtime.tenant_id, mode=runtime.mode,
+        conversation_id=runtime.conversation.pk, namespace_id=runtime.conversation.namespace_id,
+        model=config if config.pk else None,
+    )
+    definitions = runtime.registry.definitions()
+    tools = [{"name": e.name, "description": definitions[e.name].description,
+              "input_schema": definitions[e.name].llm_schema} for e in entries]
+    window = settings.EUNICE_CONTEXT_TOKENS
+    if estimator.estimate([messages, tools]) > settings.EUNICE_COMPACT_AT * window:
+        compacted = compact_tool_results(messages)
+        runtime.recorder.record("status", {"compacted_tool_results": compacted})
+        if estimator.estimate([messages, tools]) > settings.EUNICE_STOP_AT * window:
+            return None, entries
+    request = LLMRequest.for_model(
+        config, system=SYSTEM_PROMPT, tools=tools,
+        messages=_with_state(messages, _state_block(runtime)),
+    )
+    return request, entries
+
+
+def _state_block(runtime: Runtime) -> dict:
+    runtime.conversation.refresh_from_db(fields=["plan"])
+    return current_state_block(
+        plan=runtime.conversation.plan or {},
+        working_set=working_set_names(runtime.conversation.pk, runtime.conversation.namespace_id),
+        datasets=sorted(runtime.datasets),
+        cost_usd=runtime.cost.total,
+        budget_limit=runtime.budget_limit,
+    )
+
+
+def _with_state(messages: list[dict], block: dict) -> list[dict]:
+    """A copy whose last (user) message ends with the state block; history is untouched."""
+    last = messages[-1]
+    content = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
+    return [*messages[:-1], {**last, "content": [*content, block]}]
+
+
+async def _stream(provider: Any, request: LLMRequest, runtime: Runtime, state: DispatchState) -> LLMResponse:
+    """Relay the answer as it streams; stop within 100 ms of a cancel."""
+    events: AsyncIterator = provider.astream(request)
+    watcher = asyncio.ensure_future(state.cancel.wait())
+    try:
+        while True:
+            step = asyncio.ensure_future(anext(events))
+            done, _ = await asyncio.wait({step, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if step not in done:
+                step.cancel()
+                # Let the cancellation reach the stream (it closes the HTTP
+                # response); bounded, so the user is never kept waiting for it.
+                await asyncio.wait({step}, timeout=0.05)
+                raise Cancelled
+            try:
+                event = step.result()
+            except StopAsyncIteration:
+                raise LLMError("the model's stream ended without a final message") from None
+            if isinstance(event, TextDelta):
+                runtime.display.send({"type": "text_delta", "text": event.text})
+            elif isinstance(event, ThinkingDelta):
+                runtime.display.send({"type": "thinking", "text": event.thinking})
+            elif isinstance(event, MessageStop):
+                return event.response
+    finally:
+        watcher.cancel()
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except RuntimeError:  # still unwinding a cancelled step: it finishes on its own
+                pass
+
+
+def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: list) -> None:
+    cost = response.usage.cost_usd(config)
+    runtime.cost.add(f"llm:{config.model}", cost)
+    runtime.budget_ref[0] += cost
+    if response.thinking:
+        runtime.recorder.record("thinking", {"text": response.thinking})
+    if response.text:
+        runtime.recorder.record("text_delta", {"text": response.text})
+    runtime.recorder.record("llm_request", {
+        "model": config.model, "provider": config.provider, "stop_reason": response.stop_reason,
+        "input_tokens": response.usage.total_input_tokens, "output_tokens": response.usage.output_tokens,
+        "cost_usd": round(cost, 6), **surface_event(entries),
+    })
+    UsageLog.objects.create(
+        tenant_id=runtime.tenant_id, user_id=runtime.user_id, conversation=runtime.conversation,
+        kind=UsageLog.Kind.LLM, name=config.model, cost_usd=cost,
+        input_tokens=response.usage.total_input_tokens, output_tokens=response.usage.output_tokens,
+    )
+
+
+async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchState) -> dict:
+    blocks = [{"id": t.id, "name": t.name, "input": t.input} for t in response.tool_uses]
+    for block in blocks:
+        await _db(runtime.recorder.record)(
+            "decision", {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")}
+        )
+    results = await dispatch_tool_calls(blocks, runtime, state)
+    return {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.content, "is_error": r.result.error is not None}
+        for r in results
+    ]}
+
+
+def _plan_nudge(runtime: Runtime) -> dict | None:
+    """Agentic mode's completion guardrail: one reminder if the plan has open steps."""
+    runtime.conversation.refresh_from_db(fields=["plan"])
+    open_steps = [s["title"] for s in (runtime.conversation.plan or {}).get("steps", [])
+                  if s.get("status") not in ("done", "skipped")]
+    if not open_steps:
+        return None
+    runtime.recorder.record("correction", {"kind": "incomplete_plan", "open_steps": open_steps})
+    text = (f"Your plan still has {len(open_steps)} open step(s): {'; '.join(open_steps)}. "
+            "Finish them, or mark them done or skipped with the plan tool, before you answer.")
+    return {"role": "user", "content": [{"type": "text", "text": text}]}

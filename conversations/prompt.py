@@ -1,0 +1,75 @@
+"""What the model is sent each call: the system prompt, the trailing state block, the budget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from conversations.llm import CURRENT_STATE_MARKER
+
+SYSTEM_PROMPT = (
+    "You are Eunice, an assistant that gets work done with tools. Use the tools you are "
+    "offered; when none fits, call search_tools to find one. Every tool result tells you "
+    "whether it worked: `✓ ok` results carry data, `⚠` hints tell you how to correct the "
+    "call, `✗ error` means it failed. Answer the user plainly once you have what you need."
+)
+
+CHARS_PER_TOKEN = 4.0  # the heuristic's starting point; calibrated every call
+COMPACTED_KEEP_CHARS = 2_000
+
+
+def current_state_block(*, plan: dict, working_set: list[str], datasets: list[str], cost_usd: float,
+                        budget_limit: float | None) -> dict[str, Any]:
+    """The trailing per-call block; everything before it stays byte-stable for the cache."""
+    steps = plan.get("steps") or []
+    done = sum(1 for s in steps if s.get("status") in ("done", "skipped"))
+    lines = [CURRENT_STATE_MARKER]
+    lines.append(f"plan: {done}/{len(steps)} steps done" if steps else "plan: none")
+    for n, step in enumerate(steps, 1):
+        if step.get("status") not in ("done", "skipped"):
+            lines.append(f"  next: {n}. {step['title']} ({step['status']})")
+            break
+    lines.append(f"tools paged in: {', '.join(working_set) or 'none'}")
+    lines.append(f"datasets: {', '.join(datasets) or 'none'}")
+    budget = f" of {budget_limit:.4f}" if budget_limit is not None else ""
+    lines.append(f"spent: ${cost_usd:.4f}{budget}")
+    return {"type": "text", "text": "\n".join(lines)}
+
+
+class TokenEstimator:
+    """Chars-per-token heuristic, recalibrated from the provider's real input_tokens."""
+
+    def __init__(self) -> None:
+        self.chars_per_token = CHARS_PER_TOKEN
+
+    def estimate(self, payload: Any) -> int:
+        return int(len(json.dumps(payload, ensure_ascii=False, default=str)) / self.chars_per_token)
+
+    def calibrate(self, payload: Any, reported_input_tokens: int) -> None:
+        if reported_input_tokens > 0:
+            measured = len(json.dumps(payload, ensure_ascii=False, default=str)) / reported_input_tokens
+            # Smooth it: one odd call (a huge image, say) should not swing the next estimate.
+            self.chars_per_token = 0.5 * self.chars_per_token + 0.5 * measured
+
+
+def compact_tool_results(messages: list[dict], keep_chars: int = COMPACTED_KEEP_CHARS) -> int:
+    """Shorten the largest old tool_result blocks in place; returns how many were compacted.
+
+    The full results stay in the conversation's events; the model keeps the head
+    and an honest note of what was cut.
+    """
+    compacted = 0
+    for message in messages[:-1]:  # never the results the model has not read yet
+        if message.get("role") != "user" or not isinstance(message.get("content"), list):
+            continue
+        for block in message["content"]:
+            if block.get("type") != "tool_result" or not isinstance(block.get("content"), str):
+                continue
+            text = block["content"]
+            if len(text) > keep_chars * 2:
+                block["content"] = (
+                    text[:keep_chars]
+                    + f"\n… [compacted: {len(text) - keep_chars:,} more characters; the full result is in this conversation's events]"
+                )
+                compacted += 1
+    return compacted

@@ -1,0 +1,41 @@
+"""Questions a running turn asks the person on the websocket, and their answers.
+
+The turn waits on a future registered here; the consumer that receives the
+answer resolves it (directly, or through the conversation's channel-layer
+group when the turn runs in another process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+
+_pending: dict[tuple[str, str], tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
+_lock = threading.Lock()
+
+
+def ask(conversation_id: str) -> tuple[str, asyncio.Future]:
+    """Register a question; returns its id and the future its answer resolves."""
+    loop = asyncio.get_running_loop()
+    question_id = uuid.uuid4().hex[:12]
+    future = loop.create_future()
+    with _lock:
+        _pending[(conversation_id, question_id)] = (loop, future)
+    return question_id, future
+
+
+def forget(conversation_id: str, question_id: str) -> None:
+    with _lock:
+        _pending.pop((conversation_id, question_id), None)
+
+
+def answer(conversation_id: str, question_id: str, text: str) -> bool:
+    """Resolve a pending question of this process; False when it is not waiting here."""
+    with _lock:
+        entry = _pending.pop((conversation_id, question_id), None)
+    if entry is None:
+        return False
+    loop, future = entry
+    loop.call_soon_threadsafe(lambda: future.done() or future.set_result(text))
+    return True

@@ -1,0 +1,45 @@
+"""The chat page."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from conversations.access import conversations_of, owned_conversation
+from conversations.llm.roles import get_model_for_role
+from conversations.models import ChatMessage, Conversation
+from registry.tenancy import tenant_of
+
+
+@login_required
+def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpResponse:
+    conversation = None
+    if conversation_id is not None:
+        conversation = owned_conversation(request.user, conversation_id)
+        if conversation is None:
+            raise Http404("No such conversation.")
+    messages = []
+    if conversation is not None:
+        messages = ChatMessage.objects.filter(conversation=conversation).order_by("created_at", "id")
+    return render(request, "eunice/chat.html", {
+        "conversation": conversation,
+        "conversations": conversations_of(request.user).order_by("-updated_at")[:50],
+        "messages": messages,
+        "offline": get_model_for_role("chat").provider == "offline",
+        "no_tenant": tenant_of(request.user) is None,
+    })
+
+
+@login_required
+@require_POST
+def new_conversation(request: HttpRequest) -> HttpResponse:
+    tenant = tenant_of(request.user)
+    if tenant is None:
+        return redirect("chat")
+    mode = request.POST.get("mode", "chat")
+    if mode not in (Conversation.Mode.CHAT, Conversation.Mode.AGENTIC):
+        mode = Conversation.Mode.CHAT
+    conversation = Conversation.objects.create(tenant_id=tenant, user=request.user, mode=mode)
+    return redirect("chat-conversation", conversation.pk)

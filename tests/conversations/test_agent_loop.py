@@ -1,0 +1,168 @@
+"""The agentic loop against a scripted Messages API server, through the real SDK."""
+
+import threading
+import time
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from conversations.loop import run_turn
+from conversations.models import ChatMessage, ConversationEvent, UsageLog
+from conversations.recording import ListDisplay
+from conversations.replay import replay
+from conversations.state import request_cancel
+from tests.conversations.conftest import TEST_KEY
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CALL_WEATHER = {"tool_uses": [{"name": "weather", "input": {"city": "Oslo", "reasoning": "the user asked"}, "id": "toolu_1"}],
+                "usage": {"input_tokens": 1000, "output_tokens": 50}}
+ANSWER = {"text": ["It is 14°C ", "and raining ", "in Oslo."], "usage": {"input_tokens": 1200, "output_tokens": 20},
+          "expect": {"tool_result_contains": "Oslo: 14°C, light rain"}}
+
+
+def run(conversation, user, text, display=None, **kwargs):
+    return async_to_sync(run_turn)(conversation, text=text, user=user, display=display, **kwargs)
+
+
+def test_the_model_calls_a_tool_gets_the_result_and_answers(model, weather_tool, conversation, user):
+    server = model([CALL_WEATHER, ANSWER])
+    display = ListDisplay()
+    outcome = run(conversation, user, "What's the weather in Oslo?", display)
+    assert outcome.text == "It is 14°C and raining in Oslo."
+    assert (outcome.stop_reason, outcome.model_calls) == ("end_turn", 2)
+    assert "weather" in [tool["name"] for tool in server.requests[0].tools]
+    reply = ChatMessage.objects.get(conversation=conversation, role="assistant")
+    assert reply.text == "It is 14°C and raining in Oslo."
+
+
+def test_events_are_recorded_in_order(model, weather_tool, conversation, user):
+    model([CALL_WEATHER, ANSWER])
+    run(conversation, user, "What's the weather in Oslo?")
+    kinds = list(ConversationEvent.objects.filter(conversation=conversation).values_list("event_type", flat=True))
+    assert kinds == ["user_message", "llm_request", "decision", "tool_call", "contract_envelope",
+                     "tool_result", "text_delta", "llm_request", "done"]
+
+
+def test_text_streams_to_the_display_in_order_and_tool_progress_is_shown(model, weather_tool, conversation, user):
+    model([CALL_WEATHER, ANSWER])
+    display = ListDisplay()
+    run(conversation, user, "weather?", display)
+    kinds = [chunk["type"] for chunk in display.chunks]
+    assert kinds == ["tool_call", "tool_result", "text_delta", "text_delta", "text_delta", "done"]
+    assert display.chunks[0]["status_message"] == "Checking the weather"
+    assert "".join(c["text"] for c in display.chunks if c["type"] == "text_delta") == "It is 14°C and raining in Oslo."
+
+
+def test_thinking_is_kept_apart_from_the_answer(model, conversation, user):
+    model([{"thinking": ["Let me think."], "text": ["Hello."]}])
+    display = ListDisplay()
+    run(conversation, user, "hi", display)
+    assert [c["type"] for c in display.chunks[:2]] == ["thinking", "text_delta"]
+    assert ConversationEvent.objects.get(event_type="thinking").data == {"text": "Let me think."}
+
+
+def test_each_model_call_is_costed_from_the_model_config(model, weather_tool, conversation, user):
+    model([CALL_WEATHER, ANSWER])
+    run(conversation, user, "weather?")
+    costs = list(UsageLog.objects.filter(kind="llm").order_by("id").values_list("input_tokens", "output_tokens", "cost_usd"))
+    assert costs == [(1000, 50, pytest.approx(0.00375)), (1200, 20, pytest.approx(0.0039))]
+    assert ChatMessage.objects.get(role="assistant").cost_usd == pytest.approx(0.00765)
+
+
+def test_the_state_block_trails_the_request_after_the_cache_breakpoint(model, conversation, user):
+    server = model([{"text": ["ok"]}])
+    run(conversation, user, "hello there")
+    last = server.requests[0].messages[-1]["content"]
+    assert last[-1]["text"].startswith("[CURRENT_STATE]")
+    assert last[-2]["text"] == "hello there" and last[-2]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_the_next_message_carries_the_earlier_tool_calls(model, weather_tool, conversation, user):
+    server = model([CALL_WEATHER, ANSWER, {"text": ["Still raining."]}])
+    run(conversation, user, "weather?")
+    run(conversation, user, "and now?")
+    history = server.requests[2].messages
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant", "user"]
+    assert history[1]["content"][0]["type"] == "tool_use"
+    assert history[2]["content"][0]["type"] == "tool_result"
+
+
+def test_the_loop_stops_at_its_model_call_cap(model, weather_tool, conversation, user, settings):
+    settings.EUNICE_MAX_MODEL_CALLS = 2
+    model([
+        {"tool_uses": [{"name": "weather", "input": {"city": "A"}, "id": "t1"}]},
+        {"tool_uses": [{"name": "weather", "input": {"city": "B"}, "id": "t2"}]},
+    ])
+    outcome = run(conversation, user, "loop")
+    assert outcome.stop_reason == "max_model_calls"
+    assert outcome.text.endswith("(Stopped after 2 model calls.)")
+
+
+def test_agentic_mode_reminds_the_model_of_an_unfinished_plan_once(model, conversation, user):
+    conversation.mode = "agentic"
+    conversation.plan = {"steps": [{"title": "Draft", "status": "done"}, {"title": "Review", "status": "pending"}]}
+    conversation.save()
+    model([{"text": ["Done!"]}, {"text": ["Reviewed too."], "expect": {"user_text_contains": "1 open step(s): Review"}}])
+    outcome = run(conversation, user, "finish")
+    assert outcome.text == "Reviewed too."
+    assert ConversationEvent.objects.filter(event_type="correction").count() == 1
+
+
+def test_a_cancel_mid_stream_stops_within_100_ms(model, conversation, user):
+    model([{"text": [f"word{n} " for n in range(200)], "delay": 0.05}])
+    display = ListDisplay()
+    marks = {}
+
+    def cancel_when_streaming():
+        deadline = time.monotonic() + 10
+        while not any(c["type"] == "text_delta" for c in display.chunks) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        marks["cancelled_at"] = time.monotonic()
+        from django.db import connection
+
+        try:
+            request_cancel(conversation)
+        finally:
+            connection.close()
+
+    threading.Thread(target=cancel_when_streaming).start()
+    outcome = run(conversation, user, "talk a lot", display)
+    latency = time.monotonic() - marks["cancelled_at"]
+    assert outcome.cancelled and outcome.text.endswith("(Cancelled.)")
+    assert latency < 0.1, f"stopped {latency * 1000:.0f} ms after the cancel"
+
+
+def test_the_conversation_is_usable_after_a_cancel(model, conversation, user):
+    from conversations.state import clear_cancel
+
+    model([{"text": ["Hi again."]}])
+    request_cancel(conversation)
+    clear_cancel(conversation)
+    assert run(conversation, user, "hello").text == "Hi again."
+
+
+def test_a_model_error_is_reported_without_the_key(model, conversation, user):
+    model([{"error": {"status": 401, "type": "authentication_error", "message": "invalid x-api-key " + TEST_KEY}}])
+    display = ListDisplay()
+    outcome = run(conversation, user, "hi", display)
+    assert outcome.stop_reason == "error"
+    assert TEST_KEY not in outcome.text and "Traceback" not in outcome.text
+    assert any(c["type"] == "error" for c in display.chunks)
+
+
+def test_a_looped_conversation_replays_byte_for_byte(model, weather_tool, conversation, user):
+    model([CALL_WEATHER, ANSWER, {"text": ["Bye."]}])
+    run(conversation, user, "weather?")
+    run(conversation, user, "thanks")
+    report = replay(conversation)
+    assert report.identical, report.first_difference
+    assert report.turns == 2
+
+
+def test_offline_mode_explains_itself_and_runs_slash_commands(conversation, user):
+    outcome = run(conversation, user, "hello")
+    assert "no language model is configured" in outcome.text.lower()
+    outcome = run(conversation, user, '/search_tools {"query": "plan the steps"}')
+    assert "plan" in outcome.text
+    assert ConversationEvent.objects.filter(event_type="tool_call").exists()

@@ -1,0 +1,87 @@
+"""Tools that use the model or the loop: call_llm, delegate, delegate_batch, request_user_input."""
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+
+from conversations.loop import run_turn
+from conversations.models import UsageLog
+from tests.conversations.test_websocket import cookie_for, receive_until_done, socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run(conversation, user, text, **kwargs):
+    return async_to_sync(run_turn)(conversation, text=text, user=user, **kwargs)
+
+
+def test_call_llm_answers_a_one_off_prompt_and_reports_its_cost(model, call):
+    model([{"text": ["Bonjour."], "usage": {"input_tokens": 100, "output_tokens": 10}}])
+    result = call("call_llm", prompt="Say hello in French.")
+    assert result.content == "✓ ok. 1 row.\nBonjour."
+    assert result.cost == pytest.approx(100 * 3e-6 + 10 * 15e-6)
+
+
+def test_delegate_runs_a_helper_and_returns_its_report(model, conversation, user):
+    server = model([
+        {"tool_uses": [{"name": "delegate", "input": {"task": "Find the capital of Norway."}, "id": "t1"}]},
+        {"text": ["Oslo."], "usage": {"input_tokens": 50, "output_tokens": 5},
+         "expect": {"user_text_contains": "Find the capital of Norway."}},
+        {"text": ["The capital is Oslo."], "expect": {"tool_result_contains": "Oslo."}},
+    ])
+    conversation.mode = "agentic"
+    conversation.save()
+    outcome = run(conversation, user, "What is the capital of Norway? Delegate it.")
+    assert outcome.text == "The capital is Oslo."
+    helper_request = server.requests[1]
+    assert len(helper_request.messages) == 1  # the helper does not see the conversation
+    assert "delegate" not in [t["name"] for t in helper_request.tools]  # delegate mode: no recursion offered
+
+
+def test_a_delegated_cost_is_counted_once(model, conversation, user):
+    model([
+        {"tool_uses": [{"name": "delegate", "input": {"task": "t"}, "id": "t1"}], "usage": {"input_tokens": 10, "output_tokens": 1}},
+        {"text": ["done"], "usage": {"input_tokens": 1000, "output_tokens": 100}},
+        {"text": ["ok"], "usage": {"input_tokens": 10, "output_tokens": 1}},
+    ])
+    run(conversation, user, "go")
+    assert UsageLog.objects.filter(kind="tool", name="delegate").count() == 0
+    assert UsageLog.objects.filter(kind="llm").count() == 3
+
+
+def test_delegate_batch_runs_tasks_and_reports_each(model, conversation, user):
+    model([
+        {"tool_uses": [{"name": "delegate_batch", "input": {"tasks": ["one", "two"]}, "id": "t1"}]},
+        {"text": ["first report"]},
+        {"text": ["second report"]},
+        {"text": ["Both done."], "expect": {"tool_result_contains": "## Task 2: two"}},
+    ])
+    assert run(conversation, user, "do both").text == "Both done."
+
+
+def test_request_user_input_without_a_person_says_so(model, conversation, user):
+    model([
+        {"tool_uses": [{"name": "request_user_input", "input": {"question": "Which city?"}, "id": "t1"}]},
+        {"text": ["I'll assume Oslo."], "expect": {"tool_result_contains": "NotInteractive"}},
+    ])
+    assert run(conversation, user, "weather?").text == "I'll assume Oslo."
+
+
+def test_request_user_input_asks_over_the_websocket_and_resumes_with_the_answer(model, conversation, user):
+    model([
+        {"tool_uses": [{"name": "request_user_input", "input": {"question": "Which city?", "choices": ["Oslo", "Bergen"]}, "id": "t1"}]},
+        {"text": ["Bergen it is."], "expect": {"tool_result_contains": "The user answered: Bergen"}},
+    ])
+
+    async def chat():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        await ws.send_json_to({"type": "message", "text": "weather?"})
+        while (chunk := await ws.receive_json_from(timeout=10))["type"] != "question":
+            pass
+        assert (chunk["text"], chunk["choices"]) == ("Which city?", ["Oslo", "Bergen"])
+        await ws.send_json_to({"type": "answer", "question_id": chunk["question_id"], "text": "Bergen"})
+        chunks = await receive_until_done(ws)
+        await ws.disconnect()
+        return "".join(c.get("text", "") for c in chunks if c["type"] == "text_delta")
+
+    assert async_to_sync(chat)() == "Bergen it is."
