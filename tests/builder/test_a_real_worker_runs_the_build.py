@@ -33,5 +33,6 @@ def test_a_queued_build_is_run_by_a_qcluster_worker_against_the_scripted_model(m
     job.refresh_from_db()
     assert done, f"the worker never finished the build (job is {job.status}, {job.progress_pct}%)"
     assert job.status == JobStatus.TESTING, job.result
+    assert job.result["audit_passed"] is True, job.result  # the sandbox ran the cases inside the worker
     assert ToolDefinition.objects.get(name="plus_one").status == ToolStatus.TESTING
     assert len(server.requests) == 2
