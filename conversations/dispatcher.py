@@ -103,7 +103,7 @@ async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: Dispa
     before and after it, in order.
     """
     results: list[DispatchResult] = []
-    for group in _groups(blocks, runtime):
+    for group in await _db(_groups)(blocks, runtime):
         planned = await _db(_plan_group)(group, runtime, state)
         limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
 
@@ -117,6 +117,9 @@ async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: Dispa
 
 
 def _groups(blocks: list[dict], runtime: Runtime) -> list[list[dict]]:
+    # Load the definitions (and with them the system handlers) first: whether a
+    # tool is sequential is known only once its handler is registered.
+    runtime.registry.definitions()
     groups: list[list[dict]] = []
     for block in blocks:
         if runtime.registry.is_sequential(block["name"]):

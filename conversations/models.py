@@ -285,3 +285,73 @@ class Observation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant_id", "user_id", "kind", "key"], name="observation_once")
         ]
+
+
+class CatalogDatasetQuerySet(models.QuerySet):
+    def in_conversation(self, tenant_id: str, conversation_id: str) -> "CatalogDatasetQuerySet":
+        return self.filter(tenant_id=tenant_id, conversation_id=conversation_id)
+
+
+class CatalogDataset(models.Model):
+    """A dataset in a conversation's catalog: a Parquet file plus what it is and where it came from."""
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=64)
+    path = models.CharField(max_length=500)
+    rows = models.PositiveBigIntegerField(default=0)
+    columns = models.JSONField(default=list, blank=True, help_text="[{name, dtype}] as saved.")
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    source = models.CharField(max_length=16, help_text="upload, tool or file.")
+    source_detail = models.CharField(max_length=255, blank=True, help_text="File name or tool name.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = CatalogDatasetQuerySet.as_manager()
+
+    class Meta:
+        db_table = "catalog_datasets"
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["conversation", "name"], name="dataset_name_once")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DataSourceQuerySet(models.QuerySet):
+    def for_tenant(self, tenant_id: str) -> "DataSourceQuerySet":
+        return self.filter(tenant_id=tenant_id)
+
+
+class DataSource(models.Model):
+    """An external database or file a tenant's tools may query read-only."""
+
+    class Kind(models.TextChoices):
+        POSTGRES = "postgres", "PostgreSQL"
+        SQLITE = "sqlite", "SQLite file"
+        CSV = "csv", "CSV file"
+        PARQUET = "parquet", "Parquet file"
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # Host/port/database/user for PostgreSQL, the file path otherwise; never a password.
+    location = models.JSONField(default=dict, blank=True)
+    # Fernet token of the password (key derived from SECRET_KEY); write-only everywhere.
+    secret = models.TextField(blank=True)
+    created_by = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = DataSourceQuerySet.as_manager()
+
+    class Meta:
+        db_table = "datasources"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="datasource_name_once")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:  # never shows the secret
+        return f"<DataSource {self.tenant_id}/{self.name} {self.kind}>"

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from conversations.capabilities import capabilities_for
+from conversations.catalog.store import ConversationCatalog
 from conversations.effects import EffectContext, EffectLog, RecordingDisplay, RecordingRecorder
 from conversations.models import Conversation
 from conversations.recording import EventRecorder, ListDisplay, persist_message
@@ -43,6 +44,11 @@ class Runtime:
         return str(self.user.pk) if self.user is not None else ""
 
     @property
+    def catalog(self) -> ConversationCatalog:
+        """The conversation's datasets (scoped to its tenant); building it costs no query."""
+        return ConversationCatalog(self.tenant_id, self.conversation.pk)
+
+    @property
     def recorder(self) -> RecordingRecorder:
         return RecordingRecorder(self.log)
 
@@ -59,7 +65,7 @@ class Runtime:
             "user_id": self.user_id,
             "conversation_id": self.conversation.pk,
             "mode": self.mode,
-            "catalog": None,  # the conversation catalog arrives with the data tools
+            "catalog": self.catalog,
             "capabilities": self.capabilities,
             "display": self.display,
             "_recorder": self.recorder,

@@ -14,13 +14,18 @@ SINGLETON_CARDS = frozenset({"cited_answer", "map_display"})
 
 
 def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -> None:
+    file_ids = {}
     for filename, export in result.exports.items():
-        register_export(tool_name, filename, export, runtime)
+        file_ids[filename] = register_export(tool_name, filename, export, runtime).pk
     for name, dataset in result.datasets.items():
         # Promoted into the conversation's namespace for later tools to load by name.
         runtime.datasets[name] = dataset
+        runtime.catalog.promote(name, dataset, source_tool=tool_name)
         runtime.recorder.record("progress", {"dataset": name, "source_tool": tool_name})
     for card in result.cards:
+        if card.get("type") == "file_download" and card.get("export") in file_ids:
+            # The row exists only now: the card learns which file its button downloads.
+            card = {**card, "file_id": file_ids[card["export"]]}
         runtime.cards.append(card)
         runtime.recorder.record("card", {"source_tool": tool_name, "card": card})
     if result.cost:
@@ -40,8 +45,12 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
 
 
 def register_export(tool_name: str, filename: str, export: dict, runtime: "Runtime") -> GeneratedFile:
-    """Record a file a tool produced, tell the user, and note it in telemetry."""
-    generated = GeneratedFile.objects.create(
+    """Record a file a tool produced, tell the user, and note it in telemetry.
+
+    A tool that wrote its file through the catalog (``file_id`` in the export)
+    already has its row; it is reused, never duplicated.
+    """
+    generated = _existing_file(export, runtime.tenant_id) or GeneratedFile.objects.create(
         tenant_id=runtime.tenant_id,
         conversation=runtime.conversation,
         filename=export.get("original_filename") or filename,
@@ -56,6 +65,13 @@ def register_export(tool_name: str, filename: str, export: dict, runtime: "Runti
         tenant_id=runtime.tenant_id, user=runtime.user, kind="export.ready", payload=payload
     )
     return generated
+
+
+def _existing_file(export: dict, tenant_id: str) -> GeneratedFile | None:
+    file_id = export.get("file_id")
+    if not file_id:
+        return None
+    return GeneratedFile.objects.filter(pk=file_id, tenant_id=tenant_id).first()
 
 
 def merge_cards(cards: list[dict]) -> list[dict]:

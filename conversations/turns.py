@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import Max
 
+from conversations.citations import attach_citations
 from conversations.effects import PersistAssistantMessage, effect_to_dict
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import Runtime, start_run
@@ -44,7 +45,7 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
         tenant_id=runtime.tenant_id,
         final_text=final_text,
         structured_content=list(structured_content or []),
-        cards=merge_cards(runtime.cards),
+        cards=merge_cards(attach_citations(final_text, runtime.cards)),
         cost_usd=round(runtime.cost.total, 6),
     )
     runtime.log.emit(message)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from eunice.assets import vendor_static_dirs
 from eunice.env import (
     database_from_url,
     env_bool,
@@ -136,7 +137,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static", *vendor_static_dirs()]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 EUNICE_SERVE_STATIC = env_bool("EUNICE_SERVE_STATIC", True)
 
@@ -198,6 +199,17 @@ MCP_ALLOW_PRIVATE_URLS = env_bool("EUNICE_MCP_ALLOW_PRIVATE_URLS", False)
 # Where the marketplace searches; the official MCP registry's API by default.
 MCP_REGISTRY_URL = env_str("EUNICE_MCP_REGISTRY_URL", "https://registry.modelcontextprotocol.io")
 
+# Knowledge tools (tools/corpora.py, tools/documents.py, tools/web.py).
+# Uploaded and generated files live under EUNICE_FILES_DIR/<tenant>/.
+EUNICE_FILES_DIR = Path(env_str("EUNICE_FILES_DIR", str(VAR_DIR / "files")))
+# fetch_url: the largest body read and the seconds a whole fetch may take.
+WEB_FETCH_MAX_BYTES = env_int("EUNICE_FETCH_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+WEB_FETCH_TIMEOUT_SECONDS = env_float("EUNICE_FETCH_TIMEOUT", 15.0, minimum=0.1)
+# web_search: "" (disabled), "searxng" (EUNICE_WEB_SEARCH_URL is a SearXNG
+# instance) or the dotted path of a callable (query, limit) -> [{title, url, snippet}].
+WEB_SEARCH_BACKEND = env_str("EUNICE_WEB_SEARCH_BACKEND").strip()
+WEB_SEARCH_URL = env_http_url("EUNICE_WEB_SEARCH_URL")
+
 # Feature flags strip gated tools from the catalog; see tools/catalog.py.
 FEATURE_FLAGS = {
     "custom_tools_enabled": env_bool("EUNICE_CUSTOM_TOOLS", False),
@@ -215,6 +227,22 @@ SANDBOX = {
     "SCRATCH_DIR": env_str("EUNICE_SANDBOX_SCRATCH", "/tmp/eunice-sandbox"),
     "ALLOW_WEAK": env_bool("EUNICE_SANDBOX_ALLOW_WEAK", False),
 }
+
+# --- Data tools (conversations/catalog) ----------------------------------------
+# Datasets, uploads and exported files live here, one directory per tenant.
+FILES_DIR = Path(env_str("EUNICE_FILES_DIR", str(VAR_DIR / "files")))
+DATA = {
+    "UPLOAD_MAX_BYTES": env_int("EUNICE_UPLOAD_MAX_MB", 50, minimum=1) << 20,
+    # Rows a query may return to the model before it gets a fetch hint instead.
+    "QUERY_MAX_ROWS": env_int("EUNICE_QUERY_MAX_ROWS", 500, minimum=1),
+    # Rows a query may save as a dataset (save_as) and an external source may return.
+    "SAVE_MAX_ROWS": env_int("EUNICE_QUERY_SAVE_MAX_ROWS", 1_000_000, minimum=1),
+    "DATASOURCE_TIMEOUT_SECONDS": env_float("EUNICE_DATASOURCE_TIMEOUT", 15.0, minimum=0.1),
+    # analyze_data runs model-written code in the sandbox: "staff" (default) or "all" users.
+    "ANALYZE_DATA_FOR": env_str("EUNICE_ANALYZE_DATA_FOR", "staff"),
+}
+if DATA["ANALYZE_DATA_FOR"] not in ("staff", "all"):
+    raise ImproperlyConfigured("EUNICE_ANALYZE_DATA_FOR must be 'staff' or 'all'")
 
 # --- Models ------------------------------------------------------------------
 # Read once here and never logged or echoed (Django's error reports already

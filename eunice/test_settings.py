@@ -23,3 +23,12 @@ DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
 ANTHROPIC_API_KEY = ""
 ANTHROPIC_BASE_URL = ""
 EUNICE_DEFAULT_MODEL = None
+
+# A server process a browser test starts may talk to the test's scripted model
+# server, and only to one on this machine.
+_scripted = os.environ.get("EUNICE_TEST_SCRIPTED_MODEL_URL", "")
+if _scripted:
+    if not _scripted.startswith("http://127.0.0.1:"):
+        raise RuntimeError("EUNICE_TEST_SCRIPTED_MODEL_URL must be a loopback http URL")
+    ANTHROPIC_API_KEY = "sk-ant-scripted-test"
+    ANTHROPIC_BASE_URL = _scripted

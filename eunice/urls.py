@@ -24,4 +24,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("eunice.api_urls")),
     path("health/", health, name="health"),
+    path("", include("conversations.catalog.urls")),
 ]

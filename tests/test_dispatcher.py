@@ -238,3 +238,15 @@ def test_handlers_receive_the_documented_context(run, make_tool, user):
         assert key in seen, key
     assert seen["_reasoning"] == "checking the context"
     assert seen["_current_tool_use_id"] == "toolu_spy_0"
+
+
+def test_a_sequential_system_tool_is_known_on_a_registry_that_has_not_loaded_yet(run, registry, monkeypatch):
+    from tools import catalog
+
+    entries = [dict(e, sequential=True) if e["name"] == "plan" else e for e in catalog.system_tools()]
+    monkeypatch.setattr(catalog, "system_tools", lambda: entries)
+    runtime, _ = run
+    from conversations.dispatcher import _groups
+
+    groups = _groups([block("search_tools", query="x"), block("plan"), block("search_tools", 1, query="y")], runtime)
+    assert [[b["name"] for b in g] for g in groups] == [["search_tools"], ["plan"], ["search_tools"]]

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def catalog(make_tool):
     make_tool("send_email", handlers.echo, description="Send an email message to a recipient.",
               input_schema={"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}})
-    make_tool("create_chart", handlers.echo, description="Draw a bar, line or pie chart from a dataset.")
+    # create_chart is a seeded system tool (tools/schemas/outputs.py).
     make_tool("geocode", handlers.echo, description="Turn a street address into latitude and longitude.")
 
 

@@ -167,8 +167,8 @@ def test_an_over_budget_surface_raises_rather_than_being_cut(registry, make_tool
 
 
 @pytest.fixture
-def web_search(make_tool, registry):
-    make_tool("web_search", handlers.echo, replaced_by_model_capability="web_search")
+def web_search(registry):
+    # The seeded system web_search declares replaced_by_model_capability="web_search".
     SeedLog.objects.create(
         key=FLOOR_KEY, value={"floor": [{"name": "search_tools", "reason": "anchor"}, {"name": "web_search", "reason": "usage"}]}
     )
@@ -214,6 +214,10 @@ def test_the_assembled_array_has_each_tools_schema_with_reasoning(registry):
 def test_the_tool_surface_command_prints_names_and_reasons(capsys, conversation):
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="plan")
     call_command("tool_surface", "--conversation", conversation.id, "--mode", "chat", "--json")
-    assert json.loads(capsys.readouterr().out) == [{"name": "search_tools", "reason": "static_fallback"}]
+    offered = json.loads(capsys.readouterr().out)
+    assert offered[0] == {"name": "search_tools", "reason": "static_fallback"}
+    # The data tools of SYSTEM_TOOL_NAMES that exist are always offered.
+    assert {"name": "query", "reason": "system"} in offered
+    assert {"name": "recall_entities", "reason": "system"} in offered
     call_command("tool_surface", "--conversation", conversation.id, "--mode", "agentic", "--json")
     assert {"name": "plan", "reason": "mode_allowlist"} in json.loads(capsys.readouterr().out)

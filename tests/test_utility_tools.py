@@ -15,12 +15,12 @@ def conversation():
 def test_search_tools_ranks_a_tool_whose_name_matches_first(call, make_tool):
     make_tool("send_email", handlers.echo, description="Send an email message to someone.")
     make_tool("read_email", handlers.echo, description="Read an email from the inbox.")
-    make_tool("create_chart", handlers.echo, description="Draw a chart from a dataset.")
+    make_tool("draw_diagram", handlers.echo, description="Draw a diagram from a dataset.")
     result = call("search_tools", query="send an email")
     lines = [line for line in result.content.splitlines() if line.startswith("- ")]
     assert lines[0].startswith("- send_email:")
     assert any(line.startswith("- read_email:") for line in lines)
-    assert "create_chart" not in result.content
+    assert "draw_diagram" not in result.content
 
 
 def test_search_tools_returns_each_tools_input_schema(call, make_tool):

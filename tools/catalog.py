@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import agent, builder, mcp, utility
+from tools.schemas import agent, builder, data, datasources, documents, entity, mcp, outputs, search, utility, web
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -33,12 +33,43 @@ TOOL_ORDER: tuple[str, ...] = (
     "request_user_input",
     "search_mcp_marketplace",
     "install_mcp_server",
+    "preview_data",
+    "describe_entry",
+    "present_rows",
+    "query",
+    "query_frames",
+    "analyze_data",
+    "register_datasource",
+    "set_datasource_auth",
+    "query_datasource",
+    "create_chart",
+    "display_map",
+    "export",
+    "export_excel",
+    "manipulate_excel",
+    "query_telemetry",
+    "create_corpus",
+    "index_content",
+    "get_document_text",
+    "move_documents",
+    "search_documents",
+    "record_fact",
+    "get_entity",
+    "list_entities",
+    "link_entities",
+    "recall_entities",
+    "ingest_entities",
+    "define_entity_projection",
+    "generate_document",
+    "document_conversation",
+    "fetch_url",
+    "web_search",
     "build_custom_tool",
     "tool_job_status",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, agent, mcp, builder)
+CATEGORIES = (utility, agent, mcp, data, datasources, outputs, search, entity, documents, web, builder)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()

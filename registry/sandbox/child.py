@@ -73,15 +73,19 @@ def lock_down(scratch: str, limits: dict[str, Any], *, language: bool) -> dict[s
 def _execute(sock: socket.socket, request: dict, datasets: dict, layers: dict, limits: dict) -> dict:
     calls = _ToolCalls(sock, int(limits["max_tool_calls"]))
     df = datasets.get("default")
+    frames = dict(datasets.get("frames") or {})
+    given = dict(frames)
     inputs = request.get("inputs") or {}
     if request.get("language", True):
         code = runner.compile_tool(request["code"])
-        glb = runner.namespace(inputs, df, calls)
+        glb = runner.namespace(inputs, df, calls, frames)
     else:  # tests of the OS layer alone: the code runs as plain Python
         code = compile(request["code"], "<unrestricted>", "exec")
         glb = {"df": df, "inputs": inputs, "call_tool": calls, "result": None}
     exec(code, glb)
     answer = runner.render(glb.get("result"))
+    if request.get("want_frames"):
+        answer.update(runner.frames_answer(glb.get("result"), frames, given))
     payload = json.dumps(answer, default=str)
     if len(payload) > int(limits["result_bytes"]):
         return {"op": "result", "ok": False, "stopped_by": "result_cap", "layers": layers,

@@ -136,10 +136,13 @@ class Zygote:
         call_tool: CallTool,
         *,
         language: bool = True,
+        want_frames: bool = False,
         cancelled: Callable[[], bool] | None = None,
     ) -> RunOutcome:
         """Run ``code`` in a fresh jailed child; never raises for what the code does.
 
+        With ``want_frames`` the answer also carries the result table and every
+        DataFrame the code put into ``frames`` as JSON data (see runner.frame_payload).
         ``cancelled`` is polled every 50 ms while the run works; once it says so
         the child is killed (not merely abandoned) and the outcome says why.
         """
@@ -154,7 +157,8 @@ class Zygote:
                 socket.send_fds(self.control, [json.dumps(request).encode()], [child.fileno()])
             child.close()
             outcome = self._converse(
-                host, code, inputs, datasets, limits, call_tool, language, reports, run_id, cancelled
+                host, code, inputs, datasets, limits, call_tool, language, reports, run_id, cancelled,
+                want_frames,
             )
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             if not self.alive:
@@ -168,9 +172,10 @@ class Zygote:
 
     def _converse(self, host: socket.socket, code: str, inputs: dict, datasets: dict, limits: Limits,
                   call_tool: CallTool, language: bool, reports: queue.SimpleQueue, run_id: str,
-                  cancelled: Callable[[], bool] | None) -> RunOutcome:
+                  cancelled: Callable[[], bool] | None, want_frames: bool = False) -> RunOutcome:
         deadline = time.monotonic() + limits.wall_seconds + 1.0
-        send_json(host, {"code": code, "inputs": inputs, "language": language, "has_data": bool(datasets)})
+        send_json(host, {"code": code, "inputs": inputs, "language": language, "has_data": bool(datasets),
+                         "want_frames": want_frames})
         if datasets:
             send_frame(host, pickle.dumps(datasets, protocol=pickle.HIGHEST_PROTOCOL))
         cap = limits.result_bytes + (64 << 10)

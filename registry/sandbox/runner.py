@@ -146,7 +146,8 @@ def _imports(code: str) -> list[str]:
     ]
 
 
-def namespace(inputs: dict, df: Any, call_tool: Callable[[str, dict], str]) -> dict[str, Any]:
+def namespace(inputs: dict, df: Any, call_tool: Callable[[str, dict], str],
+              frames: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "__builtins__": _builtins(),
         "__name__": "custom_tool",
@@ -160,6 +161,7 @@ def namespace(inputs: dict, df: Any, call_tool: Callable[[str, dict], str]) -> d
         "_print_": PrintCollector,
         "_apply_": lambda func, *args, **kwargs: func(*args, **kwargs),
         "df": df,
+        "frames": frames if frames is not None else {},
         "pd": build_pandas(),
         "np": build_numpy(),
         "inputs": inputs,
@@ -179,3 +181,30 @@ def render(result: Any) -> dict[str, Any]:
     if isinstance(result, dict) and "message" in result:
         return {"kind": "response", "response": json.loads(json.dumps(result, default=str))}
     return {"kind": "text", "text": "" if result is None else str(result)}
+
+
+def frame_payload(frame: Any) -> dict[str, Any]:
+    """A DataFrame as plain JSON data (split orientation, ISO dates) plus its dtypes.
+
+    This, never a pickle, is how a table leaves a run; the host rebuilds the frame.
+    """
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame("value" if frame.name is None else str(frame.name))
+    if not isinstance(frame.index, pd.RangeIndex):
+        frame = frame.reset_index()
+    frame = frame.set_axis([str(column) for column in frame.columns], axis=1)
+    return {
+        "split": frame.to_json(orient="split", index=False, date_format="iso"),
+        "dtypes": {str(column): str(dtype) for column, dtype in frame.dtypes.items()},
+    }
+
+
+def frames_answer(result: Any, frames: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The result table and the frames the code added to or replaced in ``frames``."""
+    answer: dict[str, Any] = {"frames": {}}
+    if isinstance(result, (pd.DataFrame, pd.Series)):
+        answer["frame"] = frame_payload(result)
+    for name, frame in frames.items():
+        if isinstance(name, str) and isinstance(frame, pd.DataFrame) and given.get(name) is not frame:
+            answer["frames"][name] = frame_payload(frame)
+    return answer

@@ -71,6 +71,50 @@ def run_code(
 ) -> RunOutcome:
     """Run tool code for ``context``'s caller. Refuses (ok=False, stopped_by="policy")
     when the OS layer is incomplete and weak mode is not allowed, or nesting is too deep."""
+    refusal = _refusal(context)
+    if refusal is not None:
+        return refusal
+    depth = int(context.get("_sandbox_depth", 0))
+    try:
+        outcome = zygote().run(
+            code, inputs, _datasets(context), limits(), _call_tool_for(context, depth),
+            cancelled=_cancel_check(context),
+        )
+    except SandboxUnavailable as exc:
+        logger.error("sandbox unavailable: %s", exc)
+        outcome = RunOutcome(ok=False, stopped_by="unavailable", error="the sandbox is unavailable")
+    _record(outcome, tool_name, context, definition_hash)
+    return outcome
+
+
+def run_analysis(code: str, default: Any, frames: dict[str, Any], context: dict) -> RunOutcome:
+    """Run analysis code over ``frames`` (``df`` = ``default``); tables come back as data.
+
+    Same refusals and record as ``run_code``.
+    """
+    refusal = _refusal(context)
+    if refusal is not None:
+        return refusal
+    datasets = {"default": default, "frames": frames}
+    try:
+        outcome = zygote().run(
+            code, {}, datasets, limits(), _call_tool_for(context, 0), want_frames=True,
+            cancelled=_cancel_check(context),
+        )
+    except SandboxUnavailable as exc:
+        logger.error("sandbox unavailable: %s", exc)
+        outcome = RunOutcome(ok=False, stopped_by="unavailable", error="the sandbox is unavailable")
+    _record(outcome, "analyze_data", context, "")
+    return outcome
+
+
+def _cancel_check(context: dict):
+    """A check of the caller's cancel token: a cancelled turn kills its run."""
+    token = context.get("_cancel")
+    return (lambda: token.cancelled) if token is not None else None
+
+
+def _refusal(context: dict) -> RunOutcome | None:
     depth = int(context.get("_sandbox_depth", 0))
     if depth > int(settings.SANDBOX["MAX_DEPTH"]):
         return RunOutcome(ok=False, stopped_by="policy",
@@ -80,17 +124,7 @@ def run_code(
         return RunOutcome(ok=False, stopped_by="policy", error=(
             "custom tools are refused on this host: the sandbox's OS layer lacks "
             f"{', '.join(missing)} (set EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode)"))
-    try:
-        token = context.get("_cancel")
-        outcome = zygote().run(
-            code, inputs, _datasets(context), limits(), _call_tool_for(context, depth),
-            cancelled=(lambda: token.cancelled) if token is not None else None,
-        )
-    except SandboxUnavailable as exc:
-        logger.error("sandbox unavailable: %s", exc)
-        outcome = RunOutcome(ok=False, stopped_by="unavailable", error="the sandbox is unavailable")
-    _record(outcome, tool_name, context, definition_hash)
-    return outcome
+    return None
 
 
 def _datasets(context: dict) -> dict[str, Any]:

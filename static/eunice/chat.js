@@ -39,9 +39,9 @@
   function renderCard(card) {
     const box = el("div", `card card-${card.type || "unknown"}`);
     box.appendChild(el("div", "card-type", card.type || "card"));
-    if (card.type === "file_download" && card.url) {
-      const link = el("a", "download", card.filename || "Download");
-      link.href = card.url;
+    if (card.type === "file_download" && (card.url || card.file_id)) {
+      const link = el("a", "download", `Download ${card.filename || "file"}`);
+      link.href = card.url || `/files/${card.file_id}/`;
       link.setAttribute("download", "");
       box.appendChild(link);
     } else if (card.type === "cited_answer") {
@@ -50,17 +50,28 @@
       (card.sources || card.citations || []).forEach((s) => list.appendChild(el("li", "", s.title || s.source || JSON.stringify(s))));
       box.appendChild(list);
     } else if (Array.isArray(card.rows) && card.rows.length) {
+      // Rows as objects, or as arrays with the column names beside them.
+      const columns = card.columns || Object.keys(card.rows[0]);
       const table = el("table");
-      const columns = Object.keys(card.rows[0]);
       const head = el("tr");
       columns.forEach((c) => head.appendChild(el("th", "", c)));
       table.appendChild(head);
       card.rows.forEach((row) => {
         const tr = el("tr");
-        columns.forEach((c) => tr.appendChild(el("td", "", String(row[c] ?? ""))));
+        columns.forEach((c, i) => tr.appendChild(el("td", "", String((Array.isArray(row) ? row[i] : row[c]) ?? ""))));
         table.appendChild(tr);
       });
       box.appendChild(table);
+      if (card.total_rows && card.total_rows > card.rows.length) {
+        box.appendChild(el("p", "muted", `${card.rows.length} of ${card.total_rows} rows shown`));
+      }
+    } else if (card.type === "chart" && (card.spec || card.vega_lite) && window.vegaEmbed) {
+      const target = el("div", "chart");
+      box.appendChild(target);
+      window.vegaEmbed(target, card.spec || card.vega_lite, { actions: false, renderer: "svg" })
+        .catch((error) => target.replaceWith(el("pre", "error", `The chart could not be drawn: ${error.message}`)));
+    } else if (card.type === "map_display" && window.L) {
+      box.appendChild(drawMap(card));
     } else if (card.svg) {
       const img = el("img");
       img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(card.svg);
@@ -70,6 +81,29 @@
       box.appendChild(el("pre", "", JSON.stringify(card.data || card, null, 2)));
     }
     return box;
+  }
+
+  // Maps draw their layers on a blank canvas: no tile server is needed (or reachable).
+  function drawMap(card) {
+    const holder = el("div", "map");
+    holder.style.height = "260px";
+    setTimeout(() => {
+      const map = window.L.map(holder, { attributionControl: false });
+      const group = window.L.featureGroup().addTo(map);
+      (card.sources || []).forEach((source) => {
+        if (source.type === "geojson" && source.data) {
+          window.L.geoJSON(source.data, { pointToLayer: (f, latlng) => window.L.circleMarker(latlng, { radius: 4 }) }).addTo(group);
+        }
+      });
+      (card.layers || []).forEach((layer) => {
+        if (layer.geojson) window.L.geoJSON(layer.geojson).addTo(group);
+        (layer.points || []).forEach((p) => window.L.circleMarker([p.lat, p.lon], { radius: 4 }).bindTooltip(String(p.label || "")).addTo(group));
+      });
+      if (card.bounds) map.fitBounds(card.bounds);
+      else if (group.getLayers().length) map.fitBounds(group.getBounds(), { padding: [10, 10] });
+      else map.setView([0, 0], 1);
+    });
+    return holder;
   }
 
   function showCards(cards, where) {
@@ -137,14 +171,16 @@
       case "error":
         bubble("error", chunk.message);
         break;
-      case "done":
+      case "done": {
         busy(false);
         if (chunk.cancelled) bubble("notice", "Cancelled.");
+        const where = answer;  // inline cards go under this answer
         fetch(`/api/conversations/${conversationId}/messages/`, { credentials: "same-origin" })
           .then((r) => r.json())
-          .then((rows) => { const last = rows[rows.length - 1]; if (last && last.cards) showCards(last.cards, answer); });
+          .then((rows) => { const last = rows[rows.length - 1]; if (last && last.cards) showCards(last.cards, where); });
         answer = null;
         break;
+      }
     }
   });
 
@@ -163,6 +199,27 @@
 
   prompt.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
+  });
+
+  // Uploads go to the conversation's catalog; the model sees them as datasets.
+  const upload = document.getElementById("upload");
+  upload.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const file = document.getElementById("upload-file").files[0];
+    const status = document.getElementById("upload-status");
+    if (!file) { status.textContent = "Choose a file first."; return; }
+    const body = new FormData();
+    body.append("file", file);
+    status.textContent = `Uploading ${file.name}…`;
+    fetch(`/api/conversations/${conversationId}/datasets/`, {
+      method: "POST", body, credentials: "same-origin",
+      headers: { "X-CSRFToken": document.querySelector("input[name=csrfmiddlewaretoken]").value },
+    })
+      .then((r) => r.json().then((data) => ({ ok: r.ok, data })))
+      .then(({ ok, data }) => {
+        status.textContent = ok ? `Dataset "${data.name}" is ready (${data.rows} rows).` : `Upload failed: ${data.error || data.detail}`;
+      })
+      .catch(() => { status.textContent = "Upload failed: the server could not be reached."; });
   });
 
   // Stop waiting at once: the server cancels the stream or tool within 100 ms.

@@ -35,13 +35,20 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def server():
+def model_env():
+    """Environment for the server process; a test adds a scripted model to it."""
+    return {}
+
+
+@pytest.fixture
+def server(model_env):
     """The real ASGI app under daphne, on the test database."""
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
            "DJANGO_SETTINGS_MODULE": "eunice.test_settings", "ALLOWED_HOSTS": "127.0.0.1"}
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EUNICE_DEFAULT_MODEL"):
         env.pop(name, None)
+    env.update(model_env)
     process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                 "eunice.asgi:application"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -57,8 +64,11 @@ def server():
     process.wait(timeout=30)
 
 
+SCREENSHOTS = ROOT / "var" / "test-screenshots"
+
+
 @pytest.fixture
-def browser_page():
+def browser_page(request):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -66,7 +76,19 @@ def browser_page():
         page = browser.new_page()
         page.set_default_timeout(15_000)
         yield page
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
         browser.close()
+
+
+def sign_in(page, server: str) -> None:
+    page.goto(f"{server}/login/")
+    page.fill("input[name=username]", "ann")
+    page.fill("input[name=password]", "a-good-password")
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
 
 
 @pytest.fixture
@@ -79,12 +101,8 @@ def conversation():
 
 def test_a_user_signs_in_and_runs_a_tool_from_the_chat_page(server, conversation, browser_page, tmp_path):
     page = browser_page
-    page.goto(f"{server}/login/")
-    page.fill("input[name=username]", "ann")
-    page.fill("input[name=password]", "a-good-password")
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
-    assert page.url == f"{server}/", page.content()[:3000]
+    sign_in(page, server)
+    assert page.url == f"{server}/"
     page.goto(f"{server}/c/{conversation.pk}/")
     assert page.is_visible("#offline-notice")
     page.fill("#prompt", '/search_tools {"query": "plan the steps"}')
@@ -95,3 +113,137 @@ def test_a_user_signs_in_and_runs_a_tool_from_the_chat_page(server, conversation
     assert "plan" in answer.text_content()
     assert page.is_disabled("#cancel")
     page.screenshot(path=str(tmp_path / "chat.png"))
+
+
+@pytest.fixture
+def scripted_model(model_env):
+    """A scripted Messages API server the product's chat role talks to."""
+    from conversations.llm.scripted import ScriptedMessagesServer
+    from registry.models import ModelConfig
+
+    holder = {}
+
+    def start(turns):
+        server = ScriptedMessagesServer(turns).start()
+        holder["server"] = server
+        model_env.update({"EUNICE_TEST_SCRIPTED_MODEL_URL": server.url, "EUNICE_LLM_MAX_RETRIES": "0"})
+        ModelConfig.objects.update_or_create(role="chat", defaults={"provider": "anthropic", "model": "claude-test"})
+        return server
+
+    yield start
+    if "server" in holder:
+        holder["server"].stop()
+
+
+@pytest.fixture
+def talkative(scripted_model, conversation):
+    """Must run before `server`: it sets the model the server process uses."""
+    from conversations.models import WorkingSetEntry
+
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name="plan")
+    return scripted_model([
+        {"thinking": ["The user wants a plan."],
+         "tool_uses": [{"name": "plan", "input": {"steps": [{"title": "Pack"}, {"title": "Go"}]}, "id": "toolu_1"}]},
+        {"text": ["Here ", "is ", "your ", "plan."]},
+        {"text": [f"word{n} " for n in range(300)], "delay": 0.05},
+    ])
+
+
+def test_a_tool_call_streams_in_and_a_long_answer_can_be_cancelled(talkative, server, conversation, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    page.goto(f"{server}/c/{conversation.pk}/")
+    page.fill("#prompt", "Plan my trip")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector(".tool.done")
+    page.wait_for_function("document.querySelector('#send').disabled === false")
+    assert "The user wants a plan." in page.text_content("#thinking pre")
+    assert page.text_content(".message.assistant .text") == "Here is your plan."
+    page.fill("#prompt", "Now talk for a long time")
+    page.press("#prompt", "Enter")
+    page.wait_for_function("document.querySelectorAll('.message.assistant').length === 2")
+    page.click("#cancel")
+    page.wait_for_selector(".message.notice")  # the server's done(cancelled) arrived
+    assert "Cancelled." in page.text_content(".message.notice")
+    assert len(page.text_content(".message.assistant >> nth=1").split()) < 300
+
+
+@pytest.fixture
+def staff_user():
+    user = get_user_model().objects.create_user("boss", password="a-good-password", is_staff=True)
+    TenantMembership.objects.create(user=user, tenant_id=TENANT)
+    return user
+
+
+def test_staff_run_a_tool_in_the_playground(staff_user, server, browser_page):
+    page = browser_page
+    page.goto(f"{server}/login/")
+    page.fill("input[name=username]", "boss")
+    page.fill("input[name=password]", "a-good-password")
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    page.goto(f"{server}/playground/search_tools/")
+    page.fill("input[data-field=query]", "make a plan")
+    page.dispatch_event("input[data-field=query]", "change")
+    assert '"query": "make a plan"' in page.input_value("#inputs")
+    page.click("#run-form button[type=submit]")
+    page.wait_for_selector("#rendered")
+    assert page.text_content("#rendered").startswith("✓ ok.")
+    assert page.is_visible("#log-row")
+
+
+CHART_TOOL = """
+result = {
+    "message": "Here is the chart and the map.",
+    "cards": [
+        {"type": "chart", "spec": {
+            "data": {"values": [{"city": "Oslo", "rain": 12}, {"city": "Bergen", "rain": 25}]},
+            "mark": "bar",
+            "encoding": {"x": {"field": "city", "type": "nominal"}, "y": {"field": "rain", "type": "quantitative"}}}},
+        {"type": "map_display", "display_id": "m1",
+         "layers": [{"points": [{"lat": 59.91, "lon": 10.75, "label": "Oslo"}, {"lat": 60.39, "lon": 5.32, "label": "Bergen"}]}]},
+    ],
+}
+"""
+
+
+@pytest.fixture
+def chart_tool(model_env):
+    """An approved custom tool that answers with a chart card and a map card."""
+    from registry.custom_tools import approve_custom_tool, register_custom_tool
+
+    model_env["EUNICE_CUSTOM_TOOLS"] = "1"
+    reviewer = get_user_model().objects.create_user("reviewer", password="x", is_staff=True)
+    tool = register_custom_tool(name="rain_chart", code=CHART_TOOL, description="Chart the rain.",
+                                input_schema={"type": "object", "properties": {}}, tenant_id=TENANT)
+    return approve_custom_tool(tool, acting_user=reviewer)
+
+
+def test_chart_and_map_cards_render_from_local_libraries(chart_tool, server, conversation, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    page.goto(f"{server}/c/{conversation.pk}/")
+    page.fill("#prompt", "/rain_chart")
+    page.press("#prompt", "Enter")
+    page.wait_for_selector("#panel .card-chart svg")  # drawn by the locally served vega-embed
+    page.wait_for_selector("#panel .card-map_display .leaflet-container")
+    assert page.locator("#panel .card-map_display .leaflet-interactive").count() == 2  # the two cities
+    assert page.locator(".message .card-chart svg").count() == 1  # charts show inline too
+
+
+def test_a_user_uploads_a_csv_and_sees_a_chart_of_it(server, conversation, browser_page, tmp_path):
+    csv = tmp_path / "rain.csv"
+    csv.write_text("city,rain\nOslo,12\nBergen,25\nTromso,8\n")
+    page = browser_page
+    sign_in(page, server)
+    page.goto(f"{server}/c/{conversation.pk}/")
+    page.set_input_files("#upload-file", str(csv))
+    page.click("#upload button[type=submit]")
+    page.wait_for_function("document.querySelector('#upload-status').textContent.includes('is ready')")
+    assert '"rain" is ready (3 rows)' in page.text_content("#upload-status")
+    page.fill("#prompt", '/create_chart {"dataset": "rain", "x": "city", "y": "rain"}')
+    page.press("#prompt", "Enter")
+    page.wait_for_selector("#panel .card-chart svg")
+    page.wait_for_selector("#panel .card-file_download a.download")
+    href = page.get_attribute("#panel .card-file_download a.download", "href")
+    assert href.startswith("/files/")

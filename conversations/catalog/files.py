@@ -1,0 +1,77 @@
+"""Where the catalog keeps files: ``FILES_DIR/<tenant>/…``, and exported files as GeneratedFile rows."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+
+from conversations.models import GeneratedFile
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def tenant_dir(tenant_id: str, *parts: str) -> Path:
+    """The tenant's directory (created); a hash keeps any tenant id a safe, distinct path."""
+    digest = hashlib.sha256(tenant_id.encode()).hexdigest()[:12]
+    path = Path(settings.FILES_DIR) / f"{safe_name(tenant_id)[:40]}-{digest}"
+    path = path.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def safe_name(name: str) -> str:
+    """``name`` reduced to letters, digits, dot, dash and underscore (never empty, never a dot path)."""
+    cleaned = _UNSAFE.sub("_", name).strip("._") or "file"
+    return cleaned[:120]
+
+
+def register_export(
+    tenant_id: str, conversation_id: str | None, filename: str, payload: bytes, mime_type: str,
+    *, source_tool: str,
+) -> dict:
+    """Write ``payload`` under the tenant's exports and record it as a GeneratedFile.
+
+    Returns the export dict a ToolResult carries (``file_id`` lets the dispatcher
+    reuse the row instead of making a second one).
+    """
+    directory = tenant_dir(tenant_id, "exports")
+    path = directory / f"{uuid.uuid4().hex[:12]}-{safe_name(filename)}"
+    path.write_bytes(payload)
+    generated = GeneratedFile.objects.create(
+        tenant_id=tenant_id, conversation_id=conversation_id, filename=safe_name(filename),
+        path=str(path), mime_type=mime_type, size_bytes=len(payload), source_tool=source_tool,
+    )
+    return export_dict(generated)
+
+
+def export_dict(generated: GeneratedFile) -> dict:
+    return {
+        "file_id": generated.pk,
+        "original_filename": generated.filename,
+        "path": generated.path,
+        "mime_type": generated.mime_type,
+        "size_bytes": generated.size_bytes,
+        "url": download_url(generated.pk),
+    }
+
+
+def download_url(file_id: int) -> str:
+    from django.urls import reverse
+
+    return reverse("file-download", args=[file_id])
+
+
+def file_card(export: dict) -> dict:
+    """The ``file_download`` card the UI shows for an export."""
+    return {
+        "type": "file_download",
+        "file_id": export["file_id"],
+        "filename": export["original_filename"],
+        "mime_type": export["mime_type"],
+        "size_bytes": export["size_bytes"],
+        "url": export["url"],
+    }

@@ -1,0 +1,88 @@
+"""Turning an uploaded file (CSV, Excel, Parquet, JSON) into a catalog dataset."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import PurePath
+
+import pandas as pd
+from django.conf import settings
+
+from conversations.catalog.files import register_export, safe_name
+from conversations.catalog.store import CatalogError, ConversationCatalog
+from conversations.models import CatalogDataset
+
+FORMATS = {".csv": "csv", ".tsv": "csv", ".xlsx": "excel", ".parquet": "parquet", ".json": "json"}
+EXCEL_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+class UploadError(CatalogError):
+    """The file cannot become a dataset; the message names the file and the rule."""
+
+
+def upload_dataset(
+    catalog: ConversationCatalog, filename: str, payload: bytes, *, name: str | None = None
+) -> CatalogDataset:
+    """Parse ``payload`` by its extension and save it as ``name`` (default: the file's stem).
+
+    An Excel upload is also kept as a file, so manipulate_excel can edit it.
+    Raises UploadError (size, extension, unreadable or empty file) or CatalogError (bad name).
+    """
+    limit = settings.DATA["UPLOAD_MAX_BYTES"]
+    if len(payload) > limit:
+        raise UploadError(f"{filename!r} is {len(payload):,} bytes; the upload limit is {limit:,} (EUNICE_UPLOAD_MAX_MB)")
+    suffix = PurePath(filename).suffix.lower()
+    kind = FORMATS.get(suffix)
+    if kind is None:
+        raise UploadError(f"{filename!r}: unsupported file type {suffix or '(none)'}; use {', '.join(sorted(FORMATS))}")
+    frame = parse(kind, payload, filename)
+    if frame.empty and not len(frame.columns):
+        raise UploadError(f"{filename!r} holds no columns")
+    dataset_name = name or _stem_name(filename)
+    entry = catalog.save(dataset_name, frame, source="upload", source_detail=filename)
+    if kind == "excel":
+        register_export(catalog.tenant_id, catalog.conversation_id, filename, payload, EXCEL_MIME, source_tool="upload")
+    return entry
+
+
+def parse(kind: str, payload: bytes, filename: str) -> pd.DataFrame:
+    """Read ``payload`` as ``kind``; raises UploadError with the reader's reason (no traceback)."""
+    buffer = io.BytesIO(payload)
+    try:
+        if kind == "csv":
+            sep = "\t" if filename.lower().endswith(".tsv") else ","
+            return pd.read_csv(buffer, sep=sep)
+        if kind == "excel":
+            return pd.read_excel(buffer, engine="openpyxl")
+        if kind == "parquet":
+            return pd.read_parquet(buffer)
+        return _json_frame(payload)
+    except pd.errors.EmptyDataError:
+        raise UploadError(f"{filename!r} is empty") from None
+    except (ValueError, pd.errors.ParserError, zipfile.BadZipFile, OSError, KeyError) as exc:
+        raise UploadError(f"{filename!r} is not a readable {kind} file: {_reason(exc)}") from None
+
+
+def _json_frame(payload: bytes) -> pd.DataFrame:
+    import json
+
+    value = json.loads(payload)
+    if isinstance(value, dict):
+        # {"rows": [...]} or {"data": [...]}: the one list inside is the table.
+        lists = [v for v in value.values() if isinstance(v, list)]
+        value = lists[0] if len(lists) == 1 else [value]
+    if not isinstance(value, list):
+        raise ValueError("expected a list of records or an object holding one")
+    return pd.json_normalize(value)
+
+
+def _reason(exc: Exception) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _stem_name(filename: str) -> str:
+    stem = safe_name(PurePath(filename).stem).replace("-", "_").replace(".", "_").lower()
+    if not stem[:1].isalpha() and not stem.startswith("_"):
+        stem = f"t_{stem}"
+    return stem[:64]

@@ -1,0 +1,10 @@
+"""URLs of the conversation catalog (included from eunice/urls.py)."""
+
+from django.urls import path
+
+from conversations.catalog.views import ConversationDatasetsView, FileDownloadView
+
+urlpatterns = [
+    path("api/conversations/<str:conversation_id>/datasets/", ConversationDatasetsView.as_view(), name="conversation-datasets"),
+    path("files/<int:file_id>/", FileDownloadView.as_view(), name="file-download"),
+]

@@ -1,0 +1,80 @@
+"""REST views of the catalog: upload and list a conversation's datasets; download a file.
+
+Every lookup is scoped to the caller's tenant (TenantMembership); another
+tenant's conversation or file answers 404, exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404
+from rest_framework import status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations.catalog.store import CatalogError, ConversationCatalog
+from conversations.catalog.uploads import upload_dataset
+from conversations.models import CatalogDataset, Conversation, GeneratedFile
+from registry.tenancy import tenant_of
+
+
+def _describe(entry: CatalogDataset) -> dict:
+    return {
+        "name": entry.name, "rows": entry.rows, "columns": entry.columns, "size_bytes": entry.size_bytes,
+        "source": entry.source, "source_detail": entry.source_detail, "created_at": entry.created_at,
+    }
+
+
+def _catalog(request: Request, conversation_id: str) -> ConversationCatalog:
+    tenant = tenant_of(request.user)
+    if tenant is None or not Conversation.objects.for_tenant(tenant).filter(id=conversation_id).exists():
+        raise Http404("no such conversation")
+    return ConversationCatalog(tenant, conversation_id)
+
+
+class ConversationDatasetsView(APIView):
+    """GET: the conversation's datasets. POST (multipart ``file``, optional ``name``): upload one."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser]
+
+    def get(self, request: Request, conversation_id: str) -> Response:
+        catalog = _catalog(request, conversation_id)
+        return Response({"datasets": [_describe(entry) for entry in catalog.entries()]})
+
+    def post(self, request: Request, conversation_id: str) -> Response:
+        catalog = _catalog(request, conversation_id)
+        upload = request.FILES.get("file")
+        if upload is None:
+            return Response({"error": "send the file as the multipart field 'file'"}, status=status.HTTP_400_BAD_REQUEST)
+        from django.conf import settings
+
+        limit = settings.DATA["UPLOAD_MAX_BYTES"]
+        if upload.size > limit:  # refuse before reading it into memory
+            return Response({"error": f"{upload.name!r} is {upload.size:,} bytes; the upload limit is {limit:,}"},
+                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        try:
+            entry = upload_dataset(catalog, upload.name, upload.read(), name=request.data.get("name") or None)
+        except CatalogError as exc:
+            return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(_describe(entry), status=status.HTTP_201_CREATED)
+
+
+class FileDownloadView(APIView):
+    """GET /files/<id>/: the file, only for users of the tenant that owns it."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request: Request, file_id: int) -> FileResponse:
+        tenant = tenant_of(request.user)
+        generated = GeneratedFile.objects.filter(pk=file_id, tenant_id=tenant).first() if tenant else None
+        if generated is None:
+            raise Http404("no such file")
+        try:
+            handle = open(generated.path, "rb")  # noqa: SIM115 - FileResponse closes it
+        except OSError:
+            raise Http404("the file is no longer available") from None
+        return FileResponse(handle, as_attachment=True, filename=generated.filename,
+                            content_type=generated.mime_type or "application/octet-stream")

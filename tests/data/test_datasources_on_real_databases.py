@@ -1,0 +1,135 @@
+"""Datasources: a scratch PostgreSQL database on this machine and an SQLite file, read-only."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+
+import psycopg
+import pytest
+from django.contrib.auth import get_user_model
+
+from conversations.models import DataSource
+from tests.conftest import OTHER_TENANT, text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@pytest.fixture
+def scratch_postgres():
+    """A database created for the test and dropped after it, with one table."""
+    name = f"eunice_ds_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{name}", autocommit=True) as db:
+            db.execute("CREATE TABLE customers (id int, full_name text, country text)")
+            db.execute("INSERT INTO customers VALUES (1, 'Ada', 'NO'), (2, 'Linus', 'FI'), (3, 'Grace', 'US')")
+        yield name
+    finally:
+        with psycopg.connect(ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def staff_context(django_user_model):
+    user = django_user_model.objects.create_user("boss", is_staff=True)
+    return {"user_id": str(user.pk)}
+
+
+@pytest.fixture
+def pg_source(in_conversation, scratch_postgres, staff_context):
+    result = in_conversation("register_datasource", context=staff_context, name="crm", kind="postgres",
+                             host="127.0.0.1", port=5432, database=scratch_postgres, user="postgres",
+                             password="hunter2-secret")
+    assert result.error is None, result.content
+    return result
+
+
+def test_registering_lists_the_tables_and_never_echoes_the_password(pg_source):
+    assert "customers (3 columns)" in pg_source.content
+    assert "hunter2" not in pg_source.content
+    stored = DataSource.objects.get(name="crm")
+    assert "hunter2" not in stored.secret and stored.secret
+    assert "hunter2" not in repr(stored)
+
+
+def test_only_staff_may_register_a_datasource(in_conversation, scratch_postgres):
+    get_user_model().objects.create_user("pleb")
+    result = in_conversation("register_datasource", context={"user_id": "pleb"}, name="crm", kind="postgres",
+                             host="127.0.0.1", database=scratch_postgres, user="postgres")
+    assert result.error and "staff" in result.content
+    assert not DataSource.objects.exists()
+
+
+def test_a_select_returns_rows(pg_source, in_conversation):
+    result = in_conversation("query_datasource", name="crm", sql="SELECT full_name FROM customers ORDER BY id")
+    assert result.error is None, result.content
+    assert "Ada" in text(result) and "3 rows" in result.content
+
+
+def test_a_write_is_refused_by_the_read_only_session(pg_source, in_conversation, scratch_postgres):
+    # A CTE hides the write from any naive text check; the session refuses it.
+    sql = "WITH gone AS (DELETE FROM customers RETURNING id) SELECT count(*) FROM gone"
+    result = in_conversation("query_datasource", name="crm", sql=sql)
+    assert result.content.startswith("⚠ schema hint:") and "read-only" in result.content
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{scratch_postgres}") as db:
+        assert db.execute("SELECT count(*) FROM customers").fetchone()[0] == 3
+
+
+def test_an_unknown_column_is_a_hint_with_ranked_real_columns(pg_source, in_conversation):
+    result = in_conversation("query_datasource", name="crm", sql="SELECT fullname FROM customers")
+    assert result.content.startswith("⚠ schema hint:")
+    assert result.content.index("full_name") < result.content.index("country")
+
+
+def test_an_unknown_table_is_a_hint_naming_the_real_table(pg_source, in_conversation):
+    result = in_conversation("query_datasource", name="crm", sql="SELECT * FROM customer")
+    assert result.content.startswith("⚠ schema hint:") and "customers" in result.content
+
+
+def test_too_many_rows_is_a_fetch_hint(pg_source, in_conversation):
+    result = in_conversation("query_datasource", name="crm", sql="SELECT * FROM customers", max_rows=2)
+    assert result.content.startswith("⚠ fetch hint:") and "narrow:" in result.content
+
+
+def test_a_slow_query_is_stopped_at_the_time_cap(pg_source, in_conversation, settings):
+    settings.DATA = {**settings.DATA, "DATASOURCE_TIMEOUT_SECONDS": 0.5}
+    result = in_conversation("query_datasource", name="crm", sql="SELECT pg_sleep(5)")
+    assert result.content.startswith("⚠ fetch hint:") and "0.5 s" in result.content
+
+
+def test_a_wrong_password_set_later_is_an_error_without_the_password(pg_source, in_conversation, staff_context):
+    result = in_conversation("set_datasource_auth", context=staff_context, name="crm", password="s3cret-new")
+    assert "s3cret-new" not in result.content
+
+
+def test_another_tenant_cannot_see_or_query_the_datasource(pg_source, in_conversation):
+    result = in_conversation("query_datasource", tenant=OTHER_TENANT, name="crm", sql="SELECT 1")
+    assert "no datasource 'crm'" in result.content
+
+
+def test_an_sqlite_file_is_opened_read_only(in_conversation, staff_context, tmp_path):
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE orders (id int, amount real)")
+        db.execute("INSERT INTO orders VALUES (1, 9.5)")
+    assert in_conversation("register_datasource", context=staff_context, name="shop", kind="sqlite",
+                           path=str(path)).error is None
+    assert "9.5" in text(in_conversation("query_datasource", name="shop", sql="SELECT amount FROM orders"))
+    refused = in_conversation("query_datasource", name="shop", sql="DELETE FROM orders")
+    assert refused.content.startswith("⚠ schema hint:") and "read-only" in refused.content
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM orders").fetchone()[0] == 1
+    hint = in_conversation("query_datasource", name="shop", sql="SELECT amout FROM orders")
+    assert "amount" in hint.content
+
+
+def test_a_csv_file_datasource_is_queried_with_sql(in_conversation, staff_context, tmp_path):
+    path = tmp_path / "rates.csv"
+    path.write_text("currency,rate\nEUR,1.0\nNOK,11.5\n")
+    in_conversation("register_datasource", context=staff_context, name="rates", kind="csv", path=str(path))
+    result = in_conversation("query_datasource", name="rates", sql="SELECT rate FROM rates WHERE currency='NOK'")
+    assert "11.5" in text(result)

@@ -1,0 +1,106 @@
+"""REST: upload a file into a conversation's catalog; download an exported file (owning tenant only)."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from conversations.catalog import ConversationCatalog
+from registry.models import TenantMembership
+from tests.conftest import OTHER_TENANT, TENANT
+from tests.data.conftest import SALES_CSV
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def client_for(django_user_model, username, tenant):
+    user = django_user_model.objects.create_user(username)
+    TenantMembership.objects.create(user=user, tenant_id=tenant)
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def ann(django_user_model):
+    return client_for(django_user_model, "ann", TENANT)
+
+
+@pytest.fixture
+def greg(django_user_model):
+    return client_for(django_user_model, "greg", OTHER_TENANT)
+
+
+def upload(client, conversation_id, filename, payload, /, **extra):
+    return client.post(f"/api/conversations/{conversation_id}/datasets/",
+                       {"file": SimpleUploadedFile(filename, payload), **extra}, format="multipart")
+
+
+def _excel() -> bytes:
+    buffer = io.BytesIO()
+    pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}).to_excel(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _parquet() -> bytes:
+    buffer = io.BytesIO()
+    pd.DataFrame({"a": [1.5]}).to_parquet(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name,payload,rows", [
+    ("Sales 2024.csv", SALES_CSV, 5),
+    ("book.xlsx", _excel(), 2),
+    ("numbers.parquet", _parquet(), 1),
+    ("people.json", b'{"rows": [{"name": "Ada", "address": {"city": "London"}}]}', 1),
+])
+def test_each_supported_format_becomes_a_dataset(ann, conversation, name, payload, rows):
+    response = upload(ann, conversation.id, name, payload)
+    assert response.status_code == 201, response.json()
+    assert response.json()["rows"] == rows
+    listed = ann.get(f"/api/conversations/{conversation.id}/datasets/").json()["datasets"]
+    assert [d["name"] for d in listed] == [response.json()["name"]]
+
+
+def test_the_dataset_name_can_be_chosen(ann, conversation):
+    assert upload(ann, conversation.id, "x.csv", SALES_CSV, name="q1").json()["name"] == "q1"
+
+
+def test_a_bad_file_gets_a_clear_error(ann, conversation):
+    response = upload(ann, conversation.id, "broken.xlsx", b"not a zip")
+    assert response.status_code == 400
+    assert "'broken.xlsx' is not a readable excel file" in response.json()["error"]
+
+
+def test_an_unsupported_type_names_the_supported_ones(ann, conversation):
+    response = upload(ann, conversation.id, "notes.txt", b"hello")
+    assert response.status_code == 400 and ".csv" in response.json()["error"]
+
+
+def test_a_file_over_the_cap_is_refused(ann, conversation, settings):
+    settings.DATA = {**settings.DATA, "UPLOAD_MAX_BYTES": 10}
+    response = upload(ann, conversation.id, "sales.csv", SALES_CSV)
+    assert response.status_code == 413 and "upload limit" in response.json()["error"]
+
+
+def test_another_tenant_cannot_upload_to_or_list_the_conversation(greg, conversation):
+    assert upload(greg, conversation.id, "sales.csv", SALES_CSV).status_code == 404
+    assert greg.get(f"/api/conversations/{conversation.id}/datasets/").status_code == 404
+    assert ConversationCatalog(TENANT, conversation.id).names() == []
+
+
+def test_an_anonymous_caller_gets_nothing(conversation):
+    assert APIClient().get(f"/api/conversations/{conversation.id}/datasets/").status_code in (401, 403)
+
+
+def test_a_download_is_served_only_to_the_owning_tenant(ann, greg, sales, in_conversation):
+    url = in_conversation("export", dataset="sales").cards[0]["url"]
+    response = ann.get(url)
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content).startswith(b"region,product")
+    assert greg.get(url).status_code == 404
+    assert APIClient().get(url).status_code in (401, 403)

@@ -1,0 +1,160 @@
+"""Handlers of create_chart (Vega-Lite card + SVG/PNG export) and display_map (map_display card)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from conversations.catalog import file_card, register_export
+from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
+from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns
+
+CHART_MAX_ROWS = 5000
+MAP_MAX_POINTS = 5000
+VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+_LAT, _LON = ("lat", "latitude", "y"), ("lon", "lng", "long", "longitude", "x")
+
+
+@uniform_contract(name="create_chart", is_tabular=False)
+@catalog_errors
+def create_chart(inputs: dict, context: dict) -> Ok:
+    """A Vega-Lite chart of a dataset as a card, plus the rendered image as a downloadable file."""
+    books, name, frame = chosen_dataset(context, inputs)
+    fields = [inputs["x"], inputs["y"], *([inputs["color"]] if inputs.get("color") else [])]
+    check_columns(frame, [inputs["x"]], "x")
+    check_columns(frame, [inputs["y"]], "y")
+    check_columns(frame, fields[2:], "color")
+    if len(frame) > CHART_MAX_ROWS:
+        raise HintException("fetch", f"{name!r} has {len(frame):,} rows; a chart takes at most {CHART_MAX_ROWS:,}",
+                            narrow="aggregate first with query (GROUP BY) and save_as, then chart that")
+    spec = vega_lite(frame[fields], inputs)
+    image_format = inputs.get("format", "svg")
+    payload, mime = render(spec, image_format)
+    title = inputs.get("title") or f"{inputs['y']} by {inputs['x']}"
+    export = register_export(context["tenant_id"], books.conversation_id, f"{_slug(title)}.{image_format}",
+                             payload, mime, source_tool="create_chart")
+    card = {"type": "chart", "title": title, "dataset": name, "spec": spec}
+    return Ok(rows=len(frame), data=f"Chart {title!r} ({inputs.get('mark', 'bar')}) of {len(frame):,} rows "
+              f"from {name!r} is shown to the user; image: {export['original_filename']}",
+              effects=Effects(cards=[card, file_card(export)], exports={export["original_filename"]: export}))
+
+
+def vega_lite(frame: pd.DataFrame, inputs: dict) -> dict:
+    """The Vega-Lite spec with the data inline (no URL: the chart never fetches anything)."""
+    encoding = {
+        "x": {"field": inputs["x"], "type": _type(frame[inputs["x"]]), "title": inputs["x"]},
+        "y": {"field": inputs["y"], "type": _type(frame[inputs["y"]]), "title": inputs["y"]},
+    }
+    if inputs.get("aggregate"):
+        encoding["y"]["aggregate"] = inputs["aggregate"]
+    if inputs.get("color"):
+        encoding["color"] = {"field": inputs["color"], "type": "nominal"}
+    return {
+        "$schema": VEGA_LITE_SCHEMA,
+        "title": inputs.get("title") or f"{inputs['y']} by {inputs['x']}",
+        "data": {"values": json.loads(frame.to_json(orient="records", date_format="iso"))},
+        "mark": {"type": inputs.get("mark", "bar"), "tooltip": True},
+        "encoding": encoding,
+        "width": 600, "height": 360,
+    }
+
+
+def render(spec: dict, image_format: str) -> tuple[bytes, str]:
+    """SVG or PNG bytes of ``spec``, rendered locally by vl-convert (no network)."""
+    import vl_convert
+
+    if image_format == "png":
+        return bytes(vl_convert.vegalite_to_png(spec, scale=2)), "image/png"
+    return vl_convert.vegalite_to_svg(spec).encode(), "image/svg+xml"
+
+
+def _type(series: pd.Series) -> str:
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return "temporal"
+    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+        return "quantitative"
+    return "nominal"
+
+
+def _slug(title: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")[:60] or "chart"
+
+
+@uniform_contract(name="display_map", is_tabular=False)
+@catalog_errors
+def display_map(inputs: dict, context: dict) -> Ok:
+    """A map_display card: points from a dataset's coordinates or a GeoJSON object, as one layer.
+
+    Calls with the same display_id add layers to one map (merged at the end of the response).
+    """
+    if inputs.get("geojson"):
+        collection, name = _geojson(inputs["geojson"]), inputs.get("layer") or "geojson"
+        warnings: list[Warning] = []
+    else:
+        books = catalog(context)
+        name = books.resolve(inputs.get("dataset"))
+        collection, warnings = _points(books.load(name), inputs)
+    layer_id = inputs.get("layer") or name
+    card = {
+        "type": "map_display", "display_id": inputs.get("display_id", "main"),
+        "sources": [{"id": layer_id, "type": "geojson", "data": collection}],
+        "layers": [{"id": layer_id, "source": layer_id, "type": inputs.get("style", "circle"),
+                    "label": inputs.get("label_column")}],
+        "bounds": _bounds(collection),
+    }
+    count = len(collection["features"])
+    return Ok(rows=count, data=f"Map {card['display_id']!r}: layer {layer_id!r} with {count:,} feature(s)",
+              warnings=warnings, effects=Effects(cards=[card]))
+
+
+def _points(frame: pd.DataFrame, inputs: dict) -> tuple[dict, list[Warning]]:
+    columns = {str(c).lower(): str(c) for c in frame.columns}
+    lat = inputs.get("lat_column") or next((columns[c] for c in _LAT if c in columns), None)
+    lon = inputs.get("lon_column") or next((columns[c] for c in _LON if c in columns), None)
+    if lat is None or lon is None:
+        raise HintException("schema", "no latitude/longitude columns found; pass lat_column and lon_column",
+                            [{"label": str(c), "score": 0.5} for c in frame.columns[:10]])
+    check_columns(frame, [lat, lon], "lat_column/lon_column")
+    keep = frame[pd.to_numeric(frame[lat], errors="coerce").between(-90, 90)
+                 & pd.to_numeric(frame[lon], errors="coerce").between(-180, 180)]
+    warnings = []
+    if len(keep) < len(frame):
+        warnings.append(Warning("data_quality", f"{len(frame) - len(keep):,} row(s) without valid coordinates left out"))
+    if keep.empty:
+        warnings.append(Warning("no_match", "no row has valid coordinates"))
+    keep = keep.head(MAP_MAX_POINTS)
+    properties = [c for c in keep.columns if c not in (lat, lon)][:8]
+    records = json.loads(keep[properties].to_json(orient="records", date_format="iso")) if properties else [{}] * len(keep)
+    features = [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [float(x), float(y)]}, "properties": props}
+        for x, y, props in zip(keep[lon], keep[lat], records, strict=True)
+    ]
+    return {"type": "FeatureCollection", "features": features}, warnings
+
+
+def _geojson(value: dict) -> dict:
+    if value.get("type") == "FeatureCollection" and isinstance(value.get("features"), list):
+        return value
+    if value.get("type") == "Feature":
+        return {"type": "FeatureCollection", "features": [value]}
+    raise HintException("schema", "geojson: expected a FeatureCollection or a Feature object")
+
+
+def _bounds(collection: dict) -> list | None:
+    """[[south, west], [north, east]] of every coordinate, or None for no features."""
+    xs, ys = [], []
+
+    def walk(coords: object) -> None:
+        if isinstance(coords, (list, tuple)) and len(coords) >= 2 and all(isinstance(v, (int, float)) for v in coords[:2]):
+            if math.isfinite(coords[0]) and math.isfinite(coords[1]):
+                xs.append(coords[0])
+                ys.append(coords[1])
+        elif isinstance(coords, (list, tuple)):
+            for item in coords:
+                walk(item)
+
+    for feature in collection.get("features", []):
+        walk((feature.get("geometry") or {}).get("coordinates"))
+    return [[min(ys), min(xs)], [max(ys), max(xs)]] if xs else None

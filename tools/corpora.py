@@ -1,0 +1,131 @@
+"""Handlers of the corpus tools: create_corpus, index_content, get_document_text,
+move_documents and search_documents.
+
+Source-decorated (``@uniform_contract``): they return ``Ok`` and raise
+``HintException`` for anything the model can correct (an unknown corpus or
+document, a missing upload, a query nothing matches).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from conversations.citations import PASSAGES_CARD
+from registry.contract import Effects, HintException, Ok, uniform_contract
+from tools.lib.passages import search_passages, store_document
+from tools.lib.sources import load_item
+from tools.models import Corpus, Document
+
+
+
+@uniform_contract(name="create_corpus", is_tabular=False)
+def create_corpus(inputs: dict, context: dict) -> Ok:
+    """Create a named corpus for the tenant (or return the existing one of that name)."""
+    name = inputs["name"].strip()
+    if not name:
+        raise HintException("schema", "name: must not be blank")
+    corpus, created = Corpus.objects.get_or_create(
+        tenant_id=context["tenant_id"], name=name,
+        defaults={"description": inputs.get("description", ""), "created_by": str(context.get("user_id") or "")},
+    )
+    count = corpus.documents.count()
+    verb = "Created" if created else "Already exists:"
+    return Ok(rows=1, data=f"{verb} corpus {corpus.name!r} (id {corpus.pk}, {count} document(s)).")
+
+
+@uniform_contract(name="index_content", is_tabular=False)
+def index_content(inputs: dict, context: dict) -> Ok:
+    """Extract, chunk, embed and store each item in the corpus; unchanged items cost nothing."""
+    tenant_id = context["tenant_id"]
+    corpus = resolve_corpus(tenant_id, inputs["corpus"])
+    conversation_id = str(context.get("conversation_id") or "")
+    loaded = [load_item(item, tenant_id, conversation_id) for item in inputs["items"]]
+    lines = []
+    for document_input in loaded:
+        document, status = store_document(
+            corpus, document_input, conversation_id=conversation_id,
+            tool_call_id=str(context.get("_current_tool_use_id") or ""),
+        )
+        passages = document.chunks.count()
+        lines.append(f"- document {document.pk} {document.title!r} ({document.format}): {status}, {passages} passage(s)")
+    header = f"Corpus {corpus.name!r}: {len(loaded)} item(s)."
+    return Ok(rows=len(loaded), data="\n".join([header, *lines]))
+
+
+@uniform_contract(name="get_document_text", is_tabular=False)
+def get_document_text(inputs: dict, context: dict) -> Ok:
+    """The whole extracted text of one document (never cut)."""
+    document = resolve_document(context["tenant_id"], inputs["document_id"])
+    header = f"Document {document.pk} {document.title!r} in corpus {document.corpus.name!r} ({document.source}):"
+    return Ok(rows=1, data=f"{header}\n\n{document.text}")
+
+
+@uniform_contract(name="move_documents", is_tabular=False)
+def move_documents(inputs: dict, context: dict) -> Ok:
+    """Move documents (by id) into another corpus of the same tenant."""
+    tenant_id = context["tenant_id"]
+    target = resolve_corpus(tenant_id, inputs["to_corpus"])
+    documents = [resolve_document(tenant_id, pk) for pk in dict.fromkeys(inputs["document_ids"])]
+    clashes = Document.objects.filter(corpus=target, source__in=[d.source for d in documents]).exclude(
+        pk__in=[d.pk for d in documents]
+    )
+    if clashes.exists():
+        clash = clashes.first()
+        raise HintException(
+            "ambiguous",
+            f"corpus {target.name!r} already holds document {clash.pk} from the same source ({clash.source})",
+            [{"label": f"leave document {clash.pk} where it is", "score": 0.5}],
+        )
+    Document.objects.filter(pk__in=[d.pk for d in documents]).update(corpus=target)
+    moved = ", ".join(f"{d.pk} {d.title!r}" for d in documents)
+    return Ok(rows=len(documents), data=f"Moved {len(documents)} document(s) to {target.name!r}: {moved}.")
+
+
+@uniform_contract(name="search_documents", is_tabular=False)
+def search_documents(inputs: dict, context: dict) -> Ok:
+    """Hybrid (lexical + dense) passage search; passages are labelled for citation."""
+    tenant_id = context["tenant_id"]
+    names = inputs.get("corpora")
+    corpora = [resolve_corpus(tenant_id, name) for name in names] if names else None
+    if not Document.objects.for_tenant(tenant_id).filter(**({"corpus__in": corpora} if corpora else {})).exists():
+        raise HintException(
+            "fetch", "there are no documents to search yet",
+            add="index documents first with index_content (create_corpus makes a corpus)",
+        )
+    hits = search_passages(tenant_id, inputs["query"], inputs.get("limit", 5), corpora)
+    if not hits:
+        raise HintException(
+            "fetch", f"no passage matches {inputs['query']!r}",
+            narrow="ask with words the documents would use, or search every corpus",
+        )
+    lines = [f"{len(hits)} passage(s) for {inputs['query']!r}. Cite each claim with its passage id, e.g. [{hits[0].label}]."]
+    for hit in hits:
+        document = hit.chunk.document
+        lines.append(f"\n[{hit.label}] {document.title} — {document.source} (document {document.pk}, corpus {document.corpus.name!r})")
+        lines.append(hit.chunk.text)
+    card = {"type": PASSAGES_CARD, "query": inputs["query"], "passages": [hit.as_card_entry() for hit in hits]}
+    return Ok(rows=len(hits), data="\n".join(lines), effects=Effects(cards=[card]))
+
+
+def resolve_corpus(tenant_id: str, name: str) -> Corpus:
+    """The tenant's corpus called ``name`` (or with that id). Raises HintException with the closest names."""
+    corpora = Corpus.objects.for_tenant(tenant_id)
+    found = corpora.filter(name=name).first() or (corpora.filter(pk=int(name)).first() if str(name).isdigit() else None)
+    if found is not None:
+        return found
+    known = list(corpora.values_list("name", flat=True))
+    close = difflib.get_close_matches(name, known, n=5, cutoff=0.0) if known else []
+    alternatives = [{"label": c, "score": round(difflib.SequenceMatcher(None, name, c).ratio(), 3)} for c in close]
+    raise HintException(
+        "schema", f"corpus {name!r} does not exist" + ("" if known else "; create it with create_corpus"), alternatives
+    )
+
+
+def resolve_document(tenant_id: str, document_id: int) -> Document:
+    """The tenant's document ``document_id``. Raises HintException listing the tenant's documents."""
+    document = Document.objects.for_tenant(tenant_id).select_related("corpus").filter(pk=document_id).first()
+    if document is not None:
+        return document
+    recent = Document.objects.for_tenant(tenant_id).order_by("-updated_at")[:5]
+    alternatives = [{"label": f"document {d.pk}: {d.title}", "score": 0.5} for d in recent]
+    raise HintException("schema", f"document_id {document_id} is not one of your documents", alternatives)

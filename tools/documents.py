@@ -1,0 +1,112 @@
+"""Handlers of the document tools: generate_document and document_conversation.
+
+A generated document is written under the tenant's files directory and
+returned as an export (the dispatcher turns it into a GeneratedFile row, an
+``export`` event and a notification) plus a ``file_download`` card.
+document_conversation composes: it builds an outline from the conversation's
+rows and hands it to generate_document through the registry.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conversations.models import ChatMessage, Conversation, ConversationEvent
+from registry.contract import Effects, HintException, Ok, uniform_contract
+from tools.lib import files
+from tools.lib.render_docs import MIME_TYPES, write_document
+
+# Tool results worth a section of a report; bookkeeping calls are left out.
+_SKIPPED_TOOLS = frozenset({"plan", "search_tools", "generate_document", "document_conversation"})
+
+
+@uniform_contract(name="generate_document", is_tabular=False)
+def generate_document(inputs: dict, context: dict) -> Ok:
+    """Write the outline (and optionally the conversation's results) as Markdown, DOCX or PDF."""
+    fmt = inputs.get("format", "pdf")
+    sections = list(inputs.get("sections", []))
+    if inputs.get("include_results"):
+        sections += results_sections(_conversation(context))
+    if not sections:
+        raise HintException("schema", "the document would be empty: pass `sections` or `include_results: true`")
+    outline = {"title": inputs["title"], "sections": sections}
+    extension, mime_type = MIME_TYPES[fmt]
+    path, filename = files.new_generated_path(context["tenant_id"], inputs["title"], extension)
+    write_document(outline, fmt, path)
+    size = path.stat().st_size
+    export = {"path": str(path), "mime_type": mime_type, "size_bytes": size, "original_filename": filename}
+    card = {"type": "file_download", "export": filename, "filename": filename, "mime_type": mime_type,
+            "size_bytes": size, "title": inputs["title"]}
+    return Ok(rows=1, data=f"Generated {filename} ({fmt}, {size:,} bytes, {len(sections)} section(s)); the user can download it.",
+              effects=Effects(cards=[card], exports={filename: export}))
+
+
+@uniform_contract(name="document_conversation", is_tabular=False)
+def document_conversation(inputs: dict, context: dict) -> Ok:
+    """A report of this conversation (questions, tool calls, results, charts), via generate_document."""
+    conversation = _conversation(context)
+    outline_sections = conversation_sections(conversation)
+    title = inputs.get("title") or f"Conversation report: {conversation.title or conversation.pk}"
+    result = context["_tool_registry"].execute_tool(
+        "generate_document", {"title": title, "format": inputs.get("format", "pdf"), "sections": outline_sections},
+        context,
+    )
+    if result.error is not None:
+        raise RuntimeError(f"generate_document failed: {result.error}")
+    return Ok(rows=1, data=result.content.split("\n", 1)[-1],
+              effects=Effects(cards=result.cards, exports=result.exports))
+
+
+def _conversation(context: dict) -> Conversation:
+    conversation_id = context.get("conversation_id")
+    conversation = Conversation.objects.for_tenant(context["tenant_id"]).filter(pk=conversation_id).first() if conversation_id else None
+    if conversation is None:
+        raise HintException("schema", "there is no conversation to report on here; pass `sections` instead")
+    return conversation
+
+
+def conversation_sections(conversation: Conversation) -> list[dict]:
+    """Questions and answers, then every tool call with its result, then charts and files."""
+    messages = ChatMessage.objects.filter(conversation=conversation)
+    exchange = [f"{'Question' if m.role == ChatMessage.Role.USER else 'Answer'}: {m.text}" for m in messages if m.text]
+    sections = [{"heading": "Questions and answers", "paragraphs": exchange or ["(no messages yet)"]}]
+    events = list(ConversationEvent.objects.filter(
+        conversation=conversation, event_type__in=["tool_call", "tool_result", "card", "export"],
+    ).select_related("blob"))
+    calls = {d.get("tool_use_id"): d for d in (_data(e) for e in events if e.event_type == "tool_call")}
+    rows = []
+    for event in (e for e in events if e.event_type == "tool_result"):
+        data = _data(event)
+        call = calls.get(data.get("tool_use_id"), {})
+        rows.append([data.get("name", ""), json.dumps(call.get("input", {}), ensure_ascii=False),
+                     "error" if data.get("error") else "ok"])
+    if rows:
+        sections.append({"heading": "Tool calls", "table": {"columns": ["tool", "input", "outcome"], "rows": rows}})
+    sections += results_sections(conversation, events)
+    charts = [_data(e).get("card", {}) for e in events if e.event_type == "card"]
+    charts = [c for c in charts if c.get("type") in ("chart", "map_display", "image")]
+    if charts:
+        sections.append({"heading": "Charts", "bullets": [f"{c.get('type')}: {c.get('title') or c.get('display_id') or ''}" for c in charts]})
+    exports = [_data(e) for e in events if e.event_type == "export"]
+    if exports:
+        sections.append({"heading": "Files", "bullets": [f"{x.get('filename')} (from {x.get('source_tool')})" for x in exports]})
+    return sections
+
+
+def results_sections(conversation: Conversation, events: list | None = None) -> list[dict]:
+    """One section per successful tool result of the conversation, its text whole."""
+    if events is None:
+        events = list(ConversationEvent.objects.filter(conversation=conversation, event_type="tool_result").select_related("blob"))
+    sections = []
+    for event in events:
+        data = _data(event)
+        if event.event_type != "tool_result" or data.get("error") or data.get("name") in _SKIPPED_TOOLS:
+            continue
+        sections.append({"heading": f"Result of {data.get('name')}", "paragraphs": [str(data.get("content", ""))]})
+    return sections
+
+
+def _data(event: ConversationEvent) -> dict:
+    if event.blob is not None:
+        return json.loads(bytes(event.blob.data))
+    return event.data

@@ -1,0 +1,170 @@
+"""Handlers of export (CSV/Parquet/JSON), export_excel and manipulate_excel (openpyxl)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+
+from conversations.catalog import file_card, register_export
+from conversations.catalog.uploads import EXCEL_MIME
+from conversations.models import GeneratedFile
+from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
+from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, ranked
+
+_MIME = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet", "json": "application/json"}
+READ_MAX_CELLS = 2000
+
+
+@uniform_contract(name="export", is_tabular=False)
+@catalog_errors
+def export(inputs: dict, context: dict) -> Ok:
+    """Write a dataset to a CSV, Parquet or JSON file the user can download."""
+    books, name, frame = chosen_dataset(context, inputs)
+    if inputs.get("columns"):
+        check_columns(frame, inputs["columns"], "columns")
+        frame = frame[inputs["columns"]]
+    fmt = inputs.get("format", "csv")
+    payload = _encode(frame, fmt)
+    filename = f"{inputs.get('filename') or name}.{fmt}"
+    return _file_ok(context, books.conversation_id, filename, payload, _MIME[fmt], "export",
+                    f"Exported {len(frame):,} rows of {name!r} as {fmt}")
+
+
+def _encode(frame: pd.DataFrame, fmt: str) -> bytes:
+    if fmt == "csv":
+        return frame.to_csv(index=False).encode()
+    if fmt == "json":
+        return frame.to_json(orient="records", date_format="iso", indent=1).encode()
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _file_ok(context: dict, conversation_id: str, filename: str, payload: bytes, mime: str, tool: str,
+             said: str, warnings: list[Warning] | None = None) -> Ok:
+    exported = register_export(context["tenant_id"], conversation_id, filename, payload, mime, source_tool=tool)
+    return Ok(rows=1, data=f"{said}: {exported['original_filename']} ({len(payload):,} bytes, file id "
+              f"{exported['file_id']}), offered to the user for download.", warnings=list(warnings or []),
+              effects=Effects(cards=[file_card(exported)], exports={exported["original_filename"]: exported}))
+
+
+@uniform_contract(name="export_excel", is_tabular=False)
+@catalog_errors
+def export_excel(inputs: dict, context: dict) -> Ok:
+    """One workbook, one sheet per dataset: bold frozen header, autofilter, widths, number formats,
+    and optional formulas appended below each sheet's data."""
+    books = catalog(context)
+    buffer = io.BytesIO()
+    sheets = inputs["sheets"]
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
+        for sheet in sheets:
+            frame = books.load(sheet["dataset"])
+            title = (sheet.get("name") or sheet["dataset"])[:31]
+            frame.to_excel(writer, sheet_name=title, index=False)
+            _format(writer.sheets[title], frame, sheet)
+    filename = f"{inputs.get('filename') or sheets[0]['dataset']}.xlsx"
+    return _file_ok(context, books.conversation_id, filename, buffer.getvalue(), EXCEL_MIME, "export_excel",
+                    f"Wrote a workbook with {len(sheets)} sheet(s)")
+
+
+def _format(worksheet, frame: pd.DataFrame, sheet: dict) -> None:  # noqa: ANN001 - an openpyxl Worksheet
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
+    for cell in worksheet[1]:
+        cell.font = Font(bold=True)
+    worksheet.freeze_panes = "A2"
+    worksheet.auto_filter.ref = worksheet.dimensions
+    formats = sheet.get("number_formats") or {}
+    check_columns(frame, list(formats), "number_formats")
+    for index, column in enumerate(frame.columns, 1):
+        letter = get_column_letter(index)
+        width = max([len(str(column))] + [len(str(v)) for v in frame[column].head(200)])
+        worksheet.column_dimensions[letter].width = min(60, width + 2)
+        if column in formats:
+            for row in range(2, len(frame) + 2):
+                worksheet[f"{letter}{row}"].number_format = formats[column]
+    for offset, (label, formula) in enumerate((sheet.get("formulas") or {}).items()):
+        row = len(frame) + 2 + offset
+        worksheet.cell(row=row, column=1, value=label).font = Font(bold=True)
+        worksheet.cell(row=row, column=2, value=formula if formula.startswith("=") else f"={formula}")
+
+
+@uniform_contract(name="manipulate_excel", is_tabular=False)
+@catalog_errors
+def manipulate_excel(inputs: dict, context: dict) -> Ok:
+    """Read or edit a workbook of this tenant (an upload or an earlier export); edits make a new file."""
+    from openpyxl import load_workbook
+
+    generated = _workbook_file(inputs["file_id"], context)
+    workbook = load_workbook(generated.path)
+    operations = inputs.get("operations") or []
+    if not operations:
+        return Ok(rows=len(workbook.sheetnames), data=_read(workbook, inputs.get("sheet"), inputs.get("range")))
+    for number, operation in enumerate(operations, 1):
+        _apply(workbook, operation, number, context)
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    books = catalog(context)
+    filename = inputs.get("filename") or f"{Path(generated.filename).stem}-edited.xlsx"
+    return _file_ok(context, books.conversation_id, filename, buffer.getvalue(), EXCEL_MIME, "manipulate_excel",
+                    f"Applied {len(operations)} change(s)")
+
+
+def _workbook_file(file_id: int, context: dict) -> GeneratedFile:
+    files = GeneratedFile.objects.filter(tenant_id=context["tenant_id"], mime_type=EXCEL_MIME)
+    found = files.filter(pk=file_id).first()
+    if found is None:
+        recent = [f"{f.pk}: {f.filename}" for f in files.order_by("-created_at")[:5]]
+        raise HintException("schema", f"file_id: no workbook {file_id} for this tenant", ranked(recent))
+    return found
+
+
+def _sheet(workbook, name: str | None):  # noqa: ANN001, ANN202 - openpyxl objects
+    if name is None:
+        return workbook.active
+    if name not in workbook.sheetnames:
+        raise HintException("schema", f"sheet: no sheet {name!r}", ranked(workbook.sheetnames))
+    return workbook[name]
+
+
+def _read(workbook, sheet_name: str | None, cell_range: str | None) -> str:  # noqa: ANN001
+    sheet = _sheet(workbook, sheet_name)
+    rows = sheet[cell_range] if cell_range else sheet.iter_rows()
+    if not isinstance(rows, tuple) or (rows and not isinstance(rows[0], tuple)):
+        rows = (rows,) if not isinstance(rows, tuple) else (rows,)
+    lines = [f"sheets: {', '.join(workbook.sheetnames)}; reading {sheet.title!r} ({sheet.dimensions})"]
+    cells = 0
+    for row in rows:
+        values = [f"{c.coordinate}={c.value!r}" for c in row if c.value is not None]
+        cells += len(values)
+        if values:
+            lines.append("  ".join(values))
+        if cells > READ_MAX_CELLS:
+            lines.append(f"… more cells; pass a smaller `range` (at most {READ_MAX_CELLS} cells are shown)")
+            break
+    return "\n".join(lines)
+
+
+def _apply(workbook, operation: dict, number: int, context: dict) -> None:  # noqa: ANN001
+    kind = operation["op"]
+    if kind == "set_cells":
+        sheet = _sheet(workbook, operation.get("sheet"))
+        for ref, value in (operation.get("cells") or {}).items():
+            sheet[ref] = value
+    elif kind == "add_sheet":
+        if operation["name"] in workbook.sheetnames:
+            raise HintException("schema", f"operations[{number}].name: sheet {operation['name']!r} exists",
+                                ranked(workbook.sheetnames))
+        sheet = workbook.create_sheet(operation["name"][:31])
+        if operation.get("dataset"):
+            frame = catalog(context).load(operation["dataset"])
+            sheet.append([str(c) for c in frame.columns])
+            for row in frame.itertuples(index=False):
+                sheet.append([None if pd.isna(v) else (v.isoformat() if hasattr(v, "isoformat") else v) for v in row])
+    elif kind == "rename_sheet":
+        _sheet(workbook, operation.get("sheet")).title = operation["name"][:31]
+    elif kind == "delete_sheet":
+        del workbook[_sheet(workbook, operation.get("sheet")).title]

@@ -1,0 +1,70 @@
+"""Where a tenant's files live: ``EUNICE_FILES_DIR/<tenant>/{uploads,generated}``.
+
+Every path a tool reads or writes is resolved here and must stay inside its
+tenant's directory: no absolute names, no ``..``, no symlink out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+
+_SAFE_TENANT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class UnsafePath(ValueError):
+    """A file name that would leave the tenant's directory."""
+
+
+def tenant_dir(tenant_id: str) -> Path:
+    """The tenant's root directory (not created). Odd tenant ids are hashed, never used raw."""
+    if _SAFE_TENANT.match(tenant_id) and tenant_id not in (".", ".."):
+        name = tenant_id
+    else:
+        name = "t-" + hashlib.sha256(tenant_id.encode()).hexdigest()[:32]
+    return Path(settings.EUNICE_FILES_DIR) / name
+
+
+def uploads_dir(tenant_id: str) -> Path:
+    return tenant_dir(tenant_id) / "uploads"
+
+
+def resolve_upload(tenant_id: str, name: str) -> Path:
+    """The path of upload ``name`` of the tenant. Raises UnsafePath, FileNotFoundError."""
+    root = uploads_dir(tenant_id).resolve()
+    relative = Path(name)
+    if relative.is_absolute() or ".." in relative.parts or not name.strip():
+        raise UnsafePath(f"upload names are relative to your uploads folder, without '..': {name!r}")
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root):
+        raise UnsafePath(f"{name!r} points outside your uploads folder")
+    if not path.is_file():
+        raise FileNotFoundError(name)
+    return path
+
+
+def list_uploads(tenant_id: str) -> list[str]:
+    """Upload names of the tenant, sorted (empty when the folder does not exist)."""
+    root = uploads_dir(tenant_id)
+    if not root.is_dir():
+        return []
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def is_tenant_file(tenant_id: str, path: str | Path) -> bool:
+    """Whether ``path`` (e.g. a GeneratedFile's) lies inside the tenant's directory."""
+    return Path(path).resolve().is_relative_to(tenant_dir(tenant_id).resolve())
+
+
+def new_generated_path(tenant_id: str, title: str, extension: str) -> tuple[Path, str]:
+    """A fresh path for a generated file and the file name a user sees. Creates the folder."""
+    slug = _SLUG.sub("-", title).strip("-.")[:60] or "document"
+    folder = tenant_dir(tenant_id) / "generated"
+    folder.mkdir(parents=True, exist_ok=True)
+    filename = f"{slug}.{extension}"
+    return folder / f"{uuid.uuid4().hex[:12]}-{filename}", filename

@@ -1,0 +1,83 @@
+"""Hybrid (BM25 + dense) search over rows that store their own vectors.
+
+Reuses the tool-search machinery (``registry.retrieval``): a passage or an
+entity is fed to a ``ToolSearchIndex`` as a ``ToolDocument`` whose name is
+its title and whose description is its text; its vector is stored on its row
+with the same model/text tag tool rows use (``registry.search.vector_tag``),
+so a vector is computed once and reused by every process until the text or
+the model changes. Indexes are cached per scope (a tenant) and rebuilt from
+stored vectors only when the scope's fingerprint changes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+
+from registry.retrieval import Embedder, ToolDocument, ToolSearchIndex
+from registry.search import MIN_SIMILARITY, vector_tag
+
+__all__ = ["MIN_SIMILARITY", "IndexCache", "as_document", "build_index", "embed_missing", "vector_tag"]
+
+
+def as_document(key: object, title: str, text: str) -> ToolDocument:
+    """The search-index view of one passage or entity."""
+    return ToolDocument(key=str(key), name=title, description=text)
+
+
+def embed_missing(
+    documents: Sequence[ToolDocument], stored: Mapping[str, tuple[bytes | None, str]]
+) -> tuple[list[np.ndarray], dict[str, tuple[bytes, str]]]:
+    """Vectors for ``documents`` in order: stored ones whose tag is current, the rest embedded in one batch.
+
+    Returns the vectors and, for the caller to save, ``{key: (blob, tag)}`` of
+    the freshly embedded ones. Raises ``EmbedderUnavailable`` if the model
+    cannot load.
+    """
+    vectors: dict[str, np.ndarray] = {}
+    tags = {doc.key: vector_tag(doc) for doc in documents}
+    for doc in documents:
+        blob, tag = stored.get(doc.key, (None, ""))
+        if blob is not None and tag == tags[doc.key]:
+            vectors[doc.key] = np.frombuffer(bytes(blob), dtype=np.float32)
+    missing = [doc for doc in documents if doc.key not in vectors]
+    fresh: dict[str, tuple[bytes, str]] = {}
+    if missing:
+        embedded = Embedder.default().embed([doc.embedding_text() for doc in missing])
+        for doc, vector in zip(missing, embedded):
+            vectors[doc.key] = vector
+            fresh[doc.key] = (vector.astype(np.float32).tobytes(), tags[doc.key])
+    return [vectors[doc.key] for doc in documents], fresh
+
+
+def build_index(documents: Sequence[ToolDocument], vectors: Sequence[np.ndarray]) -> ToolSearchIndex:
+    """An index over ``documents`` from their vectors; embeds nothing but queries."""
+    index = ToolSearchIndex()
+    if documents:
+        index.add_many(list(documents), list(vectors))
+    return index
+
+
+class IndexCache:
+    """One index per scope, kept while the scope's fingerprint is unchanged."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, tuple[Hashable, ToolSearchIndex]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, scope: Hashable, fingerprint: Hashable, build: Callable[[], ToolSearchIndex]) -> ToolSearchIndex:
+        """The cached index of ``scope`` if built at ``fingerprint``, else a fresh one from ``build``."""
+        with self._lock:
+            entry = self._entries.get(scope)
+            if entry is not None and entry[0] == fingerprint:
+                return entry[1]
+        index = build()  # outside the lock: building may embed, and other scopes need not wait
+        with self._lock:
+            self._entries[scope] = (fingerprint, index)
+        return index
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

@@ -1,0 +1,88 @@
+"""Load what index_content is asked to index: an upload, a generated file, or inline text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from registry.contract import HintException
+from tools.lib import files
+from tools.lib.extract import FORMATS, UnreadableDocument, UnsupportedFormat, detect_format, extract_text
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    source: str
+    title: str
+    format: str
+    text: str
+
+
+def load_item(item: dict, tenant_id: str, conversation_id: str | None) -> LoadedDocument:
+    """Read and extract one ``{upload | file_id | text}`` item. Raises HintException for a bad item."""
+    given = [key for key in ("upload", "file_id", "text") if key in item]
+    if len(given) != 1:
+        raise HintException(
+            "schema",
+            f"each item needs exactly one of upload, file_id or text; got {given or 'none'}",
+            [{"label": '{"upload": "report.pdf"}', "score": 0.9}, {"label": '{"file_id": 12}', "score": 0.8},
+             {"label": '{"text": "…", "title": "Notes", "format": "markdown"}', "score": 0.7}],
+        )
+    if "upload" in item:
+        data, name, mime, source = _upload(item["upload"], tenant_id)
+    elif "file_id" in item:
+        data, name, mime, source = _generated(item["file_id"], tenant_id, conversation_id)
+    else:
+        title = item.get("title") or "Untitled"
+        data, name, mime, source = item["text"].encode(), "", "", f"inline:{title}"
+    try:
+        fmt = item.get("format") or detect_format(name, mime, data)
+        found_title, text = extract_text(data, fmt)
+    except UnsupportedFormat as error:
+        raise HintException("schema", f"{name or 'item'}: {error}", [{"label": f, "score": 0.5} for f in FORMATS]) from None
+    except UnreadableDocument as error:
+        raise HintException("schema", f"{name or 'item'}: {error}; upload a text, Markdown, HTML, PDF or DOCX file") from None
+    if not text.strip():
+        raise HintException(
+            "schema", f"{name or source} contains no extractable text (a scanned PDF needs OCR first)"
+        )
+    return LoadedDocument(source=source, title=(item.get("title") or found_title or name or source)[:300],
+                          format=fmt, text=text)
+
+
+def _upload(name: str, tenant_id: str) -> tuple[bytes, str, str, str]:
+    try:
+        path = files.resolve_upload(tenant_id, name)
+    except files.UnsafePath as error:
+        raise HintException("schema", f"upload: {error}") from None
+    except FileNotFoundError:
+        known = files.list_uploads(tenant_id)
+        raise HintException(
+            "schema", f"upload {name!r} does not exist in your uploads folder",
+            _closest(name, known),
+        ) from None
+    return path.read_bytes(), path.name, "", f"upload:{name}"
+
+
+def _generated(file_id: int, tenant_id: str, conversation_id: str | None) -> tuple[bytes, str, str, str]:
+    from conversations.models import GeneratedFile
+
+    row = GeneratedFile.objects.filter(tenant_id=tenant_id, pk=file_id).first()
+    if row is None or not files.is_tenant_file(tenant_id, row.path):
+        mine = GeneratedFile.objects.filter(tenant_id=tenant_id)
+        if conversation_id:
+            mine = mine.filter(conversation_id=conversation_id)
+        alternatives = [{"label": f"file_id {f.pk}: {f.filename}", "score": 0.5} for f in mine[:10]]
+        raise HintException("schema", f"file_id {file_id} is not one of your files", alternatives)
+    try:
+        with open(row.path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise HintException("schema", f"file_id {file_id} ({row.filename}) is no longer on disk") from None
+    return data, row.filename, row.mime_type, f"file:{row.pk}"
+
+
+def _closest(name: str, known: list[str]) -> list[dict]:
+    import difflib
+
+    matches = difflib.get_close_matches(name, known, n=5, cutoff=0.3)
+    return [{"label": match, "score": round(difflib.SequenceMatcher(None, name, match).ratio(), 3)} for match in matches]

@@ -1,0 +1,172 @@
+"""Rows behind the knowledge tools: document corpora and the entity substrate.
+
+Every row carries ``tenant_id`` and every query goes through ``for_tenant``:
+one tenant never reads, matches or links another tenant's documents or facts.
+Vectors are stored on their rows with a tag naming the model and the embedded
+text (see ``tools.lib.hybrid``), so any process can reuse them.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class TenantQuerySet(models.QuerySet):
+    def for_tenant(self, tenant_id: str) -> "TenantQuerySet":
+        return self.filter(tenant_id=tenant_id)
+
+
+class Corpus(models.Model):
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    created_by = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "knowledge_corpora"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="corpus_name_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Document(models.Model):
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="documents")
+    title = models.CharField(max_length=300)
+    # Where the text came from: "upload:NAME", "file:ID", "inline:TITLE" or a URL.
+    source = models.CharField(max_length=500)
+    format = models.CharField(max_length=16)
+    content_hash = models.CharField(max_length=64)
+    text = models.TextField()
+    conversation_id = models.CharField(max_length=64, blank=True)
+    tool_call_id = models.CharField(max_length=128, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "knowledge_documents"
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["corpus", "source"], name="document_source_unique")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Chunk(models.Model):
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    embedding = models.BinaryField(null=True)
+    embedding_model = models.CharField(max_length=128, blank=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "knowledge_chunks"
+        ordering = ["document_id", "position"]
+
+
+class Entity(models.Model):
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    entity_type = models.CharField(max_length=64)
+    name = models.CharField(max_length=300)
+    embedding = models.BinaryField(null=True)
+    embedding_model = models.CharField(max_length=128, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "entities"
+        ordering = ["entity_type", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.entity_type})"
+
+
+class EntityAlias(models.Model):
+    """Every name an entity answers to (its own name included), case-folded."""
+
+    tenant_id = models.CharField(max_length=64)
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="aliases")
+    alias = models.CharField(max_length=300)
+    key = models.CharField(max_length=300)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "entity_aliases"
+        indexes = [models.Index(fields=["tenant_id", "key"], name="entity_alias_lookup")]
+        constraints = [models.UniqueConstraint(fields=["entity", "key"], name="entity_alias_unique")]
+
+
+class Provenance(models.Model):
+    """Who recorded a row, where and when: the conversation and the tool call."""
+
+    conversation_id = models.CharField(max_length=64, blank=True)
+    tool_call_id = models.CharField(max_length=128, blank=True)
+    recorded_by = models.CharField(max_length=64, blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+
+
+class Fact(Provenance):
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="facts")
+    attribute = models.CharField(max_length=120)
+    value = models.JSONField()
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "entity_facts"
+        ordering = ["entity_id", "attribute", "recorded_at", "id"]
+
+
+class EntityLink(Provenance):
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    source_entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="links_out")
+    target_entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="links_in")
+    relation = models.CharField(max_length=120)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "entity_links"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source_entity", "target_entity", "relation"], name="entity_link_unique"
+            )
+        ]
+
+
+class EntityProjection(models.Model):
+    """A named table view of one entity type: chosen attributes as columns."""
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=120)
+    entity_type = models.CharField(max_length=64)
+    attributes = models.JSONField(default=list)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "entity_projections"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant_id", "name"], name="entity_projection_name_unique")
+        ]

@@ -1,0 +1,54 @@
+"""Handler of query_telemetry: a conversation's events and execution log, tenant-scoped."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from conversations.catalog.access import is_staff
+from conversations.models import Conversation, ConversationEvent
+from registry.contract import Err, HintException, Ok, uniform_contract
+from registry.models import ToolExecutionLog
+from tools.datacommon import quality_warnings, table_ok
+
+
+@uniform_contract(name="query_telemetry", is_tabular=True)
+def query_telemetry(inputs: dict, context: dict) -> Ok | Err:
+    """The execution log (``what: tool_calls``) or the events (``what: events``) of a conversation.
+
+    Staff may pass ``all_tenants`` for the execution log of every tenant.
+    """
+    everywhere = bool(inputs.get("all_tenants"))
+    if everywhere and not is_staff(context):
+        return Err("all_tenants is for staff only", "PermissionDenied")
+    # Across tenants the question is about the platform, not the caller's conversation.
+    conversation_id = inputs.get("conversation_id") or (None if everywhere else context.get("conversation_id"))
+    limit = inputs.get("limit", 100)
+    if inputs.get("what", "tool_calls") == "events":
+        frame = _events(conversation_id, context["tenant_id"], limit)
+    else:
+        frame = _calls(conversation_id, None if everywhere else context["tenant_id"], inputs.get("tool"), limit)
+    return table_ok(frame, warnings=quality_warnings(frame) if frame.empty else [])
+
+
+def _calls(conversation_id: str | None, tenant_id: str | None, tool: str | None, limit: int) -> pd.DataFrame:
+    rows = ToolExecutionLog.objects.order_by("-created_at")
+    if tenant_id is not None:
+        rows = rows.filter(tenant_id=tenant_id)
+    if conversation_id:
+        rows = rows.filter(conversation_id=conversation_id)
+    if tool:
+        rows = rows.filter(tool_name=tool)
+    fields = ["created_at", "tenant_id", "tool_name", "outcome", "outcome_kind", "execution_ms", "output_summary"]
+    return pd.DataFrame(list(rows.values(*fields)[:limit]), columns=fields)
+
+
+def _events(conversation_id: str | None, tenant_id: str, limit: int) -> pd.DataFrame:
+    if not conversation_id:
+        raise HintException("schema", "conversation_id: events need a conversation (none in this context)")
+    if not Conversation.objects.for_tenant(tenant_id).filter(id=conversation_id).exists():
+        raise HintException("schema", f"conversation_id: no conversation {conversation_id!r} for this tenant")
+    rows = ConversationEvent.objects.filter(conversation_id=conversation_id).order_by("-turn", "-sequence")
+    fields = ["turn", "sequence", "event_type", "created_at", "data"]
+    frame = pd.DataFrame(list(rows.values(*fields)[:limit]), columns=fields)
+    frame["data"] = frame["data"].map(lambda value: str(value)[:200])
+    return frame
