@@ -2,7 +2,9 @@
 
 For stdio and Streamable HTTP (loopback) it prints, per transport:
   registry_ms   median per-call latency of execute_tool("mcp_bench_add", …) (p95 beside it)
-  raw_ms        median of ClientSession.call_tool("add", …) on a session of our own
+  raw_ms        median of ClientSession.call_tool("add", …) on a session of our own, timed
+                inside its event loop (no thread hop)
+The two take turns in batches of 100 calls, so both see the same load on a shared machine.
   ratio         registry_ms / raw_ms (target ≤ 1.15)
   calls_per_s   sequential execute_tool calls per second (target ≥ 300 over stdio)
 
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
 import os
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import _django
@@ -34,50 +38,76 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.95) - 1] * 1000
 
 
-def through_registry(transport: str, target: str, calls: int) -> dict:
+BATCH = 100  # calls per turn: the two paths take turns, so both see the same machine load
+
+
+def registry_server(transport: str, target: str):
+    """Create and connect the "bench" server through the manager; returns its row."""
     from registry.mcp.config import ServerConfig
     from registry.mcp.manager import get_manager
     from registry.models import MCPServer
-    from registry.registry import get_registry
 
     MCPServer.objects.filter(name="bench").delete()
     fields = {"command": sys.executable, "args": [DEMO]} if transport == "stdio" else {"url": target}
     server = MCPServer.objects.create(name="bench", tenant_id="bench", transport=transport,
                                       allow_private_network=True, **fields)
-    manager = get_manager()
-    manager.connect(ServerConfig.from_model(server))
+    get_manager().connect(ServerConfig.from_model(server))
+    return server
+
+
+def registry_calls(count: int) -> list[float]:
+    from registry.registry import get_registry
+
     registry, context = get_registry(), {"tenant_id": "bench", "user_id": "bench"}
-    try:
-        for _ in range(50):
-            registry.execute_tool("mcp_bench_add", {"a": 1, "b": 2}, context)
-        samples = []
-        for _ in range(calls):
-            start = time.perf_counter()
-            result = registry.execute_tool("mcp_bench_add", {"a": 1, "b": 2}, context)
-            samples.append(time.perf_counter() - start)
-        assert result.error is None, result.content
-    finally:
-        manager.disconnect("bench")
-        server.delete()
-    return {"samples": samples, "wall": sum(samples)}
-
-
-async def raw_session(transport: str, target: str, calls: int) -> list[float]:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-    from mcp.client.streamable_http import streamable_http_client
-
-    opener = (stdio_client(StdioServerParameters(command=sys.executable, args=[DEMO]))
-              if transport == "stdio" else streamable_http_client(target))
-    async with opener as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        for _ in range(50):
-            await session.call_tool("add", {"a": 1, "b": 2})
-        samples = []
-        for _ in range(calls):
-            start = time.perf_counter()
-            await session.call_tool("add", {"a": 1, "b": 2})
-            samples.append(time.perf_counter() - start)
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        result = registry.execute_tool("mcp_bench_add", {"a": 1, "b": 2}, context)
+        samples.append(time.perf_counter() - start)
+    assert result.error is None, result.content
     return samples
+
+
+class RawSession:
+    """A raw SDK ClientSession on a loop of its own; each batch is timed inside that loop."""
+
+    def __init__(self, transport: str, target: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        ready: concurrent.futures.Future = concurrent.futures.Future()
+        self.done = asyncio.run_coroutine_threadsafe(self._serve(transport, target, ready), self.loop)
+        ready.result(30)
+
+    async def _serve(self, transport: str, target: str, ready: concurrent.futures.Future) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        self.requests: asyncio.Queue = asyncio.Queue()
+        opener = (stdio_client(StdioServerParameters(command=sys.executable, args=[DEMO]))
+                  if transport == "stdio" else streamable_http_client(target))
+        async with opener as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            ready.set_result(None)
+            while (request := await self.requests.get()) is not None:
+                count, reply = request
+                samples = []
+                for _ in range(count):
+                    start = time.perf_counter()
+                    await session.call_tool("add", {"a": 1, "b": 2})
+                    samples.append(time.perf_counter() - start)
+                reply.set_result(samples)
+
+    def calls(self, count: int) -> list[float]:
+        reply: concurrent.futures.Future = concurrent.futures.Future()
+        self.loop.call_soon_threadsafe(self.requests.put_nowait, (count, reply))
+        return reply.result(120)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.requests.put_nowait, None)
+        self.done.result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
 
 
 def start_http() -> tuple[subprocess.Popen, str]:
@@ -94,15 +124,27 @@ def start_http() -> tuple[subprocess.Popen, str]:
 
 
 def measure(transport: str, target: str, calls: int) -> dict:
-    raw = asyncio.run(raw_session(transport, target, calls))
-    registry = through_registry(transport, target, calls)
-    registry_ms, registry_p95 = summary(registry["samples"])
-    raw_ms, raw_p95 = summary(raw)
+    from registry.mcp.manager import get_manager
+
+    server, raw = registry_server(transport, target), RawSession(transport, target)
+    registry_samples: list[float] = []
+    raw_samples: list[float] = []
+    try:
+        raw.calls(50), registry_calls(50)  # warm-up
+        for _ in range(max(1, calls // BATCH)):
+            raw_samples += raw.calls(BATCH)
+            registry_samples += registry_calls(BATCH)
+    finally:
+        raw.close()
+        get_manager().disconnect("bench")
+        server.delete()
+    registry_ms, registry_p95 = summary(registry_samples)
+    raw_ms, raw_p95 = summary(raw_samples)
     return {
         "registry_ms": round(registry_ms, 3), "registry_p95_ms": round(registry_p95, 3),
         "raw_ms": round(raw_ms, 3), "raw_p95_ms": round(raw_p95, 3),
         "ratio": round(registry_ms / raw_ms, 3),
-        "calls_per_s": round(calls / registry["wall"], 1),
+        "calls_per_s": round(len(registry_samples) / sum(registry_samples), 1),
     }
 
 

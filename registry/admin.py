@@ -62,12 +62,21 @@ class ToolExecutionLogAdmin(admin.ModelAdmin):
 
 @admin.register(ToolJob)
 class ToolJobAdmin(admin.ModelAdmin):
-    list_display = ("id", "tool_name", "job_type", "status", "progress", "tenant_id", "created_at")
+    list_display = ("id", "tool_name", "job_type", "status", "progress", "outcome", "tenant_id", "created_at")
 
     @admin.display(description="progress", ordering="progress_pct")
     def progress(self, job: ToolJob) -> str:
         return format_html('<progress value="{}" max="100">{}%</progress> {}%', job.progress_pct,
                            job.progress_pct, job.progress_pct)
+
+    @admin.display(description="outcome")
+    def outcome(self, job: ToolJob) -> str:
+        result = job.result or {}
+        if "error" in result:
+            return result["error"][:200]
+        if "verdict" in result:
+            return f"audit {'passed' if result.get('audit_passed') else 'failed'}; auditor: {result['verdict']}"
+        return ""
     list_filter = ("job_type", "status", "tenant_id")
     search_fields = ("id", "tool_name")
     readonly_fields = ("created_at", "updated_at")

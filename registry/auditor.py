@@ -1,8 +1,8 @@
 """The non-LLM half of the ToolAuditor: static checks, then the tool's test cases in the sandbox.
 
-A later LLM auditor job calls ``audit_custom_tool`` and adds its own opinion;
-the report lands in ``ToolDefinition.test_results`` either way. Auditing never
-approves anything.
+The build job (``registry.tool_jobs``) calls ``audit_custom_tool`` and then adds
+the ``tool_auditor`` model's verdict under ``review``; the report lands in
+``ToolDefinition.test_results`` either way. Auditing never approves anything.
 """
 
 from __future__ import annotations

@@ -14,11 +14,14 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from registry.models import (
     ALL_TENANTS,
+    JobStatus,
     ReviewAction,
     ToolDefinition,
+    ToolJob,
     ToolReview,
     ToolStatus,
     ToolType,
@@ -126,6 +129,7 @@ def approve_custom_tool(
     tool.rejection_reason = ""
     tool.save(update_fields=["status", "approved_hash", "rejection_reason"])
     _audit(tool, ReviewAction.APPROVE, acting_user)
+    _settle_jobs(tool, JobStatus.APPROVED)
     return tool
 
 
@@ -143,7 +147,14 @@ def reject_custom_tool(
     tool.rejection_reason = reason.strip()
     tool.save(update_fields=["status", "approved_hash", "rejection_reason"])
     _audit(tool, ReviewAction.REJECT, acting_user, reason.strip())
+    _settle_jobs(tool, JobStatus.REJECTED)
     return tool
+
+
+def _settle_jobs(tool: ToolDefinition, status: str) -> int:
+    """Close the build jobs waiting on ``tool`` with staff's decision."""
+    return ToolJob.objects.filter(tool_name=tool.name, tenant_id=tool.tenant_id, status=JobStatus.TESTING).update(
+        status=status, progress_pct=100, updated_at=timezone.now())
 
 
 def last_approved(tool: ToolDefinition) -> ToolReview | None:

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import agent, data, datasources, documents, entity, mcp, outputs, search, utility, web
+from tools.schemas import agent, builder, data, datasources, documents, entity, mcp, outputs, search, utility, web
 
 REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
 OPTIONAL_KEYS = (
@@ -64,10 +64,12 @@ TOOL_ORDER: tuple[str, ...] = (
     "document_conversation",
     "fetch_url",
     "web_search",
+    "build_custom_tool",
+    "tool_job_status",
 )
 
 # Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, agent, mcp, data, datasources, outputs, search, entity, documents, web)
+CATEGORIES = (utility, agent, mcp, data, datasources, outputs, search, entity, documents, web, builder)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()

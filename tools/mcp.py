@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.mcp import MCPError
 from registry.mcp import marketplace
+from tools.actors import staff_user
 
 
 @uniform_contract(name="search_mcp_marketplace", is_tabular=False)
@@ -27,7 +27,7 @@ def search_mcp_marketplace(inputs: dict, context: dict) -> Ok:
 
 @uniform_contract(name="install_mcp_server", is_tabular=False)
 def install_mcp_server(inputs: dict, context: dict) -> Ok | Err:
-    actor = _staff(context.get("user_id"))
+    actor = staff_user(context.get("user_id"))
     if actor is None:
         return Err("installing an MCP server needs a staff member", "PermissionDenied")
     listing = marketplace.find(inputs["id"])
@@ -43,14 +43,6 @@ def install_mcp_server(inputs: dict, context: dict) -> Ok | Err:
         return Err(f"could not install {listing.id!r}: {_message(exc)}", type(exc).__name__)
     return Ok(rows=found["tools_discovered"],
               data=f"Installed {found['server']} (ran: {found['launch']}); tools: {', '.join(found['tool_names'])}")
-
-
-def _staff(user_id: object):  # noqa: ANN202 - a User or None
-    if not user_id:
-        return None
-    users = get_user_model().objects.filter(is_staff=True, is_active=True)
-    key = str(user_id)
-    return (users.filter(pk=int(key)).first() if key.isdigit() else None) or users.filter(username=key).first()
 
 
 def _message(exc: Exception) -> str:

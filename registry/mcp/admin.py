@@ -147,6 +147,8 @@ class MCPServerAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/mcp/marketplace.html", context)
 
     def _install(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_add_permission(request):
+            raise PermissionDenied("installing an MCP server needs the permission to add one")
         listing = marketplace.find(request.POST.get("id", ""))
         tenant = tenant_of(request.user) or request.POST.get("tenant_id", "")
         if listing is None or not tenant:

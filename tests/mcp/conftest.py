@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import queue
 import socket
 import subprocess
 import sys
 import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,35 @@ def http_demo():
         process.terminate()
         process.wait(timeout=WAIT)
         process.stderr.close()
+
+
+LISTING = {"servers": [{"server": {
+    "name": "io.example/weather", "description": "Weather forecasts.",
+    "packages": [{"registryType": "pypi", "identifier": "example-weather-mcp"}],
+}}]}
+
+
+class FakeRegistry(BaseHTTPRequestHandler):
+    """The MCP registry's search API, answering every query with LISTING."""
+
+    def do_GET(self):  # noqa: N802
+        body = json.dumps(LISTING).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def registry_url(settings):
+    """A local fake MCP registry, configured as MCP_REGISTRY_URL."""
+    server = HTTPServer(("127.0.0.1", 0), FakeRegistry)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.MCP_REGISTRY_URL = f"http://127.0.0.1:{server.server_port}"
+    yield settings.MCP_REGISTRY_URL
+    server.shutdown()
+    server.server_close()

@@ -53,3 +53,41 @@ def test_a_server_answering_500_fails_to_connect_with_a_clear_error(manager):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def serve(status: int, headers: dict, hits: list) -> HTTPServer:
+    """A loopback server answering every request with ``status`` and ``headers``; paths land in ``hits``."""
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            hits.append(self.path)
+            self.send_response(status)
+            for name, value in {**headers, "Content-Length": "0"}.items():
+                self.send_header(name, value)
+            self.end_headers()
+
+        do_GET = do_POST  # noqa: N815
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_redirect_is_not_followed(manager):
+    followed: list = []
+    target = serve(500, {}, followed)
+    elsewhere = f"http://127.0.0.1:{target.server_port}/elsewhere"
+    redirect = serve(307, {"Location": elsewhere}, [])
+    try:
+        with pytest.raises(MCPError) as refused:
+            manager.connect(http_server(url=f"http://127.0.0.1:{redirect.server_port}/mcp",
+                                        allow_private_network=True))
+    finally:
+        for server in (redirect, target):
+            server.shutdown()
+            server.server_close()
+    assert followed == [], "the client followed the redirect"
+    assert f"Redirect to {elsewhere} not followed" in str(refused.value)

@@ -1,9 +1,5 @@
 """The marketplace: a registry search (a local HTTP server here), the bundled catalog, chat tools."""
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -15,35 +11,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def install(registry, user_id="u1", **inputs):
     return registry.execute_tool("install_mcp_server", inputs, {"tenant_id": "acme", "user_id": user_id})
-
-LISTING = {"servers": [{"server": {
-    "name": "io.example/weather", "description": "Weather forecasts.",
-    "packages": [{"registryType": "pypi", "identifier": "example-weather-mcp"}],
-}}]}
-
-
-class Registry(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
-        body = json.dumps(LISTING).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def registry_url(settings):
-    server = HTTPServer(("127.0.0.1", 0), Registry)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    settings.MCP_REGISTRY_URL = f"http://127.0.0.1:{server.server_port}"
-    yield settings.MCP_REGISTRY_URL
-    server.shutdown()
-    server.server_close()
-
 
 def test_search_finds_registry_servers_with_their_launch_command(registry_url, call):
     result = call("search_mcp_marketplace", query="weather")

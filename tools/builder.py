@@ -1,0 +1,55 @@
+"""Handlers of the builder tools: request a custom tool build, and check on it.
+
+Building runs model-written code in the sandbox (the auditor's test cases), so
+requesting one needs staff or the ``registry.add_tooljob`` permission, and the
+custom-tools feature must be on. Jobs are read only within the caller's tenant.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from registry.contract import Err, HintException, Ok, uniform_contract
+from registry.models import JobStatus, ToolJob
+from registry.tool_jobs import describe, request_build
+from tools.actors import may
+
+BUILD_PERMISSION = "registry.add_tooljob"
+
+
+@uniform_contract(name="build_custom_tool", is_tabular=False)
+def build_custom_tool(inputs: dict, context: dict) -> Ok | Err:
+    """Queue a build; returns the job id. Err when the feature is off or the caller may not build."""
+    if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
+        return Err("custom tools are turned off on this server (EUNICE_CUSTOM_TOOLS)", "Disabled")
+    if not may(context, BUILD_PERMISSION):
+        return Err(f"building a tool needs a staff member or the {BUILD_PERMISSION} permission", "PermissionDenied")
+    try:
+        job = request_build(name=inputs["name"], request=inputs["request"], tenant_id=context["tenant_id"],
+                            user_id=context.get("user_id") or "", conversation_id=str(context.get("conversation_id") or ""))
+    except ValidationError as exc:
+        raise HintException("schema", "; ".join(exc.messages) + " (choose another name, or find the existing "
+                            "tool with search_tools)") from None
+    return Ok(rows=1, data=(
+        f"Build job {job.pk} queued for tool {job.tool_name}. Follow it with tool_job_status "
+        f'{{"job_id": "{job.pk}"}}. When it reaches testing, a staff member reviews the tool; '
+        "it becomes callable only once they approve it."))
+
+
+@uniform_contract(name="tool_job_status", is_tabular=False)
+def tool_job_status(inputs: dict, context: dict) -> Ok:
+    """The job's status, progress and outcome; a fetch hint for an id this tenant does not have."""
+    jobs = ToolJob.objects.for_tenant(context["tenant_id"])
+    job = jobs.filter(pk=inputs["job_id"]).first()
+    if job is None:
+        recent = [{"label": f"{j.pk} ({j.tool_name}, {j.status})", "score": 1.0 - n / 100}
+                  for n, j in enumerate(jobs.only("id", "tool_name", "status")[:5])]
+        raise HintException("fetch", f"no build job {inputs['job_id']!r} for this tenant", recent,
+                            narrow="use the job id build_custom_tool returned")
+    facts = describe(job)
+    lines = [f"Job {job.pk}: tool {job.tool_name} is {job.status} ({job.progress_pct}%)."]
+    lines += [f"{key}: {facts[key]}" for key in ("error", "audit_passed", "verdict", "summary") if key in facts]
+    if job.status == JobStatus.TESTING and job.progress_pct == 100:
+        lines.append("Built and audited; waiting for a staff member to approve or reject it.")
+    return Ok(rows=1, data="\n".join(lines))
