@@ -78,3 +78,54 @@ class FileDownloadView(APIView):
             raise Http404("the file is no longer available") from None
         return FileResponse(handle, as_attachment=True, filename=generated.filename,
                             content_type=generated.mime_type or "application/octet-stream")
+
+
+DOCUMENT_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
+
+
+class DocumentUploadView(APIView):
+    """POST (multipart ``file``): put a document in your tenant's uploads, for ``index_content``.
+
+    GET: the names of your uploads.
+    """
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser]
+
+    def get(self, request: Request) -> Response:
+        from tools.lib.files import list_uploads
+
+        return Response({"uploads": list_uploads(_tenant(request))})
+
+    def post(self, request: Request) -> Response:
+        from pathlib import PurePath
+
+        from django.conf import settings
+
+        from tools.lib.files import uploads_dir
+
+        tenant = _tenant(request)
+        upload = request.FILES.get("file")
+        if upload is None:
+            return Response({"error": "send the document as the multipart field 'file'"}, status=status.HTTP_400_BAD_REQUEST)
+        name = PurePath(upload.name).name  # never a path the client chose
+        if not name.lower().endswith(DOCUMENT_SUFFIXES):
+            return Response({"error": f"{name!r} is not a document this can index; use one of {', '.join(DOCUMENT_SUFFIXES)}"},
+                            status=status.HTTP_400_BAD_REQUEST)
+        limit = settings.DATA["UPLOAD_MAX_BYTES"]
+        if upload.size > limit:
+            return Response({"error": f"{name!r} is {upload.size:,} bytes; the upload limit is {limit:,}"},
+                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        folder = uploads_dir(tenant)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / name, "wb") as target:
+            for chunk in upload.chunks():
+                target.write(chunk)
+        return Response({"name": name, "size_bytes": upload.size}, status=status.HTTP_201_CREATED)
+
+
+def _tenant(request: Request) -> str:
+    tenant = tenant_of(request.user)
+    if tenant is None:
+        raise Http404("your account belongs to no tenant")
+    return tenant

@@ -221,14 +221,17 @@
     if (!file) { status.textContent = "Choose a file first."; return; }
     const body = new FormData();
     body.append("file", file);
+    const isDocument = /\.(txt|md|markdown|html?|pdf|docx)$/i.test(file.name);
     status.textContent = `Uploading ${file.name}…`;
-    fetch(`/api/conversations/${conversationId}/datasets/`, {
+    fetch(isDocument ? "/api/documents/" : `/api/conversations/${conversationId}/datasets/`, {
       method: "POST", body, credentials: "same-origin",
       headers: { "X-CSRFToken": document.querySelector("input[name=csrfmiddlewaretoken]").value },
     })
       .then((r) => r.json().then((data) => ({ ok: r.ok, data })))
       .then(({ ok, data }) => {
-        status.textContent = ok ? `Dataset "${data.name}" is ready (${data.rows} rows).` : `Upload failed: ${data.error || data.detail}`;
+        if (!ok) status.textContent = `Upload failed: ${data.error || data.detail}`;
+        else if (isDocument) status.textContent = `Document "${data.name}" uploaded: ask to index it into a corpus.`;
+        else status.textContent = `Dataset "${data.name}" is ready (${data.rows} rows).`;
       })
       .catch(() => { status.textContent = "Upload failed: the server could not be reached."; });
   });

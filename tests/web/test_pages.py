@@ -119,3 +119,21 @@ def test_the_conversation_view_replays_events_in_order(client, staff):
         ConversationEvent.objects.create(conversation=conversation, turn=1, sequence=n, event_type=kind, data={"n": n})
     page = client.get(f"/telemetry/conversations/{conversation.pk}/").content.decode()
     assert page.index("1.1 user_message") < page.index("1.2 tool_call") < page.index("1.3 done")
+
+
+def test_a_document_upload_lands_in_my_tenants_uploads_for_indexing(client, member, settings, tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.EUNICE_FILES_DIR = str(tmp_path)
+    upload = SimpleUploadedFile("../../notes.md", b"# Rain\nOslo is wet.", content_type="text/markdown")
+    response = client.post("/api/documents/", {"file": upload})
+    assert response.status_code == 201 and response.json()["name"] == "notes.md"
+    assert (tmp_path / TENANT / "uploads" / "notes.md").read_bytes() == b"# Rain\nOslo is wet."
+    assert client.get("/api/documents/").json() == {"uploads": ["notes.md"]}
+
+
+def test_a_file_that_is_not_a_document_is_refused_by_the_document_upload(client, member):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = client.post("/api/documents/", {"file": SimpleUploadedFile("run.sh", b"rm -rf /")})
+    assert response.status_code == 400 and "not a document" in response.json()["error"]
