@@ -10,8 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def setup(database_url: str | None = None) -> str:
-    """Configure and migrate a database; returns a printable description of it."""
+def setup(database_url: str | None = None, *, seed: bool = True) -> str:
+    """Configure and migrate a database (and seed the system tools unless ``seed`` is
+    false); returns a printable description of it."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("SECRET_KEY", "benchmark-only")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eunice.settings")
@@ -24,7 +25,8 @@ def setup(database_url: str | None = None) -> str:
 
     django.setup()
     call_command("migrate", verbosity=0)
-    call_command("seed_tools", verbosity=0)
+    if seed:
+        call_command("seed_tools", verbosity=0)
     return url.split("@")[-1] if "@" in url else url
 
 

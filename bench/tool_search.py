@@ -9,8 +9,8 @@ tool_definitions rows (ids mapped to provider-safe names) in a throwaway
 SQLite database (or DATABASE_URL / --database-url), and every query goes
 through `tools.utility.find_tools` — the ranking `search_tools` returns,
 with its relevance floor and without itself in the results — for an
-all-tenants caller. The seeded system tools are in the catalog too, as they
-are in production.
+all-tenants caller. The catalog is the data set's; `--with-system-tools`
+seeds Eunice's own system tools as well, as extra (never gold) candidates.
 
 Metrics (percentages, averaged over queries):
 - R@k: the fraction of a query's gold ids found in the top k, i.e.
@@ -96,10 +96,11 @@ def pad_catalog(tools: Sequence[Tool], size: int) -> list[Tool]:
     return padded
 
 
-def safe_names(tools: Sequence[Tool]) -> dict[str, str]:
-    """Tool id -> a unique provider-safe tool name ([a-zA-Z0-9_-], at most 64 characters)."""
+def safe_names(tools: Sequence[Tool], taken: set[str] | None = None) -> dict[str, str]:
+    """Tool id -> a unique provider-safe tool name ([a-zA-Z0-9_-], at most 64 characters),
+    none of them in ``taken`` (names already registered)."""
     names: dict[str, str] = {}
-    taken: set[str] = set()
+    taken = set(taken or ())
     for tool in tools:
         base = re.sub(r"[^a-zA-Z0-9_-]", "_", tool.id)[:56] or "tool"
         name, n = base, 1
@@ -115,8 +116,8 @@ def register(tools: Sequence[Tool]) -> dict[str, str]:
     """Store the catalog as approved tool rows; returns name -> dataset id."""
     from registry.models import ToolDefinition, ToolStatus, ToolType
 
-    names = safe_names(tools)
     ToolDefinition.objects.filter(created_by="bench").delete()
+    names = safe_names(tools, set(ToolDefinition.objects.values_list("name", flat=True)))
     ToolDefinition.objects.bulk_create(
         [
             ToolDefinition(
@@ -210,8 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=0, help="pad the catalog to this many tools")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--database-url")
+    parser.add_argument("--with-system-tools", action="store_true",
+                        help="seed Eunice's own system tools too, as extra candidates")
     args = parser.parse_args(argv)
-    _django.setup(args.database_url)
+    _django.setup(args.database_url, seed=args.with_system_tools)
 
     tools = load_catalog(args.dataset)
     if args.scale > len(tools):

@@ -50,6 +50,10 @@ class _Backoff:
         self.next_try = time.monotonic() + min(MAX_BACKOFF, 2.0 ** (self.attempts - 1))
 
 
+
+class CallCancelled(Exception):
+    """The caller cancelled while the MCP server was working."""
+
 class MCPManager:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -76,13 +80,28 @@ class MCPManager:
                 self._loop, self._thread = loop, thread
         return self._loop
 
-    def _run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float, cancelled: Any = None) -> T:
+        """Run ``coro`` on the MCP loop and wait. Raises TimeoutError, or CallCancelled
+        once ``cancelled()`` says so (checked every 50 ms)."""
         if self._thread is not None and threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("blocking MCP call made on the MCP event loop")
         future = asyncio.run_coroutine_threadsafe(coro, self.loop())
+        deadline = time.monotonic() + timeout
         try:
-            return future.result(timeout)
+            if cancelled is None:
+                return future.result(timeout)
+            while True:
+                try:
+                    return future.result(min(0.05, max(0.0, deadline - time.monotonic())))
+                except concurrent.futures.TimeoutError:
+                    if cancelled():
+                        # Cancelling the request task makes the SDK send the server
+                        # notifications/cancelled: the server stops the work too.
+                        future.cancel()
+                        raise CallCancelled from None
+                    if time.monotonic() >= deadline:
+                        raise
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise TimeoutError(f"no answer within {timeout:g} s") from None
@@ -190,7 +209,7 @@ class MCPManager:
 
     # --- calls -------------------------------------------------------------------
 
-    def call_tool(self, conn: str, tool: str, arguments: dict) -> Ok | Err:
+    def call_tool(self, conn: str, tool: str, arguments: dict, cancelled: Any = None) -> Ok | Err:
         """tools/call on server ``conn``: an envelope, never an exception.
 
         A call is retried (once, after the server is reconnected) only when the
@@ -210,7 +229,9 @@ class MCPManager:
         timeout = connection.config.call_timeout
         started = time.monotonic()
         try:
-            result = self._run(connection.call(tool, arguments, timeout), timeout)
+            result = self._run(connection.call(tool, arguments, timeout), timeout, cancelled)
+        except CallCancelled:
+            return Err(f"cancelled by the user; MCP server {conn!r} was told to stop {tool!r}", "Cancelled")
         except ConnectionLost as exc:
             self._event(conn).clear()  # before the loop notices: waiters must see the reconnect
             breaker.failure()
@@ -355,7 +376,8 @@ class MCPManager:
 
 def _handler(manager: MCPManager, conn: str, tool: str):
     def call_mcp_tool(inputs: dict, context: dict) -> Ok | Err:
-        return manager.call_tool(conn, tool, inputs)
+        token = context.get("_cancel")
+        return manager.call_tool(conn, tool, inputs, (lambda: token.cancelled) if token is not None else None)
 
     call_mcp_tool.__qualname__ = f"mcp:{conn}:{tool}"
     return call_mcp_tool
