@@ -97,6 +97,8 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
+# Messages a socket's channel may hold before the channel layer drops more.
+CHANNEL_CAPACITY = env_int("EUNICE_CHANNEL_CAPACITY", 5000, minimum=100)
 if REDIS_URL:
     validate_redis_url("REDIS_URL", REDIS_URL)
     CHANNEL_LAYERS = {
@@ -104,11 +106,15 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py 8 gives sockets a 5 s read timeout, the same as channels_redis's
             # blocking pop: an idle consumer then dies with "Timeout reading". Read longer.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}]},
+            # A slow socket must not lose chunks: group sends to a full channel are
+            # dropped, and the default capacity (100) fills in a second of streaming.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}], "capacity": CHANNEL_CAPACITY},
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": CHANNEL_CAPACITY}}
+    }
 
 # django-q2: `retry` must exceed `timeout` or a slow task runs twice.
 Q_TIMEOUT = env_int("EUNICE_Q_TIMEOUT", 600, minimum=1)
