@@ -271,6 +271,7 @@ LLM_TIMEOUT_SECONDS = env_float("EUNICE_LLM_TIMEOUT", 600.0, minimum=1.0)
 # Staff login created by the run script on first start.
 EUNICE_ADMIN_USER = env_str("EUNICE_ADMIN_USER", "admin")
 EUNICE_ADMIN_PASSWORD = env_str("EUNICE_ADMIN_PASSWORD")
+EUNICE_ADMIN_TENANT = env_str("EUNICE_ADMIN_TENANT", "default")
 
 LOGGING = {
     "version": 1,

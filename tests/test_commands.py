@@ -99,3 +99,15 @@ def test_ensure_admin_generates_and_prints_a_password_once(settings, capsys):
     assert get_user_model().objects.get(username="boss").check_password(password)
     call_command("ensure_admin")
     assert capsys.readouterr().out == ""
+
+
+def test_the_staff_login_belongs_to_a_tenant_so_it_can_chat(settings):
+    from registry.models import TenantMembership
+    from registry.tenancy import tenant_of
+
+    settings.EUNICE_ADMIN_USER, settings.EUNICE_ADMIN_PASSWORD = "boss", "a-long-passphrase-1"
+    call_command("ensure_admin")
+    assert tenant_of(get_user_model().objects.get(username="boss")) == "default"
+    TenantMembership.objects.all().delete()
+    call_command("ensure_admin")  # an older login without one gets it on the next start
+    assert tenant_of(get_user_model().objects.get(username="boss")) == "default"
