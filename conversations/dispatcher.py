@@ -15,12 +15,12 @@ import logging
 import time
 from dataclasses import dataclass, replace
 
-from channels.db import database_sync_to_async
 
 from conversations.policies import Violation, check_policies, format_policy_warnings
 from conversations.runtime import Runtime
 from conversations.side_effects import route_side_effects
 from conversations.state import DispatchState
+from registry.aio import in_db_thread
 from registry.contract import Err
 from registry.result import ToolResult
 
@@ -54,11 +54,6 @@ class _Planned:
     refusal: Err | None
     warnings: str
     started: float
-
-
-def _db(func):
-    """Run sync database work off the event loop; the thread's connection is tidied after."""
-    return database_sync_to_async(func, thread_sensitive=False)
 
 
 def args_hash(tool_name: str, tool_input: dict | None) -> str:
@@ -103,8 +98,8 @@ async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: Dispa
     before and after it, in order.
     """
     results: list[DispatchResult] = []
-    for group in await _db(_groups)(blocks, runtime):
-        planned = await _db(_plan_group)(group, runtime, state)
+    for group in await in_db_thread(_groups)(blocks, runtime):
+        planned = await in_db_thread(_plan_group)(group, runtime, state)
         limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
 
         async def run(item: _Planned) -> ToolResult:
@@ -112,7 +107,7 @@ async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: Dispa
                 return await _execute(item, runtime, state)
 
         outcomes = await asyncio.gather(*(run(item) for item in planned))
-        results += await _db(_settle_group)(planned, outcomes, runtime, state)
+        results += await in_db_thread(_settle_group)(planned, outcomes, runtime, state)
     return results
 
 
@@ -196,7 +191,7 @@ async def _execute(item: _Planned, runtime: Runtime, state: DispatchState) -> To
     block = item.block
     context = runtime.tool_context(block["id"], block["name"], state.cancel)
     if item.refusal is not None:
-        return await _db(runtime.registry.refuse)(
+        return await in_db_thread(runtime.registry.refuse)(
             block["name"], block.get("input"), context, item.refusal
         )
     if state.cancel.cancelled:
@@ -215,7 +210,7 @@ async def _execute(item: _Planned, runtime: Runtime, state: DispatchState) -> To
 
 async def _cancelled(block: dict, runtime: Runtime, context: dict) -> ToolResult:
     envelope = Err("cancelled by the user before the tool finished", "Cancelled")
-    return await _db(runtime.registry.refuse)(
+    return await in_db_thread(runtime.registry.refuse)(
         block["name"], block.get("input"), context, envelope
     )
 

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from conversations.dispatcher import dispatch_tool_calls
@@ -26,15 +25,12 @@ from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_res
 from conversations.runtime import Runtime
 from conversations.state import DispatchState
 from conversations.turns import begin_turn, finish_turn
+from registry.aio import in_db_thread
 from registry.surface import compose, surface_event, working_set_names
 
 logger = logging.getLogger("eunice.conversations")
 
 FINAL_STOP_REASONS = frozenset({"end_turn", "max_tokens", "stop_sequence", "refusal"})
-
-
-def _db(func):
-    return database_sync_to_async(func, thread_sensitive=False)
 
 
 @dataclass
@@ -62,24 +58,24 @@ async def run_turn(
     interactive: bool = False,
 ) -> TurnOutcome:
     """Answer one user message, calling tools as the model asks; returns when done."""
-    config = await _db(get_model_for_role)(role)
+    config = await in_db_thread(get_model_for_role)(role)
     provider = create_llm_client_for_role(role, model=config)
-    history = await _db(load_history)(conversation)
-    runtime = await _db(begin_turn)(
+    history = await in_db_thread(load_history)(conversation)
+    runtime = await in_db_thread(begin_turn)(
         conversation, user=user, user_message=text, display=display, mode=mode, interactive=interactive
     )
-    state = await _db(DispatchState.for_conversation)(conversation)
+    state = await in_db_thread(DispatchState.for_conversation)(conversation)
     messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
     try:
         outcome = await _loop(runtime, state, provider, config, messages)
     except LLMError as exc:
         logger.warning("model call failed in conversation %s: %s", conversation.pk, exc)
-        await _db(runtime.recorder.record)("error", {"kind": exc.kind, "message": str(exc)})
+        await in_db_thread(runtime.recorder.record)("error", {"kind": exc.kind, "message": str(exc)})
         runtime.display.send({"type": "error", "message": str(exc)})
         outcome = TurnOutcome(f"The model could not answer: {exc}", "error", 0, runtime.cost.total)
     finally:
         state.cancel.release()
-    await _db(finish_turn)(runtime, outcome.text, outcome.messages)
+    await in_db_thread(finish_turn)(runtime, outcome.text, outcome.messages)
     runtime.display.send({"type": "done", "cancelled": outcome.cancelled, "cost_usd": round(runtime.cost.total, 6)})
     return outcome
 
@@ -90,13 +86,13 @@ async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, r
 
     from conversations.state import CostTracker
 
-    config = await _db(get_model_for_role)(role)
+    config = await in_db_thread(get_model_for_role)(role)
     provider = create_llm_client_for_role(role, model=config)
     limit = budget_usd if parent.budget_limit is None else min(budget_usd or parent.budget_limit, parent.budget_limit)
     child = replace(parent, mode="delegate", cost=CostTracker(), cards=[], datasets=dict(parent.datasets),
                     budget_limit=(parent.budget_ref[0] + limit) if limit is not None else None,
                     depth=parent.depth + 1, interactive=False)
-    state = await _db(DispatchState.for_conversation)(parent.conversation)
+    state = await in_db_thread(DispatchState.for_conversation)(parent.conversation)
     try:
         messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
         return await _loop(child, state, provider, config, messages)
@@ -110,12 +106,12 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
     nudged = False
     response: LLMResponse | None = None
     for call in range(1, settings.EUNICE_MAX_MODEL_CALLS + 1):
-        if state.cancel.cancelled or await _db(_cancel_requested)(runtime):
+        if state.cancel.cancelled or await in_db_thread(_cancel_requested)(runtime):
             return _cancelled(runtime, call - 1, new_messages, response)
         if runtime.budget_limit is not None and runtime.budget_ref[0] >= runtime.budget_limit:
             text = (response.text if response else "") + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
             return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
-        request, entries = await _db(_build_request)(runtime, config, messages, estimator)
+        request, entries = await in_db_thread(_build_request)(runtime, config, messages, estimator)
         if request is None:
             text = "This conversation has grown past what the model can read; please start a new one."
             return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
@@ -124,7 +120,7 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
         except Cancelled:
             return _cancelled(runtime, call - 1, new_messages, None)
         estimator.calibrate(request.messages, response.usage.total_input_tokens)
-        await _db(_record_call)(runtime, config, response, entries)
+        await in_db_thread(_record_call)(runtime, config, response, entries)
         message = response.to_message()
         messages.append(message)
         new_messages.append(message)
@@ -134,7 +130,7 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
             new_messages.append(results)
             continue
         if response.stop_reason in FINAL_STOP_REASONS and not nudged and runtime.mode == "agentic":
-            nudge = await _db(_plan_nudge)(runtime)
+            nudge = await in_db_thread(_plan_nudge)(runtime)
             if nudge:
                 nudged = True
                 messages.append(nudge)
@@ -265,7 +261,7 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: 
 async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchState) -> dict:
     blocks = [{"id": t.id, "name": t.name, "input": t.input} for t in response.tool_uses]
     for block in blocks:
-        await _db(runtime.recorder.record)(
+        await in_db_thread(runtime.recorder.record)(
             "decision", {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")}
         )
     results = await dispatch_tool_calls(blocks, runtime, state)

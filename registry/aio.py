@@ -56,3 +56,14 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float) -> T:
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise TimeoutError(f"timed out after {timeout:g} s") from None
+
+
+def in_db_thread(func):
+    """``func`` as an awaitable that runs on a worker thread, never on the event loop.
+
+    The thread's database connection is tidied before and after, as for a
+    request (with CONN_MAX_AGE=0 it is closed), so no connection outlives it.
+    """
+    from channels.db import database_sync_to_async
+
+    return database_sync_to_async(func, thread_sensitive=False)

@@ -19,6 +19,6 @@ def enqueue(func: str, *args: Any, group: str | None = None, **kwargs: Any) -> s
 
 async def aenqueue(func: str, *args: Any, group: str | None = None, **kwargs: Any) -> str:
     """``enqueue`` for coroutines: the broker write runs on a worker thread."""
-    from channels.db import database_sync_to_async
+    from registry.aio import in_db_thread
 
-    return await database_sync_to_async(enqueue, thread_sensitive=False)(func, *args, group=group, **kwargs)
+    return await in_db_thread(enqueue)(func, *args, group=group, **kwargs)

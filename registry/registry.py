@@ -188,14 +188,14 @@ class ToolRegistry:
 
     async def aexecute_tool(self, name: str, inputs: dict | None, context: dict) -> ToolResult:
         """``execute_tool`` for async callers: nothing blocks the caller's event loop."""
-        call = await _in_thread(self._prepare)(name, inputs, context)
+        call = await aio.in_db_thread(self._prepare)(name, inputs, context)
         if call.early is not None:
             envelope = call.early
         elif call.handler is not None and call.handler.is_async:
             envelope = await self._run_async(call)
         else:
-            envelope = await _in_thread(self._run_sync)(call)
-        return await _in_thread(self._finish)(call, envelope)
+            envelope = await aio.in_db_thread(self._run_sync)(call)
+        return await aio.in_db_thread(self._finish)(call, envelope)
 
     def is_sequential(self, name: str) -> bool:
         """Whether ``name`` must not run alongside other calls of the same turn."""
@@ -377,13 +377,6 @@ def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) 
         recorder.record("contract_envelope", {"tool": call.name, "envelope": outcome, "kind": kind})
     except Exception:  # telemetry must never fail the call it describes
         logger.exception("recording contract_envelope for %s failed", call.name)
-
-
-def _in_thread(func):
-    """Run sync ``func`` on a worker thread; its DB connection is tidied like a request's."""
-    from channels.db import DatabaseSyncToAsync
-
-    return DatabaseSyncToAsync(func, thread_sensitive=False)
 
 
 def _on_worker(func: HandlerFunc, inputs: dict, context: dict) -> Any:

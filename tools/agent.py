@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from channels.db import database_sync_to_async
+from registry.aio import in_db_thread
 from django.conf import settings
 
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
@@ -17,7 +17,7 @@ async def call_llm(inputs: dict, context: dict) -> Ok:
     from conversations.llm.roles import create_llm_client_for_role, get_model_for_role
 
     # Through a worker whose connection is tidied after, not Django's shared async-ORM thread.
-    config = await database_sync_to_async(get_model_for_role, thread_sensitive=False)(inputs.get("role", "chat"))
+    config = await in_db_thread(get_model_for_role)(inputs.get("role", "chat"))
     provider = create_llm_client_for_role(config.role, model=config)
     request = LLMRequest.for_model(
         config, system=inputs.get("system", ""), tools=[],
@@ -78,7 +78,7 @@ async def request_user_input(inputs: dict, context: dict) -> Ok | Err:
     question_id, answer = questions.ask(runtime.conversation.pk)
     runtime.display.send({"type": "question", "question_id": question_id, "text": inputs["question"],
                           "choices": inputs.get("choices", [])})
-    await database_sync_to_async(runtime.recorder.record)(
+    await in_db_thread(runtime.recorder.record)(
         "status", {"question_id": question_id, "question": inputs["question"]}
     )
     try:
