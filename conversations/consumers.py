@@ -2,7 +2,8 @@
 
 Thin by design: it authenticates, checks ownership on connect and on every
 message, and starts turns and cancels in the services. Chunks of a running
-turn reach every socket watching the conversation through the channel layer.
+turn reach the sockets in its own process directly and those in other
+processes through the channel layer (conversations.display).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from collections import Counter
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.consumer import get_handler_name
 from django.conf import settings
 
 from conversations import questions
 from conversations.access import owned_conversation
-from conversations.display import ChannelDisplay, group_name
+from conversations.display import PROCESS, ChannelDisplay, group_name, watchers
 from conversations.loop import run_turn
 from conversations.state import clear_cancel, request_cancel
 
@@ -27,6 +29,20 @@ _runs_per_user: Counter = Counter()  # this process's running turns, by user id
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
+    async def dispatch(self, message: dict) -> None:
+        """Channels' dispatch, without its per-message ``close_old_connections``.
+
+        That call is a hop to the one thread-sensitive executor thread for every
+        message, so every chunk of every conversation queued behind it: the
+        largest cost of relaying. Our handlers never use the database on the
+        event loop; their database work goes through ``database_sync_to_async``,
+        which closes stale connections itself.
+        """
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"no handler for message type {message['type']!r}")
+        await handler(message)
+
     async def connect(self) -> None:
         self.user = self.scope.get("user")
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
@@ -39,10 +55,21 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.group = group_name(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        watchers.add_local(self.conversation_id, self)
+        await self.channel_layer.group_send(self.group, self._watcher("watcher.joined"))
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
+            watchers.discard_local(self.conversation_id, self)
+            await self.channel_layer.group_send(self.group, self._watcher("watcher.left"))
             await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    def _watcher(self, kind: str) -> dict:
+        return {"type": kind, "channel": self.channel_name, "process": PROCESS}
+
+    async def send_chunk_text(self, text: str) -> None:
+        """A chunk of a turn running in this process, already encoded."""
+        await self.send(text_data=text)
 
     async def receive_json(self, content: dict, **kwargs) -> None:
         conversation = await database_sync_to_async(owned_conversation)(self.user, self.conversation_id)
@@ -105,7 +132,22 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         questions.answer(self.conversation_id, event["question_id"], event["text"])
 
     async def conversation_chunk(self, event: dict) -> None:
+        # A chunk of a turn running in another process.
         await self.send_json(event["chunk"])
+
+    async def watcher_joined(self, event: dict) -> None:
+        # A socket opened; one in another process is told we are here too.
+        if event["process"] != PROCESS:
+            watchers.add_remote(self.conversation_id, event["channel"])
+            await self.channel_layer.send(event["channel"], self._watcher("watcher.present"))
+
+    async def watcher_present(self, event: dict) -> None:
+        if event["process"] != PROCESS:
+            watchers.add_remote(self.conversation_id, event["channel"])
+
+    async def watcher_left(self, event: dict) -> None:
+        if event["process"] != PROCESS:
+            watchers.discard_remote(self.conversation_id, event["channel"])
 
     async def run_cancel(self, event: dict) -> None:
         # A cancel sent through another process's socket: stop this process's run too.

@@ -18,12 +18,17 @@ _tokens_lock = threading.Lock()
 
 
 class CancelToken:
-    """Set when the user cancels; a running tool is raced against it."""
+    """Set when the user cancels; a running tool or stream is raced against it.
 
-    POLL_SECONDS = 0.02
+    ``cancel`` may be called from any thread; coroutines waiting in ``wait``
+    wake at once (no polling: a few hundred running turns would otherwise
+    wake the event loop thousands of times a second to look at a flag).
+    """
 
     def __init__(self, conversation_id: str | None = None) -> None:
         self._event = threading.Event()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._lock = threading.Lock()
         self.conversation_id = conversation_id
         if conversation_id:
             with _tokens_lock:
@@ -34,7 +39,14 @@ class CancelToken:
         return self._event.is_set()
 
     def cancel(self) -> None:
-        self._event.set()
+        with self._lock:
+            self._event.set()
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            try:
+                loop.call_soon_threadsafe(_resolve, future)
+            except RuntimeError:  # that loop has closed: nobody is waiting any more
+                pass
 
     def release(self) -> None:
         if self.conversation_id:
@@ -42,9 +54,24 @@ class CancelToken:
                 _tokens.get(self.conversation_id, set()).discard(self)
 
     async def wait(self) -> None:
-        """Return once cancelled (checked every 20 ms: well inside the 100 ms promise)."""
-        while not self._event.is_set():
-            await asyncio.sleep(self.POLL_SECONDS)
+        """Return once cancelled."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._waiters.append((loop, future))
+        try:
+            await future
+        finally:
+            with self._lock:
+                if (loop, future) in self._waiters:
+                    self._waiters.remove((loop, future))
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def request_cancel(conversation: Conversation) -> None:
