@@ -107,6 +107,9 @@ def _sqlite(path: str) -> dict:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": path,
+        # Keep each worker thread's connection for a minute rather than opening
+        # one (and running the PRAGMAs) for every piece of database work.
+        "CONN_MAX_AGE": 60,
         "OPTIONS": {
             # WAL lets the execution-log writer thread and request threads write
             # without "database is locked"; IMMEDIATE avoids upgrade deadlocks.

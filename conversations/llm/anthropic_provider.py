@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+import ssl
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from functools import cached_property
 from urllib.parse import urlsplit
 
 import anthropic
+import httpcore2
 import httpx2
 
 from conversations.llm.anthropic_request import build_params
@@ -61,17 +66,39 @@ class AnthropicProvider:
         self.base_url = base_url or None  # None: the SDK's default endpoint
         self.max_retries = max_retries
         self.timeout = timeout
+        self._async_clients: dict[asyncio.AbstractEventLoop, tuple[anthropic.AsyncAnthropic, AsyncGenerator]] = {}
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r}, max_retries={self.max_retries})"
 
     @cached_property
     def client(self) -> anthropic.Anthropic:
-        return anthropic.Anthropic(**self._client_options())
+        return anthropic.Anthropic(
+            **self._client_options(), http_client=anthropic.DefaultHttpxClient(verify=_tls_context())
+        )
 
-    @cached_property
-    def async_client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(**self._client_options())
+    async def async_client(self) -> anthropic.AsyncAnthropic:
+        """The running loop's client, on aiohttp: its connections belong to that loop
+        and stay open between turns (no new TLS handshake per model call).
+
+        aiohttp rather than the SDK's default httpx transport: reading a streamed
+        answer costs about half the CPU per event (bench/turns.py), which is what
+        bounds how many answers one server process can stream at once. The client
+        is closed when its loop shuts down (``asyncio.run``, test loops).
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._async_clients.get(loop)
+            if entry is not None:
+                return entry[0]
+            for old in [old for old in self._async_clients if old.is_closed()]:
+                del self._async_clients[old]
+            client = anthropic.AsyncAnthropic(**self._client_options(), http_client=anthropic.DefaultAioHttpClient())
+            closer = _close_at_loop_shutdown(client)
+            self._async_clients[loop] = (client, closer)
+        await anext(closer)  # the loop now tracks it, and closes it in shutdown_asyncgens
+        return client
 
     def _client_options(self) -> dict:
         return {
@@ -94,7 +121,7 @@ class AnthropicProvider:
     async def astream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
         assembler = StreamAssembler()
         try:
-            events = await self.async_client.messages.create(**build_params(request), stream=True)
+            events = await (await self.async_client()).messages.create(**build_params(request), stream=True)
             async with events:
                 async for event in events:
                     for typed in assembler.feed(event):
@@ -112,7 +139,7 @@ class AnthropicProvider:
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         try:
-            message = await self.async_client.messages.create(**build_params(request))
+            message = await (await self.async_client()).messages.create(**build_params(request))
         except (anthropic.AnthropicError, httpx2.HTTPError) as err:
             raise self._typed(err) from None
         return response_from_message(message)
@@ -121,6 +148,20 @@ class AnthropicProvider:
         typed = typed_error(err, secret=self._api_key, host=urlsplit(self.base_url or "").hostname)
         logger.warning("anthropic call failed: %s (%s)", type(err).__name__, typed.message)
         return typed
+
+
+async def _close_at_loop_shutdown(client: anthropic.AsyncAnthropic) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.close()
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context for every client: loading the CA bundle costs ~20 ms of CPU,
+    which the SDK would otherwise spend on the event loop for each new client."""
+    return httpcore2.default_ssl_context()
 
 
 def typed_error(err: Exception, *, secret: str = "", host: str | None = None) -> LLMError:

@@ -10,6 +10,7 @@ field defaults rather than numbers repeated here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from django.conf import settings
@@ -66,12 +67,17 @@ def _anthropic(config: ModelConfig) -> Provider:
             reason=f"The {config.role!r} role is set to {config.provider}/{config.model}, "
             "but ANTHROPIC_API_KEY is not set."
         )
-    return AnthropicProvider(
-        api_key=settings.ANTHROPIC_API_KEY,
-        base_url=settings.ANTHROPIC_BASE_URL or None,
-        max_retries=settings.LLM_MAX_RETRIES,
-        timeout=settings.LLM_TIMEOUT_SECONDS,
+    return _anthropic_provider(
+        settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL or None, settings.LLM_MAX_RETRIES,
+        settings.LLM_TIMEOUT_SECONDS,
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _anthropic_provider(api_key: str, base_url: str | None, max_retries: int, timeout: float) -> AnthropicProvider:
+    """One provider per configuration, shared by every turn: it keeps the SDK
+    clients, their TLS context and their open connections."""
+    return AnthropicProvider(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
 
 
 def _offline(config: ModelConfig) -> Provider:

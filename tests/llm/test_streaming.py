@@ -107,7 +107,6 @@ async def test_the_async_stream_yields_the_same_typed_events(scripted, provider_
     events = [e async for e in provider.astream(request("Hi"))]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["a", "b"]
     assert events[-1].response.tool_uses[0].input == {"x": [1, 2]}
-    await provider.async_client.close()
 
 
 @pytest.mark.asyncio
@@ -116,4 +115,3 @@ async def test_async_complete_talks_to_the_server(scripted, provider_for):
     provider = provider_for(server)
     response = await asyncio.wait_for(provider.acomplete(request("ping")), timeout=10)
     assert response.text == "pong"
-    await provider.async_client.close()
