@@ -171,6 +171,67 @@ def test_a_user_can_run_only_so_many_answers_at_once(model, conversation, user, 
     assert async_to_sync(chat)() == {"type": "error", "message": "you already have 1 answers running; wait or cancel one"}
 
 
+def test_a_socket_in_another_process_gets_the_answer_through_the_channel_layer(model, conversation, user):
+    from channels.layers import get_channel_layer
+
+    from conversations.display import group_name
+
+    model([{"text": ["Hello ", "from ", "afar."]}])
+
+    async def chat():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        layer = get_channel_layer()
+        elsewhere = await layer.new_channel()  # a socket served by another process (several workers)
+        await layer.group_add(group_name(conversation.pk), elsewhere)
+        await layer.group_send(group_name(conversation.pk),
+                               {"type": "watcher.joined", "channel": elsewhere, "process": "another"})
+        while (greeting := await layer.receive(elsewhere))["type"] != "watcher.present":
+            pass  # our own announcement comes back through the group first
+        await ws.send_json_to({"type": "message", "text": "hi"})
+        here = await receive_until_done(ws)
+        there = []
+        while not there or there[-1]["type"] != "done":
+            message = await layer.receive(elsewhere)
+            if message["type"] == "conversation.chunk":
+                there.append(message["chunk"])
+        await ws.disconnect()
+        return greeting, here, there
+
+    greeting, here, there = async_to_sync(chat)()
+    text = lambda chunks: "".join(c["text"] for c in chunks if c["type"] == "text_delta")  # noqa: E731
+    assert text(here) == text(there) == "Hello from afar."
+    assert greeting["process"] != "another"
+
+
+def test_chunks_of_a_turn_in_this_process_skip_the_channel_layer(model, conversation, user, monkeypatch):
+    from channels.layers import get_channel_layer
+
+    sent = []
+    layer_class = type(get_channel_layer())
+    original = layer_class.group_send
+
+    async def counting_group_send(self, group, message):
+        sent.append(message["type"])
+        await original(self, group, message)
+
+    monkeypatch.setattr(layer_class, "group_send", counting_group_send)
+    model([{"text": ["a", "b", "c"]}])
+
+    async def chat():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        await ws.send_json_to({"type": "message", "text": "hi"})
+        chunks = await receive_until_done(ws)
+        await ws.disconnect()
+        return chunks
+
+    chunks = async_to_sync(chat)()
+    assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "abc"
+    assert "conversation.chunk" not in sent
+    assert sent[0] == "watcher.joined" and sent[-1] == "watcher.left"
+
+
 def test_queued_text_deltas_are_merged_but_nothing_else_is():
     from conversations.display import coalesce
 
