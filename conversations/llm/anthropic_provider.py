@@ -17,7 +17,7 @@ import httpcore2
 import httpx2
 
 from conversations.llm.anthropic_request import build_params
-from conversations.llm.anthropic_stream import StreamAssembler, response_from_message
+from conversations.llm.anthropic_stream import StreamAssembler, StreamError, asse_data, response_from_message, sse_data
 from conversations.llm.errors import (
     LLMAuthError,
     LLMBadRequestError,
@@ -108,25 +108,28 @@ class AnthropicProvider:
             "timeout": self.timeout,
         }
 
+    # Streams go through the SDK (auth, retries, HTTP errors, connections) as a
+    # raw streaming response whose SSE we decode ourselves: see StreamAssembler.
+
     def stream(self, request: LLMRequest) -> Iterator[StreamEvent]:
         assembler = StreamAssembler()
         try:
-            with self.client.messages.create(**build_params(request), stream=True) as events:
-                for event in events:
+            with self.client.messages.with_streaming_response.create(**build_params(request), stream=True) as response:
+                for event in sse_data(response.iter_bytes()):
                     yield from assembler.feed(event)
-        except (anthropic.AnthropicError, httpx2.HTTPError) as err:
+        except (anthropic.AnthropicError, httpx2.HTTPError, StreamError) as err:
             raise self._typed(err) from None
         assembler.finish()
 
     async def astream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
         assembler = StreamAssembler()
         try:
-            events = await (await self.async_client()).messages.create(**build_params(request), stream=True)
-            async with events:
-                async for event in events:
+            client = await self.async_client()
+            async with client.messages.with_streaming_response.create(**build_params(request), stream=True) as response:
+                async for event in asse_data(response.iter_bytes()):
                     for typed in assembler.feed(event):
                         yield typed
-        except (anthropic.AnthropicError, httpx2.HTTPError) as err:
+        except (anthropic.AnthropicError, httpx2.HTTPError, StreamError) as err:
             raise self._typed(err) from None
         assembler.finish()
 
@@ -165,7 +168,11 @@ def _tls_context() -> ssl.SSLContext:
 
 
 def typed_error(err: Exception, *, secret: str = "", host: str | None = None) -> LLMError:
-    """The LLMError for an SDK or transport exception; its message never holds ``secret``."""
+    """The LLMError for an SDK, transport or stream exception; its message never holds ``secret``."""
+    if isinstance(err, StreamError):
+        error_class = _BY_ERROR_TYPE.get(err.error_type, LLMResponseError)
+        detail = _redact(err.message, secret)[:_DETAIL_LIMIT]
+        return error_class(f"{_SUMMARY[error_class]} ({err.error_type or 'error'})" + (f": {detail}" if detail else "."))
     if isinstance(err, (anthropic.APITimeoutError, httpx2.TimeoutException)):
         return LLMConnectionError("The model provider did not answer in time.")
     if isinstance(err, (anthropic.APIConnectionError, httpx2.HTTPError)):
