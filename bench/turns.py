@@ -1,6 +1,6 @@
 """Many conversations at once over real websockets: relay latency and memory.
 
-Starts the product (daphne, the real ASGI app) in a subprocess against a
+Starts the product (uvicorn, as scripts/run does, with the real ASGI app) in a subprocess against a
 throwaway SQLite database (or DATABASE_URL; REDIS_URL switches the channel
 layer to Redis), a stateless model server speaking the Messages API on
 loopback, and N websocket clients. Each conversation asks once: the model
@@ -9,8 +9,9 @@ text chunks (one every --chunk-delay seconds, like a model writing). For
 every chunk the client measures relay latency: the moment the server-side
 display emitted it (its `ts`) to the moment the client received it.
 
-Prints completed, failed, p50/p99 relay latency (ms), chunks relayed, and the
-peak RSS of the server process and of this client.
+Prints completed (the whole answer arrived, in order, and the turn ended),
+failed, p50/p99 relay latency (ms), messages relayed, the server's CPU time
+per chunk, and the peak RSS of the server process and of this client.
 
 Usage: python bench/turns.py [--conversations 200] [--chunks 500] [--chunk-delay 0.02] [--json]
 """
@@ -27,9 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from threading import Thread
 
 import _django
 
@@ -42,38 +41,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def model_server(chunks: int, delay: float) -> ThreadingHTTPServer:
-    """A stateless Messages API: a tool call first, then a streamed answer."""
-    from conversations.llm.scripted.render import sse, stream_events
-    from conversations.llm.scripted.script import ToolUse, Turn
-
-    tool_turn = Turn(tool_uses=(ToolUse("plan", {"steps": [{"title": "answer"}]}, "toolu_plan"),))
-    answer_turn = Turn(text=tuple(f"w{n} " for n in range(chunks)))
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"
-
-        def log_message(self, *args) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            last = body["messages"][-1]["content"]
-            answered = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last)
-            turn = answer_turn if answered else tool_turn
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.end_headers()
-            for sent, (name, data) in enumerate(stream_events(turn, model=body["model"], message_id="msg_bench")):
-                if answered and delay and name == "content_block_delta":
-                    time.sleep(delay)
-                self.wfile.write(sse(name, data))
-                self.wfile.flush()
-
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    server.daemon_threads = True
-    Thread(target=server.serve_forever, daemon=True).start()
-    return server
+def model_server(chunks: int, delay: float) -> tuple[subprocess.Popen, int]:
+    """The Messages API the server talks to, in its own process (bench/_model_server.py)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "_model_server.py"), str(port), str(chunks), str(delay)],
+        cwd=ROOT, stdout=subprocess.DEVNULL,
+    )
+    wait_for_port(port, process)
+    return process, port
 
 
 def prepare(conversations: int) -> list[tuple[str, str]]:
@@ -97,26 +73,35 @@ def prepare(conversations: int) -> list[tuple[str, str]]:
     return pairs
 
 
-async def converse(port: int, conversation_id: str, cookie: str, latencies: list[float]) -> bool:
+async def converse(port: int, conversation_id: str, cookie: str, chunks: int, latencies: list[float]) -> bool:
+    """One conversation; True when its whole answer arrived, in order, and the turn ended."""
     import websockets
 
     url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
     headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"}
+    received: list[str] = []
     async with websockets.connect(url, additional_headers=headers, max_size=None, open_timeout=60) as ws:
         await ws.send(json.dumps({"type": "message", "text": "go"}))
         while True:
             chunk = json.loads(await asyncio.wait_for(ws.recv(), timeout=120))
             if chunk["type"] == "text_delta":
                 latencies.append(time.time() * 1000.0 - chunk["ts"])
+                received.append(chunk["text"])
             elif chunk["type"] == "error":
                 return False
             elif chunk["type"] == "done":
-                return not chunk.get("cancelled")
+                return not chunk.get("cancelled") and "".join(received) == answer_text(chunks)
 
 
-async def run_clients(port: int, pairs: list[tuple[str, str]]) -> tuple[int, int, list[float]]:
+def answer_text(chunks: int) -> str:
+    return "".join(f"w{n} " for n in range(chunks))
+
+
+async def run_clients(port: int, pairs: list[tuple[str, str]], chunks: int) -> tuple[int, int, list[float]]:
     latencies: list[float] = []
-    results = await asyncio.gather(*(converse(port, c, k, latencies) for c, k in pairs), return_exceptions=True)
+    results = await asyncio.gather(
+        *(converse(port, c, k, chunks, latencies) for c, k in pairs), return_exceptions=True
+    )
     completed = sum(1 for r in results if r is True)
     return completed, len(results) - completed, latencies
 
@@ -134,6 +119,12 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> 
     raise TimeoutError("the server did not start listening")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -146,10 +137,12 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--chunks", type=int, default=500)
     parser.add_argument("--chunk-delay", type=float, default=0.02)
+    parser.add_argument("--server", choices=("uvicorn", "daphne"), default="uvicorn",
+                        help="uvicorn, as scripts/run serves the product (default), or daphne for comparison")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     database = _django.setup()
-    model = model_server(args.chunks, args.chunk_delay)
+    model, model_port = model_server(args.chunks, args.chunk_delay)
     pairs = prepare(args.conversations)
     port = free_port()
     env = {
@@ -157,37 +150,50 @@ def main() -> None:
         "SECRET_KEY": os.environ["SECRET_KEY"],
         "DATABASE_URL": os.environ["DATABASE_URL"],
         "ANTHROPIC_API_KEY": "bench-key",
-        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.server_address[1]}",
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}",
         "EUNICE_LLM_MAX_RETRIES": "0",
         "EUNICE_LOG_FLUSH_SECONDS": "1",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
     }
+    command = {
+        "daphne": ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "eunice.asgi:application"],
+        "uvicorn": ["-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+                    "--loop", "uvloop", "--http", "httptools", "--ws", "websockets",
+                    "--ws-per-message-deflate", "false", "--lifespan", "off", "eunice.asgi:application"],
+    }[args.server]
     server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "eunice.asgi:application"],
+        [sys.executable, *command],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         wait_for_port(port, server)
-        started = time.monotonic()
-        completed, failed, latencies = asyncio.run(run_clients(port, pairs))
-        elapsed = time.monotonic() - started
+        started, cpu_before = time.monotonic(), cpu_seconds(server.pid)
+        completed, failed, latencies = asyncio.run(run_clients(port, pairs, args.chunks))
+        elapsed, server_cpu = time.monotonic() - started, cpu_seconds(server.pid) - cpu_before
         server_rss = peak_rss_mb(server.pid)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        model.shutdown()
+        for process in (server, model):
+            process.terminate()
+            process.wait(timeout=30)
     latencies.sort()
     results = {
         "conversations": args.conversations,
         "chunks_per_answer": args.chunks,
+        "server": args.server,
         "channel_layer": "redis" if os.environ.get("REDIS_URL") else "in-memory",
         "database": database,
         "completed": completed,
         "failed": failed,
-        "chunks_relayed": len(latencies),
+        # Deltas that arrive while a socket is behind go out merged, so a
+        # message may carry several chunks; latency is per message.
+        "messages_relayed": len(latencies),
         "relay_p50_ms": round(statistics.median(latencies), 2) if latencies else None,
         "relay_p99_ms": round(latencies[int(len(latencies) * 0.99)], 2) if latencies else None,
         "seconds": round(elapsed, 1),
+        # The server's CPU time over the run per chunk relayed: its whole cost per
+        # chunk (turn set-up and the tool call amortised over the answer).
+        "server_cpu_us_per_chunk": round(server_cpu / (args.conversations * args.chunks) * 1e6, 1),
+        "server_cpu_percent": round(100 * server_cpu / elapsed, 1),
         "server_peak_rss_mb": round(server_rss, 1),
         "client_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
