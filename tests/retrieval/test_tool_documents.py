@@ -63,5 +63,10 @@ def test_tokens_are_stemmed_and_stop_words_dropped() -> None:
     assert tokenize("Creating the issues for my repositories") == ["creat", "issu", "repositori"]
 
 
+def test_contractions_and_possessives_leave_no_stray_letters() -> None:
+    assert tokenize("What's the cosine? I'm sure it doesn't matter") == ["cosin", "sure", "matter"]
+    assert tokenize("Tasty’s recipes") == tokenize("Tasty recipes")
+
+
 def test_chinese_text_is_indexed_as_characters_and_bigrams() -> None:
     assert tokenize("微博热搜") == ["微", "博", "热", "搜", "微博", "博热", "热搜"]
