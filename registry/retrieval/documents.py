@@ -30,6 +30,14 @@ DESCRIPTION_WEIGHT = 1.0
 PARAMETER_NAME_WEIGHT = 1.0
 PARAMETER_DESCRIPTION_WEIGHT = 1.0
 
+# Every entry in the catalog is a tool, so "tool" in a name (`FinanceTool`,
+# `build_custom_tool`) says nothing about what it does; in the embedded passage
+# it only pulls all such tools together and towards any request that says
+# "this tool". Measured (MetaTool, 39 of 199 names): R@5 79.8 -> 80.5, R@1
+# 58.6 -> 59.2; LiveMCPBench has no such names and is unchanged. The lexical
+# side drops the words as stop words (tokens.STOPWORDS).
+GENERIC_NAME_WORDS = frozenset({"tool", "tools"})
+
 
 def split_identifier(identifier: str) -> list[str]:
     """Split a snake, kebab, dotted or camel-case identifier into lower-case words.
@@ -70,6 +78,12 @@ class ToolDocument:
         """The tool name split into words."""
         return split_identifier(self.name)
 
+    @property
+    def telling_name_words(self) -> list[str]:
+        """The name words without generic ones like "tool", unless nothing else is left."""
+        words = self.name_words
+        return [w for w in words if w not in GENERIC_NAME_WORDS] or words
+
     def parameters(self) -> list[Parameter]:
         """Input parameters with descriptions, breadth-first, at most `_MAX_PARAMETERS`."""
         if not isinstance(self.input_schema, Mapping):
@@ -89,14 +103,14 @@ class ToolDocument:
         return fields
 
     def embedding_text(self) -> str:
-        """The passage the embedding models read for this tool: name words and description.
+        """The passage the embedding models read for this tool: telling name words and description.
 
         Parameters are left to BM25: measured on MetaTool and LiveMCPBench,
         adding them to the passage lowered dense recall (they crowd the
         description out of a 256-token window and pull every tool that takes
         a `path` or `query` towards each other).
         """
-        return f"{' '.join(self.name_words)}: {' '.join(self.description.split())}"
+        return f"{' '.join(self.telling_name_words)}: {' '.join(self.description.split())}"
 
 
 def _walk_properties(schema: Mapping[str, Any], prefix: str, depth: int) -> Iterator[Parameter]:

@@ -59,6 +59,12 @@ def test_the_embedded_passage_starts_with_the_name_words() -> None:
     assert document.embedding_text() == "get stock price: Look up a price."
 
 
+def test_the_word_tool_in_a_name_is_left_out_of_the_passage_and_the_tokens() -> None:
+    assert ToolDocument("t", "HousePurchasingTool", "Buy a house.").embedding_text() == "house purchasing: Buy a house."
+    assert ToolDocument("t", "tool", "Does things.").embedding_text() == "tool: Does things."
+    assert tokenize("Can this tool help?") == ["help"]
+
+
 def test_tokens_are_stemmed_and_stop_words_dropped() -> None:
     assert tokenize("Creating the issues for my repositories") == ["creat", "issu", "repositori"]
 
