@@ -36,6 +36,16 @@ def test_no_texts_give_an_empty_matrix(embedder: Embedder) -> None:
     assert embedder.embed([]).shape == (0, DIMENSION)
 
 
+def test_text_past_the_first_128_word_pieces_changes_no_vector(embedder: Embedder) -> None:
+    long = "Write or append to a file. " + "Always write files in chunks of thirty lines. " * 20
+    tail = "Reads the weather forecast and books flights to Lisbon."
+
+    both = embedder.embed([long, long + tail])
+
+    np.testing.assert_allclose(both[0], both[1], atol=1e-6)
+    assert embedder.embed(["short text"])[0] @ embedder.embed(["short text about the weather"])[0] < 0.99
+
+
 def test_a_chinese_description_is_close_to_an_english_request(embedder: Embedder) -> None:
     query, trending, stocks = embedder.embed(["trending topics on Weibo", "获取微博热搜榜", "查询股票价格"])
 
