@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from registry.retrieval.documents import ToolDocument
+from registry.retrieval.documents import ToolDocument, query_passage
 from registry.retrieval.embedder import Embedder, normalize_rows
 from registry.retrieval.fusion import FusionWeights, normalized_score_fusion, reciprocal_rank_fusion
 from registry.retrieval.lexical import BM25Index
@@ -191,7 +191,7 @@ class ToolSearchIndex:
         if isinstance(allowed, str):
             # A str is a Collection[str] of characters: surely a caller's mistake.
             raise TypeError("allowed must be a collection of keys or a predicate, not a str")
-        query_vector = self.embedder.embed([query])[0]
+        query_vector = self.embedder.embed([query_passage(query)])[0]
         query_terms = tokenize(query)
         with self._lock:
             size = len(self._keys)
