@@ -39,8 +39,9 @@ PARAMETER_DESCRIPTION_WEIGHT = 1.0
 # `build_custom_tool`) says nothing about what it does; in the embedded passage
 # it only pulls all such tools together and towards any request that says
 # "this tool". Measured (MetaTool, 39 of 199 names): R@5 79.8 -> 80.5, R@1
-# 58.6 -> 59.2; LiveMCPBench has no such names and is unchanged. The lexical
-# side drops the words as stop words (tokens.STOPWORDS).
+# 58.6 -> 59.1; LiveMCPBench has no such names and is unchanged. BM25 keeps
+# the word: idf already discounts it, and passages (search_documents) share
+# the tokenizer, where "tool" is a word like any other.
 GENERIC_NAME_WORDS = frozenset({"tool", "tools"})
 
 

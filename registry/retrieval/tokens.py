@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import Stemmer
 
-from registry.retrieval.documents import GENERIC_NAME_WORDS, split_identifier
+from registry.retrieval.documents import split_identifier
 
 # Latin words/identifiers (with any apostrophes inside them: "what's", "don't"),
 # or runs of CJK ideographs / kana / hangul.
@@ -19,15 +19,12 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+"
 _CLITIC = re.compile(r"'(?:s|re|ll|d|m|ve)$")
 
 # Words that carry no signal about which tool is meant. Kept short on purpose:
-# "get", "list", "create" and similar verbs *do* separate tools; "tool" does not.
-STOPWORDS = (
-    frozenset(
-        """a about an and any are as at be been but by can could do does for from has have how
-        i if in into is it its me my of on or our please so some than that the their them then
-        there these this those to was we were what when where which who will with would you your
-        want need like just also should""".split()
-    )
-    | GENERIC_NAME_WORDS
+# "get", "list", "create" and similar verbs *do* separate tools.
+STOPWORDS = frozenset(
+    """a about an and any are as at be been but by can could do does for from has have how
+    i if in into is it its me my of on or our please so some than that the their them then
+    there these this those to was we were what when where which who will with would you your
+    want need like just also should""".split()
 )
 
 _stemmer = Stemmer.Stemmer("english")

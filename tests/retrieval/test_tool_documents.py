@@ -60,10 +60,9 @@ def test_the_embedded_passage_starts_with_the_name_words() -> None:
     assert document.embedding_text() == "get stock price: Look up a price."
 
 
-def test_the_word_tool_in_a_name_is_left_out_of_the_passage_and_the_tokens() -> None:
+def test_the_word_tool_in_a_name_is_left_out_of_the_embedded_passage() -> None:
     assert ToolDocument("t", "HousePurchasingTool", "Buy a house.").embedding_text() == "house purchasing: Buy a house."
     assert ToolDocument("t", "tool", "Does things.").embedding_text() == "tool: Does things."
-    assert tokenize("Can this tool help?") == ["help"]
 
 
 def test_a_querys_free_standing_numbers_are_not_embedded() -> None:
