@@ -18,6 +18,7 @@ import numpy as np
 
 from registry.models import ToolDefinition
 from registry.retrieval import MODEL_ID, ToolDocument, ToolSearchIndex
+from registry.retrieval.documents import PASSAGE_TOKENS
 
 if TYPE_CHECKING:
     from registry.registry import ToolRegistry
@@ -40,10 +41,11 @@ def document_for(definition: "Definition") -> ToolDocument:
     )
 
 
-def vector_tag(document: ToolDocument) -> str:
-    """What a stored vector was made from: the model and a digest of the text."""
+def vector_tag(document: ToolDocument, *, max_tokens: int | None = None) -> str:
+    """What a stored vector was made from: the model, how much it read, a digest of the text."""
     digest = hashlib.sha1(document.embedding_text().encode()).hexdigest()[:16]
-    return f"{MODEL_ID}#{digest}"[:128]
+    window = f"/{max_tokens}wp" if max_tokens is not None else ""
+    return f"{MODEL_ID}{window}#{digest}"[:128]
 
 
 class ToolSearch:
@@ -102,7 +104,7 @@ class ToolSearch:
 
     def _vectors(self, documents: dict[str, ToolDocument]) -> dict[str, np.ndarray]:
         """Stored vectors where they are current; embed (and store) the rest in one batch."""
-        tags = {name: vector_tag(doc) for name, doc in documents.items()}
+        tags = {name: vector_tag(doc, max_tokens=PASSAGE_TOKENS) for name, doc in documents.items()}
         stored = ToolDefinition.objects.filter(name__in=list(documents)).values_list(
             "name", "embedding", "embedding_model"
         )
@@ -113,7 +115,9 @@ class ToolSearch:
         }
         missing = [name for name in documents if name not in vectors]
         if missing:
-            fresh = self._index.embedder.embed([documents[n].embedding_text() for n in missing])
+            fresh = self._index.embedder.embed(
+                [documents[n].embedding_text() for n in missing], max_tokens=PASSAGE_TOKENS
+            )
             for name, vector in zip(missing, fresh):
                 vectors[name] = vector
                 ToolDefinition.objects.filter(name=name).update(

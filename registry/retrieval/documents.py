@@ -44,6 +44,17 @@ PARAMETER_DESCRIPTION_WEIGHT = 1.0
 # the tokenizer, where "tool" is a word like any other.
 GENERIC_NAME_WORDS = frozenset({"tool", "tools"})
 
+#: How much of a tool's passage the encoders read, in MiniLM word pieces.
+#: all-MiniLM-L6-v2 was trained on sequences of at most 128 (its model card);
+#: past them a long tool description is usage detail (chunking advice,
+#: parameter notes) that blurs the mean-pooled vector, and USE, which has no
+#: window, read all of it. Both encoders read the same clipped passage
+#: (`Embedder.embed(max_tokens=...)`); BM25 still indexes everything.
+#: Measured: LiveMCPBench R@5 45.1 -> 47.1, nDCG@10 43.3 -> 44.0 (55 of 510
+#: descriptions are longer); MetaTool unchanged (none is). Document passages
+#: and entities (tools/lib/hybrid.py) are embedded whole, as before.
+PASSAGE_TOKENS = 128
+
 
 def split_identifier(identifier: str) -> list[str]:
     """Split a snake, kebab, dotted or camel-case identifier into lower-case words.

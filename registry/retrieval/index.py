@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from registry.retrieval.documents import ToolDocument, query_passage
+from registry.retrieval.documents import PASSAGE_TOKENS, ToolDocument, query_passage
 from registry.retrieval.embedder import Embedder, normalize_rows
 from registry.retrieval.fusion import FusionWeights, normalized_score_fusion, reciprocal_rank_fusion
 from registry.retrieval.lexical import BM25Index
@@ -118,7 +118,7 @@ class ToolSearchIndex:
 
     def embed_document(self, document: ToolDocument) -> np.ndarray:
         """The embedding `add` would compute for `document`, for the caller to store."""
-        return self.embedder.embed([document.embedding_text()])[0]
+        return self.embedder.embed([document.embedding_text()], max_tokens=PASSAGE_TOKENS)[0]
 
     # -- changes ----------------------------------------------------------
 
@@ -227,7 +227,9 @@ class ToolSearchIndex:
     ) -> np.ndarray:
         """Validated unit vectors for `documents`, embedding them if none were given."""
         if vectors is None:
-            return self.embedder.embed([document.embedding_text() for document in documents])
+            return self.embedder.embed(
+                [document.embedding_text() for document in documents], max_tokens=PASSAGE_TOKENS
+            )
         matrix = np.asarray(vectors, dtype=np.float32)
         # Class attribute: checking the size must not load the model.
         dimension = (self._embedder or Embedder).dimension

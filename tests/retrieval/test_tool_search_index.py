@@ -30,6 +30,14 @@ def test_a_parameter_name_makes_a_tool_findable(embedder: Embedder) -> None:
     assert keys(index.search("isbn", k=1)) == ["lookup"]
 
 
+def test_a_tools_description_past_128_word_pieces_does_not_move_its_vector(index: ToolSearchIndex) -> None:
+    usage = "Write text content to a file on disk. " + "Write files in chunks of at most thirty lines. " * 20
+    long = tool("write_file", usage)
+    longer = tool("write_file", usage + "Also reads the weather forecast for Lisbon.")
+
+    np.testing.assert_allclose(index.embed_document(long), index.embed_document(longer), atol=1e-6)
+
+
 def test_a_removed_tool_is_never_returned(index: ToolSearchIndex) -> None:
     index.remove("get_weather_forecast")
 
