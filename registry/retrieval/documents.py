@@ -124,8 +124,8 @@ class ToolDocument:
 
         Parameters are left to BM25: measured on MetaTool and LiveMCPBench,
         adding them to the passage lowered dense recall (they crowd the
-        description out of a 256-token window and pull every tool that takes
-        a `path` or `query` towards each other).
+        description out of the window the encoders read, `PASSAGE_TOKENS`,
+        and pull every tool that takes a `path` or `query` towards each other).
         """
         return f"{' '.join(self.telling_name_words)}: {' '.join(self.description.split())}"
 
