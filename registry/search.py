@@ -55,6 +55,10 @@ class ToolSearch:
         self._signatures: dict[str, tuple] = {}
         self._generation = -1
         self._lock = threading.Lock()
+        # Who may be offered what, per tenant, for one snapshot of the definitions:
+        # checking 2,000 definitions on every search cost ~1.5 ms of a ~10 ms query.
+        self._visible: dict[str, frozenset[str]] = {}
+        self._visible_in: dict[str, "Definition"] | None = None
 
     def search(
         self, query: str, tenant_id: str, limit: int, *, min_similarity: float | None = MIN_SIMILARITY
@@ -67,9 +71,24 @@ class ToolSearch:
         """
         definitions = self._registry.definitions()
         index = self._synced(definitions)
-        allowed = {name for name, d in definitions.items() if d.visible_to(tenant_id)}
+        allowed = self._visible_names(definitions, tenant_id)
         hits = index.search(query, limit, allowed, min_similarity=min_similarity)
         return [(definitions[hit.key], hit.score) for hit in hits if hit.key in definitions]
+
+    def _visible_names(self, definitions: dict[str, "Definition"], tenant_id: str) -> frozenset[str]:
+        """The names of the tools ``tenant_id`` may be offered, worked out once per snapshot.
+
+        The registry replaces its definitions dict whenever a tool changes, so
+        the dict's identity tells whether the kept answers still hold.
+        """
+        with self._lock:
+            if self._visible_in is not definitions:
+                self._visible, self._visible_in = {}, definitions
+            names = self._visible.get(tenant_id)
+            if names is None:
+                names = frozenset(name for name, d in definitions.items() if d.visible_to(tenant_id))
+                self._visible[tenant_id] = names
+            return names
 
     def _synced(self, definitions: dict[str, "Definition"]) -> ToolSearchIndex:
         generation = self._registry.snapshot_generation

@@ -89,6 +89,14 @@ def test_a_disabled_tool_is_not_returned(registry, catalog):
     assert "geocode" not in found(registry, "latitude of an address")
 
 
+def test_a_tool_disabled_after_a_search_found_it_is_not_offered_again(registry, catalog):
+    assert "geocode" in found(registry, "latitude of an address")
+    row = ToolDefinition.objects.get(name="geocode")
+    row.enabled = False
+    row.save()
+    assert "geocode" not in found(registry, "latitude of an address")
+
+
 def test_search_never_returns_another_tenants_tool(registry, make_tool):
     make_tool("globex_payroll", handlers.echo, description="Run the monthly payroll.", tenant_id=OTHER_TENANT)
     assert "globex_payroll" not in found(registry, "run payroll", tenant=TENANT)

@@ -86,6 +86,17 @@ def test_only_allowed_tools_come_back_however_large_k_is(index: ToolSearchIndex)
     assert set(keys(hits)) == {"send_email", "write_file"}
 
 
+def test_a_frozen_allowed_set_used_again_follows_tools_added_and_removed(index: ToolSearchIndex) -> None:
+    allowed = frozenset({"send_email", "send_sms"})
+    assert keys(index.search("send a message", k=5, allowed=allowed)) == ["send_email"]
+
+    index.add(tool("send_sms", "Send a text message to a phone number."))
+    assert set(keys(index.search("send a message", k=5, allowed=allowed))) == {"send_email", "send_sms"}
+
+    index.remove("send_email")
+    assert keys(index.search("send a message", k=5, allowed=allowed)) == ["send_sms"]
+
+
 def test_an_allowed_set_matching_nothing_gives_no_results(index: ToolSearchIndex) -> None:
     assert index.search("send an email", k=5, allowed=set()) == []
     assert index.search("send an email", k=5, allowed=lambda key: False) == []
