@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from registry.models import ToolDefinition, ToolStatus
 from registry.retrieval import DIMENSION, MODEL_ID
+from registry.retrieval.documents import PASSAGE_TOKENS
 from tests import handlers
 from tests.conftest import OTHER_TENANT, TENANT
 
@@ -38,7 +39,7 @@ def test_search_tools_returns_ranked_tools_with_their_schemas(call, catalog):
 def test_each_tools_vector_is_stored_on_its_row_with_the_model_that_made_it(registry, catalog):
     found(registry, "email")
     row = ToolDefinition.objects.get(name="send_email")
-    assert row.embedding_model.startswith(MODEL_ID + "#")
+    assert row.embedding_model.startswith(f"{MODEL_ID}/{PASSAGE_TOKENS}wp#")
     assert np.frombuffer(bytes(row.embedding), dtype=np.float32).shape == (DIMENSION,)
 
 
@@ -82,6 +83,14 @@ def test_a_tool_is_found_once_approved_without_a_restart(registry, make_tool):
 
 
 def test_a_disabled_tool_is_not_returned(registry, catalog):
+    row = ToolDefinition.objects.get(name="geocode")
+    row.enabled = False
+    row.save()
+    assert "geocode" not in found(registry, "latitude of an address")
+
+
+def test_a_tool_disabled_after_a_search_found_it_is_not_offered_again(registry, catalog):
+    assert "geocode" in found(registry, "latitude of an address")
     row = ToolDefinition.objects.get(name="geocode")
     row.enabled = False
     row.save()

@@ -59,13 +59,19 @@ class Embedder:
                     cls._default = cls()
         return cls._default
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], *, max_tokens: int | None = None) -> np.ndarray:
         """Embed `texts` into a (len(texts), DIMENSION) float32 array of unit vectors.
 
-        Keeps the input order; an empty list gives a (0, DIMENSION) array.
+        With `max_tokens`, both encoders read only the part of each text
+        that fits in that many MiniLM word pieces; without, MiniLM reads its
+        whole window and USE the whole text. Keeps the input order; an empty
+        list gives a (0, DIMENSION) array. Raises ValueError for a
+        `max_tokens` below 3 or past MiniLM's window.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if max_tokens is not None:
+            texts = self._minilm.clip(texts, max_tokens)
         minilm = self._minilm.encode(texts)
         use = self._use.encode(texts) * self._use_scale
         return np.concatenate([minilm, use], axis=1) / self._norm

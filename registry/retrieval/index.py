@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from registry.retrieval.documents import ToolDocument
+from registry.retrieval.documents import PASSAGE_TOKENS, ToolDocument, query_passage
 from registry.retrieval.embedder import Embedder, normalize_rows
 from registry.retrieval.fusion import FusionWeights, normalized_score_fusion, reciprocal_rank_fusion
 from registry.retrieval.lexical import BM25Index
@@ -27,6 +27,10 @@ Allowed = Callable[[str], bool] | Collection[str] | None
 FusionName = Literal["rrf", "zscore"]
 
 _FUSIONS = {"rrf": reciprocal_rank_fusion, "zscore": normalized_score_fusion}
+
+# One per tenant searching the same catalog is the common case; past this many
+# the kept masks are simply dropped and rebuilt on demand.
+_MAX_KEPT_MASKS = 256
 
 # A multi-threaded OpenBLAS matrix-vector product saves ~50 µs here, then its
 # idle workers spin and starve onnxruntime on the next query embedding:
@@ -76,6 +80,10 @@ class ToolSearchIndex:
         self._vectors = np.zeros((0, 0), dtype=np.float32)
         self._live = np.zeros(0, dtype=bool)
         self._lexical = BM25Index()
+        # Eligibility masks of frozen allowed sets, dropped whenever a key gains
+        # or loses a slot: a caller that keeps one frozenset per tenant pays
+        # for the key lookups once, not on every search.
+        self._masks: dict[int, tuple[frozenset[str], np.ndarray]] = {}
 
     @classmethod
     def from_vectors(
@@ -118,7 +126,7 @@ class ToolSearchIndex:
 
     def embed_document(self, document: ToolDocument) -> np.ndarray:
         """The embedding `add` would compute for `document`, for the caller to store."""
-        return self.embedder.embed([document.embedding_text()])[0]
+        return self.embedder.embed([document.embedding_text()], max_tokens=PASSAGE_TOKENS)[0]
 
     # -- changes ----------------------------------------------------------
 
@@ -163,6 +171,7 @@ class ToolSearchIndex:
         with self._lock:
             slot = self._slot_of(key)
             del self._slots[key]
+            self._masks.clear()
             self._keys[slot] = None
             self._live[slot] = False
             self._vectors[slot] = 0.0
@@ -191,7 +200,7 @@ class ToolSearchIndex:
         if isinstance(allowed, str):
             # A str is a Collection[str] of characters: surely a caller's mistake.
             raise TypeError("allowed must be a collection of keys or a predicate, not a str")
-        query_vector = self.embedder.embed([query])[0]
+        query_vector = self.embedder.embed([query_passage(query)])[0]
         query_terms = tokenize(query)
         with self._lock:
             size = len(self._keys)
@@ -227,7 +236,9 @@ class ToolSearchIndex:
     ) -> np.ndarray:
         """Validated unit vectors for `documents`, embedding them if none were given."""
         if vectors is None:
-            return self.embedder.embed([document.embedding_text() for document in documents])
+            return self.embedder.embed(
+                [document.embedding_text() for document in documents], max_tokens=PASSAGE_TOKENS
+            )
         matrix = np.asarray(vectors, dtype=np.float32)
         # Class attribute: checking the size must not load the model.
         dimension = (self._embedder or Embedder).dimension
@@ -245,6 +256,7 @@ class ToolSearchIndex:
             slot = len(self._keys)
             self._keys.append(key)
         self._slots[key] = slot
+        self._masks.clear()
         return slot
 
     def _put(self, slot: int, document: ToolDocument, vector: np.ndarray) -> None:
@@ -269,6 +281,18 @@ class ToolSearchIndex:
         eligible = self._live[:size].copy()
         if allowed is None:
             return eligible
+        if isinstance(allowed, frozenset):
+            kept = self._masks.get(id(allowed))
+            if kept is not None and kept[0] is allowed:
+                return eligible & kept[1]
+            mask = self._mask_of(allowed, size)
+            if len(self._masks) >= _MAX_KEPT_MASKS:
+                self._masks.clear()
+            self._masks[id(allowed)] = (allowed, mask)
+            return eligible & mask
+        return eligible & self._mask_of(allowed, size)
+
+    def _mask_of(self, allowed: Callable[[str], bool] | Collection[str], size: int) -> np.ndarray:
         mask = np.zeros(size, dtype=bool)
         if callable(allowed):
             chosen: Iterable[str] = [key for key in self._slots if allowed(key)]
@@ -278,7 +302,7 @@ class ToolSearchIndex:
             slot = self._slots.get(key)
             if slot is not None:
                 mask[slot] = True
-        return eligible & mask
+        return mask
 
 
 def _weighted_terms(document: ToolDocument) -> Counter[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from registry.retrieval import ToolDocument, split_identifier
+from registry.retrieval.documents import query_passage
 from registry.retrieval.tokens import tokenize
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -59,8 +60,24 @@ def test_the_embedded_passage_starts_with_the_name_words() -> None:
     assert document.embedding_text() == "get stock price: Look up a price."
 
 
+def test_the_word_tool_in_a_name_is_left_out_of_the_embedded_passage() -> None:
+    assert ToolDocument("t", "HousePurchasingTool", "Buy a house.").embedding_text() == "house purchasing: Buy a house."
+    assert ToolDocument("t", "tool", "Does things.").embedding_text() == "tool: Does things."
+
+
+def test_a_querys_free_standing_numbers_are_not_embedded() -> None:
+    assert query_passage("the top 100 holders at 11:00, up 5%") == "the top holders at , up"
+    assert query_passage("GPT-4 notes as mp3 in /root/2024.pdf") == "GPT-4 notes as mp3 in /root/2024.pdf"
+    assert query_passage("2024") == "2024"
+
+
 def test_tokens_are_stemmed_and_stop_words_dropped() -> None:
     assert tokenize("Creating the issues for my repositories") == ["creat", "issu", "repositori"]
+
+
+def test_contractions_and_possessives_leave_no_stray_letters() -> None:
+    assert tokenize("What's the cosine? I'm sure it doesn't matter") == ["cosin", "sure", "matter"]
+    assert tokenize("Tasty’s recipes") == tokenize("Tasty recipes")
 
 
 def test_chinese_text_is_indexed_as_characters_and_bigrams() -> None:

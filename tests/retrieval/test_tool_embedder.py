@@ -36,6 +36,27 @@ def test_no_texts_give_an_empty_matrix(embedder: Embedder) -> None:
     assert embedder.embed([]).shape == (0, DIMENSION)
 
 
+LONG = "Write or append to a file. " + "Always write files in chunks of thirty lines. " * 20
+TAIL = " Reads the weather forecast and books flights to Lisbon."
+
+
+def test_with_a_window_neither_encoder_reads_past_it(embedder: Embedder) -> None:
+    clipped = embedder.embed([LONG, LONG + TAIL], max_tokens=128)
+
+    np.testing.assert_allclose(clipped[0], clipped[1], atol=1e-6)
+
+
+def test_without_a_window_the_whole_text_counts(embedder: Embedder) -> None:
+    whole = embedder.embed([LONG, LONG + TAIL])
+
+    assert whole[0] @ whole[1] < 0.9999
+
+
+def test_a_window_too_small_for_a_word_is_refused(embedder: Embedder) -> None:
+    with pytest.raises(ValueError):
+        embedder.embed(["text"], max_tokens=2)
+
+
 def test_a_chinese_description_is_close_to_an_english_request(embedder: Embedder) -> None:
     query, trending, stocks = embedder.embed(["trending topics on Weibo", "获取微博热搜榜", "查询股票价格"])
 

@@ -30,6 +30,14 @@ def test_a_parameter_name_makes_a_tool_findable(embedder: Embedder) -> None:
     assert keys(index.search("isbn", k=1)) == ["lookup"]
 
 
+def test_a_tools_description_past_128_word_pieces_does_not_move_its_vector(index: ToolSearchIndex) -> None:
+    usage = "Write text content to a file on disk. " + "Write files in chunks of at most thirty lines. " * 20
+    long = tool("write_file", usage)
+    longer = tool("write_file", usage + "Also reads the weather forecast for Lisbon.")
+
+    np.testing.assert_allclose(index.embed_document(long), index.embed_document(longer), atol=1e-6)
+
+
 def test_a_removed_tool_is_never_returned(index: ToolSearchIndex) -> None:
     index.remove("get_weather_forecast")
 
@@ -76,6 +84,17 @@ def test_only_allowed_tools_come_back_however_large_k_is(index: ToolSearchIndex)
     hits = index.search("send an email", k=50, allowed=allowed)
 
     assert set(keys(hits)) == {"send_email", "write_file"}
+
+
+def test_a_frozen_allowed_set_used_again_follows_tools_added_and_removed(index: ToolSearchIndex) -> None:
+    allowed = frozenset({"send_email", "send_sms"})
+    assert keys(index.search("send a message", k=5, allowed=allowed)) == ["send_email"]
+
+    index.add(tool("send_sms", "Send a text message to a phone number."))
+    assert set(keys(index.search("send a message", k=5, allowed=allowed))) == {"send_email", "send_sms"}
+
+    index.remove("send_email")
+    assert keys(index.search("send a message", k=5, allowed=allowed)) == ["send_sms"]
 
 
 def test_an_allowed_set_matching_nothing_gives_no_results(index: ToolSearchIndex) -> None:
