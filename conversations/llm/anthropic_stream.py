@@ -28,10 +28,12 @@ _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "ca
 
 
 def usage_from(raw: Any, base: Usage | None = None) -> Usage:
-    """``Usage`` from an SDK usage object; fields it leaves out (None) keep ``base``'s value."""
+    """``Usage`` from a usage object of the stream (a dict) or of the SDK; fields it
+    leaves out (or null) keep ``base``'s value."""
+    read = raw.get if isinstance(raw, dict) else (lambda name: getattr(raw, name, None))
     values = {name: getattr(base or Usage(), name) for name in _USAGE_FIELDS}
     for name in _USAGE_FIELDS:
-        value = getattr(raw, name, None)
+        value = read(name)
         if value is not None:
             values[name] = value
     return Usage(**values)
@@ -89,7 +91,7 @@ class StreamAssembler:
     def _on_message_start(self, event: dict[str, Any]) -> list[StreamEvent]:
         message = event["message"]
         self._id, self._model = message.get("id", ""), message.get("model", "")
-        self._usage = _usage(message.get("usage"))
+        self._usage = usage_from(message.get("usage"))
         return [UsageUpdate(self._usage)]
 
     def _on_content_block_start(self, event: dict[str, Any]) -> list[StreamEvent]:
@@ -136,7 +138,7 @@ class StreamAssembler:
 
     def _on_message_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
         self._stop_reason = (event.get("delta") or {}).get("stop_reason") or self._stop_reason
-        self._usage = _usage(event.get("usage"), self._usage)
+        self._usage = usage_from(event.get("usage"), self._usage)
         return [UsageUpdate(self._usage)]
 
     def _on_message_stop(self, event: dict[str, Any]) -> list[StreamEvent]:
@@ -166,16 +168,6 @@ class StreamError(Exception):
         super().__init__(message)
         self.error_type = error_type
         self.message = message
-
-
-def _usage(raw: dict[str, Any] | None, base: Usage | None = None) -> Usage:
-    """``Usage`` from a usage object in the stream; fields it leaves out (or null) keep ``base``'s."""
-    values = {name: getattr(base or Usage(), name) for name in _USAGE_FIELDS}
-    for name in _USAGE_FIELDS:
-        value = (raw or {}).get(name)
-        if value is not None:
-            values[name] = value
-    return Usage(**values)
 
 
 def sse_data(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
