@@ -127,8 +127,10 @@ def _groups(blocks: list[dict], runtime: Runtime) -> list[list[dict]]:
 
 
 def _plan_group(group: list[dict], runtime: Runtime, state: DispatchState) -> list[_Planned]:
-    """Checks made before anything runs, in the model's order."""
-    return [_plan(block, runtime, state) for block in group]
+    """Checks made before anything runs, in the model's order; their events are written."""
+    planned = [_plan(block, runtime, state) for block in group]
+    runtime.flush_events()
+    return planned
 
 
 def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
@@ -240,6 +242,7 @@ def _settle_group(
         )
         results.append(dispatched)
     _save_failed_approaches(state)
+    runtime.flush_events()
     return results
 
 

@@ -71,9 +71,15 @@ async def run_turn(
         outcome = await _loop(runtime, state, provider, config, messages)
     except LLMError as exc:
         logger.warning("model call failed in conversation %s: %s", conversation.pk, exc)
-        await in_db_thread(runtime.recorder.record)("error", {"kind": exc.kind, "message": str(exc)})
+        runtime.recorder.record("error", {"kind": exc.kind, "message": str(exc)})
         runtime.display.send({"type": "error", "message": str(exc)})
         outcome = TurnOutcome(f"The model could not answer: {exc}", "error", 0, runtime.cost.total)
+    except BaseException:
+        # An unexpected error (or the task's cancellation) ends the turn here:
+        # keep the events it recorded.
+        if runtime.events_pending:
+            await asyncio.shield(in_db_thread(runtime.flush_events)())
+        raise
     finally:
         state.cancel.release()
     await in_db_thread(finish_turn)(runtime, outcome.text, outcome.messages)
@@ -260,12 +266,13 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: 
         kind=UsageLog.Kind.LLM, name=config.model, cost_usd=cost,
         input_tokens=response.usage.total_input_tokens, output_tokens=response.usage.output_tokens,
     )
+    runtime.flush_events()
 
 
 async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchState) -> dict:
     blocks = [{"id": t.id, "name": t.name, "input": t.input} for t in response.tool_uses]
-    for block in blocks:
-        await in_db_thread(runtime.recorder.record)(
+    for block in blocks:  # queued; written with the calls' own events before they run
+        runtime.recorder.record(
             "decision", {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")}
         )
     results = await dispatch_tool_calls(blocks, runtime, state)

@@ -56,6 +56,17 @@ class Runtime:
     def display(self) -> RecordingDisplay:
         return RecordingDisplay(self.log)
 
+    def flush_events(self) -> None:
+        """Write the events recorded so far (the turn's recorder batches them). Database work."""
+        flush = getattr(self.log.ctx.recorder, "flush", None)
+        if flush is not None:
+            flush()
+
+    @property
+    def events_pending(self) -> bool:
+        """Whether events are waiting for ``flush_events``."""
+        return bool(getattr(self.log.ctx.recorder, "pending", 0))
+
     def tool_context(self, tool_use_id: str, name: str, cancel: Any) -> dict[str, Any]:
         """The context a handler receives (the registry adds _reasoning and _tool_registry)."""
         from registry.contract import spec_for

@@ -50,6 +50,7 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
     )
     runtime.log.emit(message)
     runtime.recorder.record("done", {"turn": runtime.turn, "cost_usd": message.cost_usd})
+    runtime.flush_events()
     TurnRecord.objects.create(
         conversation=runtime.conversation,
         turn=runtime.turn,

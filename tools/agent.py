@@ -78,9 +78,8 @@ async def request_user_input(inputs: dict, context: dict) -> Ok | Err:
     question_id, answer = questions.ask(runtime.conversation.pk)
     runtime.display.send({"type": "question", "question_id": question_id, "text": inputs["question"],
                           "choices": inputs.get("choices", [])})
-    await in_db_thread(runtime.recorder.record)(
-        "status", {"question_id": question_id, "question": inputs["question"]}
-    )
+    runtime.recorder.record("status", {"question_id": question_id, "question": inputs["question"]})
+    await in_db_thread(runtime.flush_events)()  # the pending question is on record while we wait
     try:
         text = await asyncio.wait_for(answer, settings.EUNICE_QUESTION_TIMEOUT)
     except asyncio.TimeoutError:
