@@ -172,10 +172,11 @@ def _well_formed(messages: list[dict]) -> list[dict]:
 
 def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
     """The next request, or None when even compaction cannot fit the conversation."""
+    working_set = working_set_names(runtime.conversation.pk, runtime.conversation.namespace_id)
     entries = compose(
         runtime.registry, runtime.tenant_id, mode=runtime.mode,
         conversation_id=runtime.conversation.pk, namespace_id=runtime.conversation.namespace_id,
-        model=config if config.pk else None,
+        model=config if config.pk else None, working_set=working_set,
     )
     definitions = runtime.registry.definitions()
     tools = [{"name": e.name, "description": definitions[e.name].description,
@@ -188,16 +189,16 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
             return None, entries
     request = LLMRequest.for_model(
         config, system=SYSTEM_PROMPT, tools=tools,
-        messages=_with_state(messages, _state_block(runtime)),
+        messages=_with_state(messages, _state_block(runtime, working_set)),
     )
     return request, entries
 
 
-def _state_block(runtime: Runtime) -> dict:
+def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
     _reload_plan(runtime)
     return current_state_block(
         plan=runtime.conversation.plan or {},
-        working_set=working_set_names(runtime.conversation.pk, runtime.conversation.namespace_id),
+        working_set=working_set,
         datasets=sorted(runtime.datasets),
         cost_usd=runtime.cost.total,
         budget_limit=runtime.budget_limit,

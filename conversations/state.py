@@ -117,19 +117,18 @@ class DispatchState:
         from registry.models import ToolExecutionLog
 
         writer().flush()
-        calls = Counter(
-            dict(
-                ToolExecutionLog.objects.filter(conversation_id=conversation.pk)
-                .order_by()
-                .values_list("tool_name")
-                .annotate(n=Count("id"))
-            )
+        calls: Counter = Counter()
+        succeeded: set[str] = set()
+        by_outcome = (
+            ToolExecutionLog.objects.filter(conversation_id=conversation.pk)
+            .order_by()
+            .values_list("tool_name", "outcome")
+            .annotate(n=Count("id"))
         )
-        succeeded = set(
-            ToolExecutionLog.objects.filter(conversation_id=conversation.pk, outcome="ok").values_list(
-                "tool_name", flat=True
-            )
-        )
+        for name, outcome, count in by_outcome:  # one query for both figures
+            calls[name] += count
+            if outcome == "ok":
+                succeeded.add(name)
         return cls(
             conversation=conversation,
             cancel=CancelToken(conversation.pk),

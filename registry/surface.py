@@ -138,9 +138,12 @@ def compose(
     conversation_id: str | None = None,
     namespace_id: str = "",
     model: ModelConfig | None = None,
+    working_set: list[str] | None = None,
 ) -> list[SurfaceEntry]:
     """The tools offered to one call, in order, each with why it is there.
 
+    ``working_set`` is the conversation's paged-in tool names when the
+    caller has already read them (else they are read here).
     Raises ValueError for an unknown mode and ToolSurfaceBudgetError when the
     result would exceed MAX_TOOL_SURFACE.
     """
@@ -150,7 +153,9 @@ def compose(
     seen: set[str] = set()
     excluded = AGENTIC_ONLY if mode != "agentic" else frozenset()
     resident = resident_entries(mode)
-    paged = [SurfaceEntry(name, "working_set") for name in working_set_names(conversation_id, namespace_id)]
+    if working_set is None:
+        working_set = working_set_names(conversation_id, namespace_id)
+    paged = [SurfaceEntry(name, "working_set") for name in working_set]
     for entry in [*resident, *paged]:
         if entry.name in seen:
             continue
