@@ -133,6 +133,14 @@ def validate_redis_url(name: str, url: str) -> str:
     return url
 
 
+def redis_driver_info():
+    """redis-py's client identity, its version read once here rather than per connection."""
+    import redis
+    from redis.driver_info import DriverInfo
+
+    return DriverInfo(name="redis-py", lib_version=redis.__version__)
+
+
 def _redact(url: str) -> str:
     parts = urlsplit(url)
     if parts.password:

@@ -76,3 +76,37 @@ def test_settings_name_a_bad_environment_variable():
 
 def test_settings_load_with_only_a_secret_key():
     assert settings_import(SECRET_KEY="k").returncode == 0
+
+
+CHANNEL_LAYER_ROUND_TRIP = """
+import asyncio, importlib.metadata, os
+os.environ["DJANGO_SETTINGS_MODULE"] = "eunice.settings"
+import django
+django.setup()
+from channels.layers import get_channel_layer
+lookups = []
+version = importlib.metadata.version
+importlib.metadata.version = lambda name: lookups.append(name) or version(name)
+
+async def main():
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("metadata-check", channel)
+    await layer.group_send("metadata-check", {"type": "ping"})
+    assert (await layer.receive(channel)) == {"type": "ping"}
+    await layer.group_discard("metadata-check", channel)
+
+asyncio.run(main())
+print("lookups", len(lookups))
+"""
+
+
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL (the PostgreSQL + Redis run sets it)")
+def test_redis_connections_do_not_search_package_metadata_each_time():
+    clean = {k: v for k, v in os.environ.items() if k != "DEBUG"}
+    result = subprocess.run(
+        [sys.executable, "-c", CHANNEL_LAYER_ROUND_TRIP],
+        cwd=ROOT, env={**clean, "SECRET_KEY": "k"}, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "lookups 0" in result.stdout
