@@ -111,7 +111,7 @@ if REDIS_URL:
             # dropped, and the default capacity (100) fills in a second of streaming.
             # Every consumer opens its own connection, and redis-py looks its
             # own version up in the installed packages' metadata for each new
-            # one unless told: 3-5 ms of the event loop per socket opened.
+            # one unless told (0.35 ms of the event loop per socket opened).
             "CONFIG": {
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 15, "driver_info": redis_driver_info()}],
                 "capacity": CHANNEL_CAPACITY,
