@@ -80,12 +80,23 @@ def _resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv
     return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
 def private_reason(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     """Which kind of non-public address this is, or "" for a public one."""
     if isinstance(address, ipaddress.IPv6Address):
         mapped = address.ipv4_mapped or address.sixtofour
         if mapped is not None:
             return private_reason(mapped) and f"IPv4-mapped {private_reason(mapped)}"
+        if address in _NAT64:
+            # A NAT64 gateway forwards 64:ff9b::a.b.c.d to the IPv4 address
+            # a.b.c.d, and Python counts the prefix as global: judge a.b.c.d.
+            embedded = private_reason(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+            return embedded and f"NAT64-embedded {embedded}"
+        if address in _NAT64_LOCAL:
+            return "NAT64 local-use"  # RFC 8215: the IPv4 part may sit anywhere in it
         if address in ipaddress.IPv6Network("fc00::/7"):
             return "unique-local"
     checks = (
