@@ -79,7 +79,9 @@ def database_from_url(name: str, url: str) -> dict:
             )
         options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
         return {
-            "ENGINE": "django.db.backends.postgresql",
+            # Django's backend, skipping the health check for a connection that has
+            # just worked (eunice/db/postgresql/base.py).
+            "ENGINE": "eunice.db.postgresql",
             "NAME": db_name,
             "USER": unquote(parts.username or ""),
             "PASSWORD": unquote(parts.password or ""),

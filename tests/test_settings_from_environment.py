@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_a_postgres_url_becomes_a_psycopg_database():
     db = database_from_url("DATABASE_URL", "postgres://ann:s3cret@db.local:6543/eunice")
-    assert db["ENGINE"] == "django.db.backends.postgresql"
+    assert db["ENGINE"] == "eunice.db.postgresql"
     assert (db["NAME"], db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == (
         "eunice", "ann", "s3cret", "db.local", "6543",
     )
