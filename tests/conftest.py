@@ -79,3 +79,15 @@ def call(registry):
         return registry.execute_tool(name, inputs, ctx)
 
     return run
+
+
+def external_assets(html: str) -> list[str]:
+    """The src/href URLs of a page that another host would serve (an empty list when all are local).
+
+    Asserting on URLs, not on the absence of a word like "cdn": pages embed
+    random CSRF tokens and hashes, which now and then spell it.
+    """
+    import re
+
+    urls = re.findall(r'(?:src|href)="([^"]*)"', html)
+    return [url for url in urls if url.startswith("//") or re.match(r"[a-z][a-z0-9+.-]*:", url, re.I)]
