@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from django.db import transaction
@@ -22,6 +23,10 @@ class EventRecorder:
     conversation's events sees every earlier one) and when the turn ends.
     Writing ten single-row INSERTs was about a sixth of a turn's database
     time in ``bench/turns.py``.
+
+    Parallel tool calls and delegated tasks record (and flush) from several
+    threads at once: numbering and queueing happen under a lock, so no
+    number repeats and no event is left out of a flush that raced with it.
     """
 
     def __init__(self, conversation: Conversation, turn: int) -> None:
@@ -29,6 +34,7 @@ class EventRecorder:
         self.turn = turn
         self._sequence = 0
         self._pending: list[tuple[ConversationEvent, bytes | None]] = []
+        self._lock = threading.Lock()
 
     @property
     def pending(self) -> int:
@@ -37,21 +43,18 @@ class EventRecorder:
 
     def record(self, event_type: str, data: dict, blob: bytes | None = None) -> None:
         data, blob = event_row(data, blob)
-        self._sequence += 1
-        row = ConversationEvent(
-            conversation=self.conversation,
-            turn=self.turn,
-            sequence=self._sequence,
-            event_type=event_type,
-            data=data,
-        )
-        self._pending.append((row, blob))
+        row = ConversationEvent(conversation=self.conversation, turn=self.turn, event_type=event_type, data=data)
+        with self._lock:
+            self._sequence += 1
+            row.sequence = self._sequence
+            self._pending.append((row, blob))
 
     def flush(self) -> None:
         """Write the queued events (and their blobs), in order. Cheap when nothing is queued."""
-        if not self._pending:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if not pending:
             return
-        pending, self._pending = self._pending, []
         with transaction.atomic():
             for row, blob in pending:
                 if blob is not None:

@@ -96,3 +96,29 @@ def test_a_turn_that_fails_unexpectedly_keeps_the_events_it_recorded(model, conv
         async_to_sync(run_turn)(conversation, text="hello", user=user, display=BrokenDisplay())
 
     assert stored_kinds(conversation) == ["user_message"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_events_recorded_and_flushed_from_many_threads_are_all_written_once_each(conversation):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import close_old_connections
+
+    recorder = EventRecorder(conversation, turn=1)
+
+    def work(worker):
+        try:
+            for n in range(100):
+                recorder.record("status", {"worker": worker, "n": n})
+                if worker % 4 == 0 and n % 10 == 0:
+                    recorder.flush()  # as a parallel tool call or delegated task does
+        finally:
+            close_old_connections()
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(work, range(8)))
+    recorder.flush()
+
+    rows = list(ConversationEvent.objects.filter(conversation=conversation).values_list("sequence", "data"))
+    assert sorted(sequence for sequence, _ in rows) == list(range(1, 801))
+    assert sorted((d["worker"], d["n"]) for _, d in rows) == [(w, n) for w in range(8) for n in range(100)]
