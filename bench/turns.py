@@ -142,7 +142,6 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     database = _django.setup()
-    from eunice.collector import tune_for_serving
     model, model_port = model_server(args.chunks, args.chunk_delay)
     pairs = prepare(args.conversations)
     port = free_port()
@@ -171,6 +170,8 @@ def main() -> None:
         # The clients are the measuring instrument: a collector pause in this
         # process would be counted as relay latency (a full collection of the
         # Django heap prepare() loaded took 60-80 ms). Same remedy as the server's.
+        from eunice.collector import tune_for_serving
+
         tune_for_serving()
         started, cpu_before = time.monotonic(), cpu_seconds(server.pid)
         model_cpu_before, client_cpu_before = cpu_seconds(model.pid), cpu_seconds(os.getpid())

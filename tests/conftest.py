@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from registry import registry as registry_module
@@ -87,7 +89,5 @@ def external_assets(html: str) -> list[str]:
     Asserting on URLs, not on the absence of a word like "cdn": pages embed
     random CSRF tokens and hashes, which now and then spell it.
     """
-    import re
-
     urls = re.findall(r'(?:src|href)="([^"]*)"', html)
     return [url for url in urls if url.startswith("//") or re.match(r"[a-z][a-z0-9+.-]*:", url, re.I)]
