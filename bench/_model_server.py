@@ -6,13 +6,16 @@ an answer of CHUNKS text deltas, one every DELAY seconds. The SSE bytes are
 rendered once, by the same code as the scripted test server, so the model's
 own cost stays out of the figures it serves.
 
-Usage: python bench/_model_server.py PORT CHUNKS DELAY
+Usage: python bench/_model_server.py FD CHUNKS DELAY
+
+FD is a listening socket the caller bound and passed down (see turns.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -26,7 +29,7 @@ def rendered(turn: Turn) -> list[tuple[str, bytes]]:
     return [(name, sse(name, data)) for name, data in stream_events(turn, model="bench-model", message_id="msg_bench")]
 
 
-async def serve(port: int, chunks: int, delay: float) -> None:
+async def serve(fd: int, chunks: int, delay: float) -> None:
     tool_turn = rendered(Turn(tool_uses=(ToolUse("plan", {"steps": [{"title": "answer"}]}, "toolu_plan"),)))
     answer_turn = rendered(Turn(text=tuple(f"w{n} " for n in range(chunks))))
 
@@ -52,7 +55,7 @@ async def serve(port: int, chunks: int, delay: float) -> None:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=4096)
+    server = await asyncio.start_server(handle, sock=socket.socket(fileno=fd))
     async with server:
         await server.serve_forever()
 

@@ -35,19 +35,27 @@ import _django
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def listening_socket() -> socket.socket:
+    """A loopback socket already bound and listening, for a child process to serve on.
+
+    The child inherits it (``pass_fds``), so no other process can take the port
+    between choosing it and serving on it.
+    """
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4096)
+    listener.set_inheritable(True)
+    return listener
 
 
 def model_server(chunks: int, delay: float) -> tuple[subprocess.Popen, int]:
     """The Messages API the server talks to, in its own process (bench/_model_server.py)."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "_model_server.py"), str(port), str(chunks), str(delay)],
-        cwd=ROOT, stdout=subprocess.DEVNULL,
-    )
+    with listening_socket() as listener:
+        fd, port = listener.fileno(), listener.getsockname()[1]
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "_model_server.py"), str(fd), str(chunks), str(delay)],
+            cwd=ROOT, stdout=subprocess.DEVNULL, pass_fds=(fd,),
+        )
     wait_for_port(port, process)
     return process, port
 
@@ -106,17 +114,27 @@ async def run_clients(port: int, pairs: list[tuple[str, str]], chunks: int) -> t
     return completed, len(results) - completed, latencies
 
 
-def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60, path: str | None = None) -> None:
+    """Wait until the process serves: a connection is accepted, or with ``path``, an HTTP GET of it answers 200.
+
+    The socket listens before the child has loaded its code (the bench bound
+    it), so for the product a connection alone does not mean it is ready.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError("the server exited while starting")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as probe:
+                if path is None:
+                    return
+                probe.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+                if probe.recv(64).startswith(b"HTTP/1.1 200"):
+                    return
         except OSError:
-            time.sleep(0.1)
-    raise TimeoutError("the server did not start listening")
+            pass
+        time.sleep(0.1)
+    raise TimeoutError("the server did not start serving")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -144,7 +162,8 @@ def main() -> None:
     database = _django.setup()
     model, model_port = model_server(args.chunks, args.chunk_delay)
     pairs = prepare(args.conversations)
-    port = free_port()
+    listener = listening_socket()
+    fd, port = listener.fileno(), listener.getsockname()[1]
     env = {
         **os.environ,
         "SECRET_KEY": os.environ["SECRET_KEY"],
@@ -156,17 +175,18 @@ def main() -> None:
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
     }
     command = {
-        "daphne": ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "eunice.asgi:application"],
-        "uvicorn": ["-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+        "daphne": ["-m", "daphne", "--fd", str(fd), "eunice.asgi:application"],
+        "uvicorn": ["-m", "uvicorn", "--fd", str(fd), "--log-level", "warning",
                     "--loop", "uvloop", "--http", "httptools", "--ws", "websockets",
                     "--ws-per-message-deflate", "false", "--lifespan", "off", "eunice.asgi:application"],
     }[args.server]
     server = subprocess.Popen(
         [sys.executable, *command],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(fd,),
     )
+    listener.close()  # the server holds its own copy
     try:
-        wait_for_port(port, server)
+        wait_for_port(port, server, path="/health/")
         # The clients are the measuring instrument: a collector pause in this
         # process would be counted as relay latency (a full collection of the
         # Django heap prepare() loaded took 60-80 ms). Same remedy as the server's.
