@@ -68,8 +68,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         return {"type": kind, "channel": self.channel_name, "process": PROCESS}
 
     async def send_chunk_text(self, text: str) -> None:
-        """A chunk of a turn running in this process, already encoded."""
-        await self.send(text_data=text)
+        """A chunk of a turn running in this process, already encoded (straight to the server's send)."""
+        await self.base_send({"type": "websocket.send", "text": text})
 
     async def receive_json(self, content: dict, **kwargs) -> None:
         conversation = await database_sync_to_async(owned_conversation)(self.user, self.conversation_id)

@@ -7,13 +7,13 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eunice.settings")
 django_http = get_asgi_application()  # sets Django up before the imports below
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
+from eunice.websocket_auth import WebsocketAuthMiddlewareStack  # noqa: E402
 
 # The embedded product serves its own static files (admin CSS, the chat page's
 # scripts); a deployment behind a web server can turn this off.
@@ -23,7 +23,7 @@ application = ProtocolTypeRouter(
     {
         "http": http_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            WebsocketAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }
 )
