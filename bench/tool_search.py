@@ -23,6 +23,8 @@ Metrics (percentages, averaged over queries):
   vector stored on its row (model load excluded, reported separately);
   load_s: a new process's first search, from the stored vectors;
   update_ms: re-indexing after one tool's description changes (one embedding).
+- machine_reference_ms: fixed pure-Python work timed after the run
+  (bench/_machine.py), to tell a slower day from a slower change.
 
 `--scale N` pads the catalog to N tools with copies of its tools under new
 ids, to measure latency at that size. The copies have the same text as the
@@ -42,6 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import _django
+from _machine import reference_ms
 
 @dataclass(frozen=True)
 class Query:
@@ -64,6 +67,7 @@ class Report:
     load_s: float
     update_ms: float
     model_load_s: float
+    machine_reference_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,7 @@ def run(tools: Sequence[Tool], queries: Sequence[Query], dataset: str = "") -> R
         load_s=round(load, 3),
         update_ms=round(update * 1000, 2),
         model_load_s=round(model_load, 2),
+        machine_reference_ms=reference_ms(),
     )
 
 
@@ -230,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  (embedding the query p50 {report.embed_p50_ms:.2f} ms)\n"
             f"  build {report.build_s:.2f} s (embedding and storing every tool; model load"
             f" {report.model_load_s:.2f} s)  load from stored vectors {report.load_s:.3f} s"
-            f"  one-tool update {report.update_ms:.1f} ms"
+            f"  one-tool update {report.update_ms:.1f} ms\n"
+            f"  machine reference {report.machine_reference_ms:.1f} ms (bench/_machine.py; lower is faster)"
         )
     return 0
 
