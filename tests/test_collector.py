@@ -2,10 +2,16 @@
 
 import gc
 import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from eunice import collector
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -53,3 +59,16 @@ def test_loading_the_asgi_application_tunes_the_collector(restored_gc):
 
     assert gc.get_freeze_count() > 0
     assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD
+
+
+def test_the_views_are_imported_before_the_heap_is_frozen():
+    # In a fresh process, as a server loads the app: the page views come in with
+    # the URLconf at load time, so they are part of the frozen start-up heap.
+    code = (
+        "import sys, eunice.asgi; "
+        "print(all(m in sys.modules for m in ('conversations.views', 'registry.staff_views', 'eunice.urls')))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.settings", "SECRET_KEY": "test-only"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+    assert result.stdout.strip() == "True", result.stderr[-2000:]
