@@ -91,3 +91,31 @@ def external_assets(html: str) -> list[str]:
     """
     urls = re.findall(r'(?:src|href)="([^"]*)"', html)
     return [url for url in urls if url.startswith("//") or re.match(r"[a-z][a-z0-9+.-]*:", url, re.I)]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test, before the test database is dropped, close the database
+    connections of worker threads that have ended with their event loops.
+
+    Such a connection is only released by its finaliser, and when that warns
+    (ResourceWarning) pytest keeps the warning, and with it the connection, to
+    the end of the run; PostgreSQL then refuses to drop a database that still
+    has sessions. The suite as a whole happened to release them in time;
+    a file run alone (tests/conversations/test_websocket.py) did not.
+    """
+    if nextitem is not None:
+        return
+    try:
+        import psycopg
+    except ImportError:
+        return
+    import gc
+
+    from django.db import connections
+
+    in_use = {wrapper.connection for wrapper in connections.all(initialized_only=True)}
+    gc.collect()
+    for leftover in [o for o in gc.get_objects() if isinstance(o, psycopg.Connection)]:
+        if leftover not in in_use and not leftover.closed:
+            leftover.close()
