@@ -41,7 +41,8 @@ PARAMETER_DESCRIPTION_WEIGHT = 1.0
 # "this tool". Measured (MetaTool, 39 of 199 names): R@5 79.8 -> 80.5, R@1
 # 58.6 -> 59.1; LiveMCPBench has no such names and is unchanged. BM25 keeps
 # the word: idf already discounts it, and passages (search_documents) share
-# the tokenizer, where "tool" is a word like any other.
+# the tokenizer, where "tool" is a word like any other; so are their titles
+# (`as_document` there passes no generic words).
 GENERIC_NAME_WORDS = frozenset({"tool", "tools"})
 
 #: How much of a tool's passage the encoders read, in MiniLM word pieces.
@@ -89,6 +90,9 @@ class ToolDocument:
     name: str
     description: str = ""
     input_schema: Mapping[str, Any] | None = field(default=None, compare=False)
+    #: Name words left out of the embedded passage. A passage or an entity
+    #: (tools/lib/hybrid.py) passes none: in a title, "tool" is a real word.
+    generic_name_words: frozenset[str] = field(default=GENERIC_NAME_WORDS, compare=False)
 
     @property
     def name_words(self) -> list[str]:
@@ -99,7 +103,7 @@ class ToolDocument:
     def telling_name_words(self) -> list[str]:
         """The name words without generic ones like "tool", unless nothing else is left."""
         words = self.name_words
-        return [w for w in words if w not in GENERIC_NAME_WORDS] or words
+        return [w for w in words if w not in self.generic_name_words] or words
 
     def parameters(self) -> list[Parameter]:
         """Input parameters with descriptions, breadth-first, at most `_MAX_PARAMETERS`."""

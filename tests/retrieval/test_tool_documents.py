@@ -65,6 +65,14 @@ def test_the_word_tool_in_a_name_is_left_out_of_the_embedded_passage() -> None:
     assert ToolDocument("t", "tool", "Does things.").embedding_text() == "tool: Does things."
 
 
+def test_a_passage_title_keeps_the_word_tool() -> None:
+    from tools.lib.hybrid import as_document
+
+    document = as_document(7, "Power tool safety", "Wear goggles.")
+
+    assert document.embedding_text() == "power tool safety: Wear goggles."
+
+
 def test_a_querys_free_standing_numbers_are_not_embedded() -> None:
     assert query_passage("the top 100 holders at 11:00, up 5%") == "the top holders at , up"
     assert query_passage("GPT-4 notes as mp3 in /root/2024.pdf") == "GPT-4 notes as mp3 in /root/2024.pdf"

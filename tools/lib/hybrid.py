@@ -23,8 +23,8 @@ __all__ = ["MIN_SIMILARITY", "IndexCache", "as_document", "build_index", "embed_
 
 
 def as_document(key: object, title: str, text: str) -> ToolDocument:
-    """The search-index view of one passage or entity."""
-    return ToolDocument(key=str(key), name=title, description=text)
+    """The search-index view of one passage or entity; its title is embedded word for word."""
+    return ToolDocument(key=str(key), name=title, description=text, generic_name_words=frozenset())
 
 
 def embed_missing(
