@@ -118,7 +118,7 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
         if runtime.budget_limit is not None and runtime.budget_ref[0] >= runtime.budget_limit:
             text = (response.text if response else "") + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
             return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
-        request, entries = await in_db_thread(_build_request)(runtime, config, messages, estimator)
+        request, entries, size = await in_db_thread(_build_request)(runtime, config, messages, estimator)
         if request is None:
             text = "This conversation has grown past what the model can read; please start a new one."
             return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
@@ -126,7 +126,7 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
             response = await _stream(provider, request, runtime, state)
         except Cancelled:
             return _cancelled(runtime, call - 1, new_messages, None)
-        estimator.calibrate(request.messages, response.usage.total_input_tokens)
+        estimator.calibrate(size, response.usage.total_input_tokens)
         await in_db_thread(_record_call)(runtime, config, response, entries)
         message = response.to_message()
         messages.append(message)
@@ -171,7 +171,8 @@ def _well_formed(messages: list[dict]) -> list[dict]:
 
 
 def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
-    """The next request, or None when even compaction cannot fit the conversation."""
+    """The next request (None when even compaction cannot fit the conversation), the
+    surface entries it offers, and its size in characters (for ``estimator.calibrate``)."""
     working_set = working_set_names(runtime.conversation.pk, runtime.conversation.namespace_id)
     entries = compose(
         runtime.registry, runtime.tenant_id, mode=runtime.mode,
@@ -182,16 +183,19 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
     tools = [{"name": e.name, "description": definitions[e.name].description,
               "input_schema": definitions[e.name].llm_schema} for e in entries]
     window = settings.EUNICE_CONTEXT_TOKENS
-    if estimator.estimate([messages, tools]) > settings.EUNICE_COMPACT_AT * window:
+    fixed = estimator.chars(SYSTEM_PROMPT, tools)  # what compaction cannot shrink
+    size = fixed + estimator.chars(messages)
+    if estimator.tokens(size) > settings.EUNICE_COMPACT_AT * window:
         compacted = compact_tool_results(messages)
         runtime.recorder.record("status", {"compacted_tool_results": compacted})
-        if estimator.estimate([messages, tools]) > settings.EUNICE_STOP_AT * window:
-            return None, entries
+        size = fixed + estimator.chars(messages)
+        if estimator.tokens(size) > settings.EUNICE_STOP_AT * window:
+            return None, entries, size
+    state_block = _state_block(runtime, working_set)
     request = LLMRequest.for_model(
-        config, system=SYSTEM_PROMPT, tools=tools,
-        messages=_with_state(messages, _state_block(runtime, working_set)),
+        config, system=SYSTEM_PROMPT, tools=tools, messages=_with_state(messages, state_block),
     )
-    return request, entries
+    return request, entries, size + estimator.chars(state_block)
 
 
 def _state_block(runtime: Runtime, working_set: list[str]) -> dict:

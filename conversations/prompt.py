@@ -37,17 +37,30 @@ def current_state_block(*, plan: dict, working_set: list[str], datasets: list[st
 
 
 class TokenEstimator:
-    """Chars-per-token heuristic, recalibrated from the provider's real input_tokens."""
+    """Chars-per-token heuristic over a whole request, recalibrated from the provider's input_tokens.
+
+    The provider counts the system prompt, the tool definitions and the
+    messages as input, so a size is always measured over all three
+    (``chars``): calibrating against the messages alone made the ratio
+    collapse call after call, and a short turn with a large tool array
+    looked full after a few model calls.
+    """
 
     def __init__(self) -> None:
         self.chars_per_token = CHARS_PER_TOKEN
 
-    def estimate(self, payload: Any) -> int:
-        return int(len(json.dumps(payload, ensure_ascii=False, default=str)) / self.chars_per_token)
+    @staticmethod
+    def chars(*parts: Any) -> int:
+        """The size of ``parts`` as the JSON the provider receives."""
+        return sum(len(json.dumps(part, ensure_ascii=False, default=str)) for part in parts)
 
-    def calibrate(self, payload: Any, reported_input_tokens: int) -> None:
-        if reported_input_tokens > 0:
-            measured = len(json.dumps(payload, ensure_ascii=False, default=str)) / reported_input_tokens
+    def tokens(self, chars: int) -> int:
+        return int(chars / self.chars_per_token)
+
+    def calibrate(self, chars: int, reported_input_tokens: int) -> None:
+        """Learn from a request of ``chars`` that the provider counted as ``reported_input_tokens``."""
+        if reported_input_tokens > 0 and chars > 0:
+            measured = chars / reported_input_tokens
             # Smooth it: one odd call (a huge image, say) should not swing the next estimate.
             self.chars_per_token = 0.5 * self.chars_per_token + 0.5 * measured
 

@@ -1,5 +1,7 @@
 """The agentic loop against a scripted Messages API server, through the real SDK."""
 
+import json
+import re
 import threading
 import time
 
@@ -97,6 +99,80 @@ def test_the_loop_stops_at_its_model_call_cap(model, weather_tool, conversation,
     outcome = run(conversation, user, "loop")
     assert outcome.stop_reason == "max_model_calls"
     assert outcome.text.endswith("(Stopped after 2 model calls.)")
+
+
+def request_chars(recorded) -> int:
+    """A recorded request's size as the estimator measures it: system prompt, tools, messages."""
+    body = recorded.body
+    return sum(len(json.dumps(body.get(key, []), ensure_ascii=False)) for key in ("system", "tools", "messages"))
+
+
+def weather_calls(n, input_tokens):
+    return [{"tool_uses": [{"name": "weather", "input": {"city": f"City {i}"}, "id": f"toolu_{i}"}],
+             "usage": {"input_tokens": input_tokens}} for i in range(n)]
+
+
+def test_a_long_tool_calling_turn_is_not_cut_short_by_its_token_estimate(model, weather_tool, conversation, user, settings):
+    # The model counts the system prompt and every tool definition as input; the estimate must too.
+    # Calibrated against the messages alone, it shrank its chars-per-token call after call, and a
+    # conversation a third of the window long looked full after a few calls.
+    probe = model([{"text": ["Hello."]}])
+    run(conversation, user, "hi")
+    tokens = request_chars(probe.requests[0]) // 4
+    settings.EUNICE_CONTEXT_TOKENS = tokens * 3
+    model(weather_calls(8, tokens) + [{"text": ["Rain everywhere."], "usage": {"input_tokens": tokens}}])
+
+    outcome = run(conversation, user, "Weather in eight cities?")
+
+    assert (outcome.stop_reason, outcome.model_calls) == ("end_turn", 9)
+    assert not ConversationEvent.objects.filter(event_type="status").exists()
+
+
+def big_result_tool(make_tool, conversation, size):
+    from conversations.models import WorkingSetEntry
+
+    make_tool("dump", lambda inputs, context: "x" * size, input_schema={"type": "object", "properties": {}})
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name="dump")
+
+
+def test_an_oversized_tool_result_the_model_has_read_is_compacted(model, weather_tool, make_tool, conversation, user, settings):
+    big_result_tool(make_tool, conversation, 60_000)
+    probe = model([{"text": ["Hello."]}])
+    run(conversation, user, "hi")
+    base = request_chars(probe.requests[0])
+    # One request with the whole result passes the soft threshold but not the hard one.
+    settings.EUNICE_CONTEXT_TOKENS = int((base + 60_000) / 4 / 0.9)
+    server = model([
+        {"tool_uses": [{"name": "dump", "input": {}, "id": "t1"}]},
+        {"tool_uses": [{"name": "weather", "input": {"city": "Oslo"}, "id": "t2"}]},
+        {"text": ["Done."]},
+    ])
+
+    outcome = run(conversation, user, "dump it, then the weather")
+
+    assert outcome.stop_reason == "end_turn"
+    sent_second = json.dumps(server.requests[1].messages)
+    sent_third = json.dumps(server.requests[2].messages)
+    assert "x" * 60_000 in sent_second, "a result the model has not read yet is sent whole"
+    assert "x" * 60_000 not in sent_third
+    assert re.search(r"\[compacted: [\d,]+ more characters; the full result is in this conversation's events\]", sent_third)
+    statuses = [e.data for e in ConversationEvent.objects.filter(event_type="status").order_by("sequence")]
+    assert {"compacted_tool_results": 1} in statuses
+
+
+def test_a_turn_that_cannot_fit_even_compacted_stops_cleanly(model, make_tool, conversation, user, settings):
+    big_result_tool(make_tool, conversation, 60_000)
+    probe = model([{"text": ["Hello."]}])
+    run(conversation, user, "hi")
+    base = request_chars(probe.requests[0])
+    settings.EUNICE_CONTEXT_TOKENS = int((base + 40_000) / 4)  # the first request fits; with the result, never
+    server = model([{"tool_uses": [{"name": "dump", "input": {}, "id": "t1"}]}])
+
+    outcome = run(conversation, user, "dump it")
+
+    assert (outcome.stop_reason, outcome.model_calls) == ("context_full", 1)
+    assert "please start a new one" in outcome.text
+    assert len(server.requests) == 1
 
 
 def test_agentic_mode_reminds_the_model_of_an_unfinished_plan_once(model, conversation, user):
