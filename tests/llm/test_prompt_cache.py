@@ -79,3 +79,16 @@ def test_there_is_exactly_one_breakpoint_and_the_callers_history_is_untouched():
 def test_the_breakpoint_can_be_turned_off():
     params = build_params(request("Hi", cache_breakpoint_before_last_user=False))
     assert marked(params) == []
+
+
+def test_the_system_prompt_and_tool_schemas_are_sent_as_given_and_left_untouched():
+    tools = [{"name": "weather", "description": "Weather.", "input_schema": {"type": "object", "properties": {}}}]
+    system = [{"type": "text", "text": "Be brief."}]
+    req = request({"role": "user", "content": [state_block()]}, system=system, tools=tools)
+    before = copy.deepcopy((system, tools))
+
+    params = build_params(req)
+
+    assert params["system"] == [{"type": "text", "text": "Be brief.", "cache_control": EPHEMERAL}]
+    assert params["tools"] == tools
+    assert (system, tools) == before
