@@ -97,6 +97,7 @@ async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, r
     provider = create_llm_client_for_role(role, model=config)
     limit = budget_usd if parent.budget_limit is None else min(budget_usd or parent.budget_limit, parent.budget_limit)
     child = replace(parent, mode="delegate", cost=CostTracker(), cards=[], datasets=dict(parent.datasets),
+                    failed_delegations=[],
                     budget_limit=(parent.budget_ref[0] + limit) if limit is not None else None,
                     depth=parent.depth + 1, interactive=False)
     state = await in_db_thread(DispatchState.for_conversation)(parent.conversation)
@@ -137,7 +138,7 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
             new_messages.append(results)
             continue
         if response.stop_reason in FINAL_STOP_REASONS and not nudged and runtime.mode == "agentic":
-            nudge = await in_db_thread(_plan_nudge)(runtime)
+            nudge = await in_db_thread(_completion_nudge)(runtime)
             if nudge:
                 nudged = True
                 messages.append(nudge)
@@ -293,14 +294,24 @@ async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchStat
     ]}
 
 
-def _plan_nudge(runtime: Runtime) -> dict | None:
-    """Agentic mode's completion guardrail: one reminder if the plan has open steps."""
+def _completion_nudge(runtime: Runtime) -> dict | None:
+    """Agentic mode's completion guardrails: one reminder if a delegated task did not
+    finish or the plan has open steps. Database work (the plan is re-read)."""
+    problems = []
+    if runtime.failed_delegations:
+        failed = list(runtime.failed_delegations)
+        runtime.failed_delegations.clear()
+        runtime.recorder.record("correction", {"kind": "failed_delegation", "tasks": failed})
+        listed = "; ".join(f"{f['task']!r} ({f['stopped']})" for f in failed)
+        problems.append(f"{len(failed)} delegated task(s) stopped before finishing: {listed}. "
+                        "Retry them, do the work yourself, or tell the user plainly what is missing.")
     _reload_plan(runtime)
     open_steps = [s["title"] for s in (runtime.conversation.plan or {}).get("steps", [])
                   if s.get("status") not in ("done", "skipped")]
-    if not open_steps:
+    if open_steps:
+        runtime.recorder.record("correction", {"kind": "incomplete_plan", "open_steps": open_steps})
+        problems.append(f"Your plan still has {len(open_steps)} open step(s): {'; '.join(open_steps)}. "
+                        "Finish them, or mark them done or skipped with the plan tool, before you answer.")
+    if not problems:
         return None
-    runtime.recorder.record("correction", {"kind": "incomplete_plan", "open_steps": open_steps})
-    text = (f"Your plan still has {len(open_steps)} open step(s): {'; '.join(open_steps)}. "
-            "Finish them, or mark them done or skipped with the plan tool, before you answer.")
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
+    return {"role": "user", "content": [{"type": "text", "text": " ".join(problems)}]}

@@ -34,6 +34,9 @@ class Runtime:
     budget_limit: float | None = None
     interactive: bool = False  # a person is on a websocket and can answer questions
     depth: int = 0  # 0 for the user's own turn, 1 inside a delegated task
+    # Delegated tasks of this run that stopped before finishing ({"task", "stopped"}),
+    # not yet put to the model by the completion guardrail.
+    failed_delegations: list[dict] = field(default_factory=list)
 
     @property
     def tenant_id(self) -> str:

@@ -47,7 +47,16 @@ async def delegate(inputs: dict, context: dict) -> Ok:
     warnings = [] if outcome.stop_reason == "end_turn" else [
         Warning("incomplete", f"the helper stopped early ({outcome.stop_reason})")
     ]
+    _note_failures(runtime, [inputs["task"]], [outcome])
     return Ok(rows=1, data=outcome.text, warnings=warnings, effects=Effects(cost=outcome.cost_usd))
+
+
+def _note_failures(runtime, tasks: list[str], outcomes: list) -> None:
+    """Tasks whose helper stopped before finishing, for the parent's completion guardrail."""
+    runtime.failed_delegations.extend(
+        {"task": task, "stopped": outcome.stop_reason}
+        for task, outcome in zip(tasks, outcomes) if outcome.stop_reason != "end_turn"
+    )
 
 
 @uniform_contract(name="delegate_batch", is_tabular=False, is_cost_rollup=True)
@@ -62,6 +71,7 @@ async def delegate_batch(inputs: dict, context: dict) -> Ok:
     report = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(inputs["tasks"], outcomes), 1))
     early = [n for n, o in enumerate(outcomes, 1) if o.stop_reason != "end_turn"]
     warnings = [Warning("incomplete", f"task(s) {early} stopped early")] if early else []
+    _note_failures(runtime, list(inputs["tasks"]), outcomes)
     return Ok(rows=len(outcomes), data=report, warnings=warnings,
               effects=Effects(cost=sum(o.cost_usd for o in outcomes)))
 

@@ -85,3 +85,25 @@ def test_request_user_input_asks_over_the_websocket_and_resumes_with_the_answer(
         return "".join(c.get("text", "") for c in chunks if c["type"] == "text_delta")
 
     assert async_to_sync(chat)() == "Bergen it is."
+
+
+def test_in_agentic_mode_a_helper_that_stopped_early_is_put_back_to_the_model_once(model, conversation, user):
+    from conversations.models import ConversationEvent
+
+    model([
+        {"tool_uses": [{"name": "delegate", "input": {"task": "Count the rivers.", "max_cost_usd": 0.0001}, "id": "t1"}]},
+        # The helper's first call already costs more than its budget: it stops there.
+        {"tool_uses": [{"name": "search_tools", "input": {"query": "rivers"}, "id": "h1"}],
+         "usage": {"input_tokens": 1000, "output_tokens": 10}},
+        {"text": ["Here you go."], "expect": {"tool_result_contains": "stopped early (budget)"}},
+        {"text": ["The helper ran out of budget, so the rivers are not counted."],
+         "expect": {"user_text_contains": "1 delegated task(s) stopped before finishing: 'Count the rivers.' (budget)"}},
+    ])
+    conversation.mode = "agentic"
+    conversation.save()
+
+    outcome = run(conversation, user, "How many rivers? Delegate it.")
+
+    assert outcome.text == "The helper ran out of budget, so the rivers are not counted."
+    corrections = [e.data for e in ConversationEvent.objects.filter(event_type="correction")]
+    assert corrections == [{"kind": "failed_delegation", "tasks": [{"task": "Count the rivers.", "stopped": "budget"}]}]
