@@ -6,10 +6,11 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from conversations import runs
 from conversations.access import conversations_of
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
@@ -40,6 +41,11 @@ class PostMessageSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
 
 
+class TooManyRuns(APIException):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_runs"
+
+
 class ConversationViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
 ):
@@ -66,8 +72,13 @@ class ConversationViewSet(
         body = PostMessageSerializer(data=request.data)
         if not body.is_valid():
             raise ValidationError(body.errors)
-        clear_cancel(conversation)
-        outcome = async_to_sync(run_turn)(conversation, text=body.validated_data["text"], user=request.user)
+        if not runs.try_start(request.user.pk):
+            raise TooManyRuns(runs.too_many_message())
+        try:
+            clear_cancel(conversation)
+            outcome = async_to_sync(run_turn)(conversation, text=body.validated_data["text"], user=request.user)
+        finally:
+            runs.finish(request.user.pk)
         reply = ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()
         return Response(
             {"message": MessageSerializer(reply).data, "stop_reason": outcome.stop_reason,

@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.consumer import get_handler_name
 from django.conf import settings
 
-from conversations import questions
+from conversations import questions, runs
 from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, group_name, watchers
 from conversations.loop import run_turn
 from conversations.state import clear_cancel, request_cancel
 
 logger = logging.getLogger("eunice.conversations")
-
-_runs_per_user: Counter = Counter()  # this process's running turns, by user id
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
@@ -96,12 +93,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": (
                 f"the message has {len(text):,} characters; the limit is {settings.EUNICE_MAX_MESSAGE_CHARS:,}")})
             return
-        if _runs_per_user[self.user.pk] >= settings.EUNICE_MAX_RUNS_PER_USER:
-            await self.send_json({"type": "error", "message": (
-                f"you already have {settings.EUNICE_MAX_RUNS_PER_USER} answers running; wait or cancel one")})
+        if not runs.try_start(self.user.pk):
+            await self.send_json({"type": "error", "message": runs.too_many_message()})
             return
-        _runs_per_user[self.user.pk] += 1
-        await database_sync_to_async(clear_cancel)(conversation)
+        try:
+            await database_sync_to_async(clear_cancel)(conversation)
+        except BaseException:
+            runs.finish(self.user.pk)  # the run never started: its slot is free again
+            raise
         asyncio.ensure_future(self._run(conversation, text))
 
     async def _run(self, conversation, text: str) -> None:
@@ -114,7 +113,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})
             display.send({"type": "done", "cancelled": False})
         finally:
-            _runs_per_user[self.user.pk] -= 1
+            runs.finish(self.user.pk)
             display.close()
             await pump
 

@@ -70,3 +70,31 @@ def test_a_user_without_a_tenant_is_told_why(conversation):
 
 def test_anonymous_requests_are_refused(conversation):
     assert APIClient().get("/api/conversations/").status_code in (401, 403)
+
+
+def test_the_answer_cap_counts_websocket_and_rest_answers_together(api, model, conversation, user, settings):
+    from asgiref.sync import async_to_sync, sync_to_async
+
+    from tests.conversations.test_websocket import cookie_for, receive_until_done, socket
+
+    settings.EUNICE_MAX_RUNS_PER_USER = 1
+    model([{"text": [f"w{n} " for n in range(40)], "delay": 0.05}, {"text": ["Later."]}])
+    second = Conversation.objects.create(tenant_id=TENANT, user=user)
+    post = f"/api/conversations/{second.pk}/messages/"
+
+    async def while_the_socket_answers():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        await ws.send_json_to({"type": "message", "text": "long"})
+        await ws.receive_json_from(timeout=10)  # the first answer is streaming
+        refused = await sync_to_async(api.post, thread_sensitive=False)(post, {"text": "too"}, format="json")
+        await receive_until_done(ws)
+        await ws.disconnect()
+        return refused
+
+    refused = async_to_sync(while_the_socket_answers)()
+
+    assert refused.status_code == 429
+    assert refused.json() == {"detail": "you already have 1 answers running; wait or cancel one"}
+    after = api.post(post, {"text": "now"}, format="json")
+    assert (after.status_code, after.json()["message"]["text"]) == (201, "Later.")
