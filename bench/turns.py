@@ -180,7 +180,7 @@ def main() -> None:
         "daphne": ["-m", "daphne", "--fd", str(fd), "eunice.asgi:application"],
         "uvicorn": ["-m", "uvicorn", "--fd", str(fd), "--log-level", "warning",
                     "--loop", "uvloop", "--http", "httptools", "--ws", "websockets",
-                    "--ws-per-message-deflate", "false", "--lifespan", "off", "eunice.asgi:application"],
+                    "--ws-per-message-deflate", "false", "--ws-max-size", "1048576", "--lifespan", "off", "eunice.asgi:application"],
     }[args.server]
     server = subprocess.Popen(
         [sys.executable, *command],
