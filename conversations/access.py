@@ -14,10 +14,15 @@ def owned_conversation(user: Any, conversation_id: str) -> Conversation | None:
     if tenant is None:
         return None
     # is_active from the table, not the session's cached user: a deactivated
-    # account loses its open sockets on their next message.
-    return Conversation.objects.filter(
-        pk=conversation_id, tenant_id=tenant, user=user, user__is_active=True
-    ).first()
+    # account loses its open sockets on their next message. The owner comes
+    # along, fresh from the table too: a socket's turns take the user's
+    # current staff flag, groups and permissions from it, not the ones they
+    # had when the socket opened.
+    return (
+        Conversation.objects.select_related("user")
+        .filter(pk=conversation_id, tenant_id=tenant, user=user, user__is_active=True)
+        .first()
+    )
 
 
 def conversations_of(user: Any):

@@ -107,7 +107,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         display = ChannelDisplay(self.conversation_id, self.channel_layer, asyncio.get_running_loop())
         pump = asyncio.ensure_future(display.pump())
         try:
-            await run_turn(conversation, text=text, user=self.user, display=display, interactive=True)
+            await run_turn(conversation, text=text, user=conversation.user, display=display, interactive=True)
         except Exception:  # the socket must learn the turn ended, whatever broke
             logger.exception("turn failed in conversation %s", self.conversation_id)
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})

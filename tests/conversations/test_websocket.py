@@ -243,3 +243,29 @@ def test_queued_text_deltas_are_merged_but_nothing_else_is():
         {"type": "text_delta", "text": "ab", "ts": 1}, {"type": "tool_call", "name": "x", "ts": 3},
         {"type": "text_delta", "text": "c", "ts": 4},
     ]
+
+
+def test_a_turn_takes_the_users_rights_as_they_are_now_not_as_they_were_at_connect(model, make_tool, conversation, user):
+    from conversations.models import WorkingSetEntry
+
+    make_tool("whoami", lambda inputs, context: "staff" if "staff" in context["capabilities"] else "not staff")
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name="whoami")
+    model([
+        {"tool_uses": [{"name": "whoami", "input": {}, "id": "t1"}]},
+        {"text": ["You are not staff."], "expect": {"tool_result_contains": "not staff"}},
+    ])
+    user.is_staff = True
+    user.save()
+
+    async def chat():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        await sync_to_async(type(user).objects.filter(pk=user.pk).update)(is_staff=False)  # demoted meanwhile
+        await ws.send_json_to({"type": "message", "text": "Am I staff?"})
+        chunks = await receive_until_done(ws)
+        await ws.disconnect()
+        return chunks
+
+    chunks = async_to_sync(chat)()
+
+    assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "You are not staff."
