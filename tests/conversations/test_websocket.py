@@ -31,6 +31,26 @@ def socket(conversation_id, cookie=b"", origin=b"http://localhost"):
     return WebsocketCommunicator(application, f"/ws/conversations/{conversation_id}/", headers=headers)
 
 
+def ask_over_a_socket(conversation, user, text, *, after_connect=None) -> list[dict]:
+    """Open a socket as ``user``, send ``text`` (after ``after_connect()``, if given), return every chunk to ``done``."""
+
+    async def chat():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        if after_connect is not None:
+            await sync_to_async(after_connect)()
+        await ws.send_json_to({"type": "message", "text": text})
+        chunks = await receive_until_done(ws)
+        await ws.disconnect()
+        return chunks
+
+    return async_to_sync(chat)()
+
+
+def answer_text(chunks) -> str:
+    return "".join(c["text"] for c in chunks if c["type"] == "text_delta")
+
+
 async def receive_until_done(ws, timeout=10):
     chunks = []
     while True:
@@ -218,16 +238,8 @@ def test_chunks_of_a_turn_in_this_process_skip_the_channel_layer(model, conversa
     monkeypatch.setattr(layer_class, "group_send", counting_group_send)
     model([{"text": ["a", "b", "c"]}])
 
-    async def chat():
-        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
-        await ws.connect()
-        await ws.send_json_to({"type": "message", "text": "hi"})
-        chunks = await receive_until_done(ws)
-        await ws.disconnect()
-        return chunks
-
-    chunks = async_to_sync(chat)()
-    assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "abc"
+    chunks = ask_over_a_socket(conversation, user, "hi")
+    assert answer_text(chunks) == "abc"
     assert "conversation.chunk" not in sent
     assert sent[0] == "watcher.joined" and sent[-1] == "watcher.left"
 
@@ -257,15 +269,9 @@ def test_a_turn_takes_the_users_rights_as_they_are_now_not_as_they_were_at_conne
     user.is_staff = True
     user.save()
 
-    async def chat():
-        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
-        await ws.connect()
-        await sync_to_async(type(user).objects.filter(pk=user.pk).update)(is_staff=False)  # demoted meanwhile
-        await ws.send_json_to({"type": "message", "text": "Am I staff?"})
-        chunks = await receive_until_done(ws)
-        await ws.disconnect()
-        return chunks
+    def demote():  # after the socket opened, before the message
+        type(user).objects.filter(pk=user.pk).update(is_staff=False)
 
-    chunks = async_to_sync(chat)()
+    chunks = ask_over_a_socket(conversation, user, "Am I staff?", after_connect=demote)
 
-    assert "".join(c["text"] for c in chunks if c["type"] == "text_delta") == "You are not staff."
+    assert answer_text(chunks) == "You are not staff."
