@@ -228,7 +228,7 @@ def _settle_group(
             state.succeeded_tools.add(name)
         else:
             record_failed_approach(name, item.hash, result.error, state)
-        route_side_effects(name, result, runtime)
+        shown = route_side_effects(name, result, runtime)
         duration = (time.perf_counter() - item.started) * 1000
         dispatched = DispatchResult(item.block["id"], name, result, duration, item.warnings)
         runtime.recorder.record(
@@ -240,6 +240,8 @@ def _settle_group(
             {"type": "tool_result", "tool_use_id": item.block["id"], "name": name,
              "content": dispatched.content, "error": result.error is not None}
         )
+        for chunk in shown:  # its cards and datasets, after the result they came with
+            runtime.display.send({**chunk, "tool_use_id": item.block["id"]})
         results.append(dispatched)
     _save_failed_approaches(state)
     runtime.flush_events()

@@ -70,6 +70,19 @@ class Runtime:
         """Whether events are waiting for ``flush_events``."""
         return bool(getattr(self.log.ctx.recorder, "pending", 0))
 
+    def progress_reporter(self, tool_use_id: str, name: str):
+        """``report(message, fraction=None)`` for a running tool: a ``progress`` chunk
+        on the user's display, from any thread. ``fraction`` is clamped to [0, 1]."""
+
+        def report(message: str, fraction: float | None = None) -> None:
+            chunk: dict[str, Any] = {"type": "progress", "tool_use_id": tool_use_id, "name": name,
+                                     "message": str(message)[:500]}
+            if fraction is not None:
+                chunk["fraction"] = min(1.0, max(0.0, float(fraction)))
+            self.display.send(chunk)
+
+        return report
+
     def tool_context(self, tool_use_id: str, name: str, cancel: Any) -> dict[str, Any]:
         """The context a handler receives (the registry adds _reasoning and _tool_registry)."""
         from registry.contract import spec_for
@@ -82,6 +95,7 @@ class Runtime:
             "catalog": self.catalog,
             "capabilities": self.capabilities,
             "display": self.display,
+            "progress_callback": self.progress_reporter(tool_use_id, name),
             "_recorder": self.recorder,
             "_user_message": self.user_message,
             "_agentic_mode": self.mode == "agentic",

@@ -13,7 +13,10 @@ if TYPE_CHECKING:
 SINGLETON_CARDS = frozenset({"cited_answer", "map_display"})
 
 
-def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -> None:
+def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -> list[dict]:
+    """Files, datasets, cards and cost of one result to where they belong; returns the
+    chunks to show the user once the result itself is shown (its cards, its datasets)."""
+    shown: list[dict] = []
     file_ids = {}
     for filename, export in result.exports.items():
         file_ids[filename] = register_export(tool_name, filename, export, runtime).pk
@@ -22,12 +25,15 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
         runtime.datasets[name] = dataset
         runtime.catalog.promote(name, dataset, source_tool=tool_name)
         runtime.recorder.record("progress", {"dataset": name, "source_tool": tool_name})
+        shown.append({"type": "progress", "source_tool": tool_name, "dataset": name,
+                      "message": f"dataset {name} is ready"})
     for card in result.cards:
         if card.get("type") == "file_download" and card.get("export") in file_ids:
             # The row exists only now: the card learns which file its button downloads.
             card = {**card, "file_id": file_ids[card["export"]]}
         runtime.cards.append(card)
         runtime.recorder.record("card", {"source_tool": tool_name, "card": card})
+        shown.append({"type": "card", "source_tool": tool_name, "card": card})
     if result.cost:
         from registry.contract import spec_for
 
@@ -36,12 +42,13 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
         if spec is not None and spec.is_cost_rollup:
             # A roll-up (delegate) reports what its leaf calls cost; those calls
             # already wrote their own usage rows and moved the budget.
-            return
+            return shown
         runtime.budget_ref[0] += result.cost
         UsageLog.objects.create(
             tenant_id=runtime.tenant_id, user_id=runtime.user_id, conversation=runtime.conversation,
             kind=UsageLog.Kind.TOOL, name=tool_name, cost_usd=result.cost,
         )
+    return shown
 
 
 def register_export(tool_name: str, filename: str, export: dict, runtime: "Runtime") -> GeneratedFile:

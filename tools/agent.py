@@ -65,14 +65,22 @@ async def delegate_batch(inputs: dict, context: dict) -> Ok:
     from conversations.loop import run_subtask
 
     runtime = _runtime(context, "delegate_batch")
-    outcomes = await asyncio.gather(
-        *(run_subtask(runtime, task, budget_usd=inputs.get("max_cost_usd_each")) for task in inputs["tasks"])
-    )
-    report = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(inputs["tasks"], outcomes), 1))
+    tasks, finished = inputs["tasks"], 0
+    report = context.get("progress_callback") or (lambda message, fraction=None: None)
+
+    async def run(task: str):
+        nonlocal finished
+        outcome = await run_subtask(runtime, task, budget_usd=inputs.get("max_cost_usd_each"))
+        finished += 1
+        report(f"{finished} of {len(tasks)} tasks finished", finished / len(tasks))
+        return outcome
+
+    outcomes = await asyncio.gather(*(run(task) for task in tasks))
+    summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes), 1))
     early = [n for n, o in enumerate(outcomes, 1) if o.stop_reason != "end_turn"]
     warnings = [Warning("incomplete", f"task(s) {early} stopped early")] if early else []
     _note_failures(runtime, list(inputs["tasks"]), outcomes)
-    return Ok(rows=len(outcomes), data=report, warnings=warnings,
+    return Ok(rows=len(outcomes), data=summary, warnings=warnings,
               effects=Effects(cost=sum(o.cost_usd for o in outcomes)))
 
 

@@ -106,11 +106,24 @@
     return holder;
   }
 
+  // Shows cards in the panel (and inline under `where` for INLINE_CARDS); returns the nodes made.
   function showCards(cards, where) {
+    const nodes = [];
     (cards || []).forEach((card) => {
-      panel.appendChild(renderCard(card));
-      if (INLINE_CARDS.has(card.type) && where) where.appendChild(renderCard(card));
+      nodes.push(panel.appendChild(renderCard(card)));
+      if (INLINE_CARDS.has(card.type) && where) nodes.push(where.appendChild(renderCard(card)));
     });
+    return nodes;
+  }
+
+  // Cards stream in as their tools finish; when the answer is done, the stored
+  // answer's cards (merged, citations added) replace them if they differ.
+  let live = { cards: [], nodes: [] };
+  function settleCards(final, where) {
+    if (JSON.stringify(final || []) === JSON.stringify(live.cards)) { live = { cards: [], nodes: [] }; return; }
+    live.nodes.forEach((node) => node.remove());
+    live = { cards: [], nodes: [] };
+    showCards(final, where);
   }
 
   function ask(chunk) {
@@ -149,8 +162,26 @@
         break;
       case "tool_call": {
         const line = el("div", "tool running", `${chunk.status_message || "Running"} · ${chunk.name}…`);
+        line.dataset.label = line.textContent;
         tools[chunk.tool_use_id] = line;
         messages.appendChild(line);
+        break;
+      }
+      case "progress": {
+        const line = tools[chunk.tool_use_id];
+        const percent = typeof chunk.fraction === "number" ? ` (${Math.round(chunk.fraction * 100)} %)` : "";
+        if (line && line.classList.contains("running")) line.textContent = `${line.dataset.label} ${chunk.message}${percent}`;
+        else messages.appendChild(el("div", "tool progress muted", `${chunk.message}${percent}`));
+        break;
+      }
+      case "card": {
+        live.cards.push(chunk.card);
+        let holder = null;  // inline cards get a place in the conversation, as after an answer
+        if (INLINE_CARDS.has(chunk.card.type)) {
+          holder = messages.appendChild(el("div", "message cards"));
+          live.nodes.push(holder);
+        }
+        live.nodes.push(...showCards([chunk.card], holder));
         break;
       }
       case "tool_result": {
@@ -177,7 +208,7 @@
         const where = answer;  // inline cards go under this answer
         fetch(`/api/conversations/${conversationId}/messages/`, { credentials: "same-origin" })
           .then((r) => r.json())
-          .then((rows) => { const last = rows[rows.length - 1]; if (last && last.cards) showCards(last.cards, where); });
+          .then((rows) => { const last = rows[rows.length - 1]; settleCards(last ? last.cards : [], where); });
         answer = null;
         break;
       }

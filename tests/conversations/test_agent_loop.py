@@ -56,6 +56,32 @@ def test_text_streams_to_the_display_in_order_and_tool_progress_is_shown(model, 
     assert "".join(c["text"] for c in display.chunks if c["type"] == "text_delta") == "It is 14°C and raining in Oslo."
 
 
+def test_a_tools_progress_and_cards_stream_to_the_display_around_its_result(model, make_tool, conversation, user):
+    from conversations.models import WorkingSetEntry
+    from registry.result import ToolResult
+
+    def survey(inputs, context):
+        context["progress_callback"]("counting rivers", 0.5)
+        context["progress_callback"]("done counting", 7)  # a fraction past 1 is clamped
+        return ToolResult(content="12 rivers", cards=[{"type": "table", "rows": [{"river": "Rhône"}]}])
+
+    make_tool("survey", survey)
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name="survey")
+    model([{"tool_uses": [{"name": "survey", "input": {}, "id": "t1"}]}, {"text": ["Twelve."]}])
+    display = ListDisplay()
+
+    run(conversation, user, "How many rivers?", display)
+
+    shown = [{k: v for k, v in c.items() if k != "ts"} for c in display.chunks if c["type"] in ("progress", "card")]
+    assert [c["type"] for c in display.chunks] == [
+        "tool_call", "progress", "progress", "tool_result", "card", "text_delta", "done"]
+    assert shown == [
+        {"type": "progress", "tool_use_id": "t1", "name": "survey", "message": "counting rivers", "fraction": 0.5},
+        {"type": "progress", "tool_use_id": "t1", "name": "survey", "message": "done counting", "fraction": 1.0},
+        {"type": "card", "tool_use_id": "t1", "source_tool": "survey", "card": {"type": "table", "rows": [{"river": "Rhône"}]}},
+    ]
+
+
 def test_thinking_is_kept_apart_from_the_answer(model, conversation, user):
     model([{"thinking": ["Let me think."], "text": ["Hello."]}])
     display = ListDisplay()

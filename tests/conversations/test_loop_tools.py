@@ -49,13 +49,18 @@ def test_a_delegated_cost_is_counted_once(model, conversation, user):
 
 
 def test_delegate_batch_runs_tasks_and_reports_each(model, conversation, user):
+    from conversations.recording import ListDisplay
+
     model([
         {"tool_uses": [{"name": "delegate_batch", "input": {"tasks": ["one", "two"]}, "id": "t1"}]},
         {"text": ["first report"]},
         {"text": ["second report"]},
         {"text": ["Both done."], "expect": {"tool_result_contains": "## Task 2: two"}},
     ])
-    assert run(conversation, user, "do both").text == "Both done."
+    display = ListDisplay()
+    assert run(conversation, user, "do both", display=display).text == "Both done."
+    progress = [(c["message"], c["fraction"]) for c in display.chunks if c["type"] == "progress"]
+    assert progress == [("1 of 2 tasks finished", 0.5), ("2 of 2 tasks finished", 1.0)]
 
 
 def test_request_user_input_without_a_person_says_so(model, conversation, user):
