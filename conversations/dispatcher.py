@@ -236,8 +236,10 @@ def _settle_group(
             {"tool_use_id": item.block["id"], "name": name, "content": dispatched.content,
              "error": result.error, "duration_ms": round(duration, 3)},
         )
+        definition = runtime.registry.definitions().get(name)
         runtime.display.send(
             {"type": "tool_result", "tool_use_id": item.block["id"], "name": name,
+             "status_message": definition.status_message if definition else "",
              "content": dispatched.content, "error": result.error is not None}
         )
         for chunk in shown:  # its cards and datasets, after the result they came with

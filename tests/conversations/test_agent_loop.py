@@ -52,7 +52,7 @@ def test_text_streams_to_the_display_in_order_and_tool_progress_is_shown(model, 
     run(conversation, user, "weather?", display)
     kinds = [chunk["type"] for chunk in display.chunks]
     assert kinds == ["tool_call", "tool_result", "text_delta", "text_delta", "text_delta", "done"]
-    assert display.chunks[0]["status_message"] == "Checking the weather"
+    assert display.chunks[0]["status_message"] == display.chunks[1]["status_message"] == "Checking the weather"
     assert "".join(c["text"] for c in display.chunks if c["type"] == "text_delta") == "It is 14°C and raining in Oslo."
 
 
