@@ -54,6 +54,7 @@ class _Planned:
     refusal: Err | None
     warnings: str
     started: float
+    status_message: str  # shown with the call and again with its result
 
 
 def args_hash(tool_name: str, tool_input: dict | None) -> str:
@@ -140,9 +141,9 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
         "tool_call", {"tool_use_id": block["id"], "name": name, "input": inputs, "turn": runtime.turn}
     )
     definition = runtime.registry.definitions().get(name)
+    status_message = definition.status_message if definition else ""
     runtime.display.send(
-        {"type": "tool_call", "tool_use_id": block["id"], "name": name,
-         "status_message": definition.status_message if definition else ""}
+        {"type": "tool_call", "tool_use_id": block["id"], "name": name, "status_message": status_message}
     )
     h = args_hash(name, inputs)
     state.repeat_count = state.repeat_count + 1 if h == state.last_hash else 1
@@ -153,13 +154,13 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
             "the result will not change. Use what you have or try a different approach.",
             "LoopGuard",
         )
-        return _Planned(block, h, refusal, "", started)
+        return _Planned(block, h, refusal, "", started, status_message)
     violations = _violations(name, runtime, state)
     warnings = format_policy_warnings(violations)
     blocked = [v for v in violations if v.blocking]
     refusal = Err(f"refused by policy: {blocked[0].detail}", "PolicyBlocked") if blocked else None
     hint = repeat_failure_hint(name, h, state)
-    return _Planned(block, h, refusal, "\n".join(p for p in (warnings, hint) if p), started)
+    return _Planned(block, h, refusal, "\n".join(p for p in (warnings, hint) if p), started, status_message)
 
 
 def _violations(name: str, runtime: Runtime, state: DispatchState) -> list[Violation]:
@@ -236,10 +237,9 @@ def _settle_group(
             {"tool_use_id": item.block["id"], "name": name, "content": dispatched.content,
              "error": result.error, "duration_ms": round(duration, 3)},
         )
-        definition = runtime.registry.definitions().get(name)
         runtime.display.send(
             {"type": "tool_result", "tool_use_id": item.block["id"], "name": name,
-             "status_message": definition.status_message if definition else "",
+             "status_message": item.status_message,
              "content": dispatched.content, "error": result.error is not None}
         )
         for chunk in shown:  # its cards and datasets, after the result they came with

@@ -66,7 +66,7 @@ async def delegate_batch(inputs: dict, context: dict) -> Ok:
 
     runtime = _runtime(context, "delegate_batch")
     tasks, finished = inputs["tasks"], 0
-    report = context.get("progress_callback") or (lambda message, fraction=None: None)
+    report = context["progress_callback"]
 
     async def run(task: str):
         nonlocal finished
@@ -79,7 +79,7 @@ async def delegate_batch(inputs: dict, context: dict) -> Ok:
     summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes), 1))
     early = [n for n, o in enumerate(outcomes, 1) if o.stop_reason != "end_turn"]
     warnings = [Warning("incomplete", f"task(s) {early} stopped early")] if early else []
-    _note_failures(runtime, list(inputs["tasks"]), outcomes)
+    _note_failures(runtime, tasks, outcomes)
     return Ok(rows=len(outcomes), data=summary, warnings=warnings,
               effects=Effects(cost=sum(o.cost_usd for o in outcomes)))
 
