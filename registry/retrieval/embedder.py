@@ -28,7 +28,7 @@ USE_WEIGHT = 0.7
 
 #: Identifies the vector space. Stored vectors carry it; a vector made by a
 #: different model or weight must be re-embedded, never mixed into one index.
-MODEL_ID = f"minilm-l6-v2-int8+use-multilingual-v3@{USE_WEIGHT}"
+MODEL_ID = f"minilm-l6-v2-int8mm+use-multilingual-v3@{USE_WEIGHT}"
 DIMENSION = MiniLMEncoder.dimension + MultilingualUSEEncoder.dimension
 
 __all__ = ["DIMENSION", "MODEL_ID", "Embedder", "EmbedderUnavailable", "normalize_rows"]
