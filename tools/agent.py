@@ -44,18 +44,23 @@ async def delegate(inputs: dict, context: dict) -> Ok:
 
     runtime = _runtime(context, "delegate")
     outcome = await run_subtask(runtime, inputs["task"], budget_usd=inputs.get("max_cost_usd"))
-    warnings = [] if outcome.stop_reason == "end_turn" else [
+    warnings = [] if _finished(outcome) else [
         Warning("incomplete", f"the helper stopped early ({outcome.stop_reason})")
     ]
     _note_failures(runtime, [inputs["task"]], [outcome])
     return Ok(rows=1, data=outcome.text, warnings=warnings, effects=Effects(cost=outcome.cost_usd))
 
 
+def _finished(outcome) -> bool:
+    """Whether a helper ended its answer itself (not stopped by its budget, the call cap, an error)."""
+    return outcome.stop_reason == "end_turn"
+
+
 def _note_failures(runtime, tasks: list[str], outcomes: list) -> None:
     """Tasks whose helper stopped before finishing, for the parent's completion guardrail."""
     runtime.failed_delegations.extend(
         {"task": task, "stopped": outcome.stop_reason}
-        for task, outcome in zip(tasks, outcomes) if outcome.stop_reason != "end_turn"
+        for task, outcome in zip(tasks, outcomes) if not _finished(outcome)
     )
 
 
@@ -77,7 +82,7 @@ async def delegate_batch(inputs: dict, context: dict) -> Ok:
 
     outcomes = await asyncio.gather(*(run(task) for task in tasks))
     summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes), 1))
-    early = [n for n, o in enumerate(outcomes, 1) if o.stop_reason != "end_turn"]
+    early = [n for n, o in enumerate(outcomes, 1) if not _finished(o)]
     warnings = [Warning("incomplete", f"task(s) {early} stopped early")] if early else []
     _note_failures(runtime, tasks, outcomes)
     return Ok(rows=len(outcomes), data=summary, warnings=warnings,

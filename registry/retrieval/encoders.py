@@ -62,11 +62,11 @@ class MiniLMEncoder:
         """Load the ONNX session and tokenizer.
 
         `threads` is onnxruntime's intra-op pool size, by default the number
-        of cores up to 4: a query encodes in ~3.5 ms on two cores. With
+        of cores up to 4: a query encodes in ~4.3 ms on two cores. With
         `integer` (the default) the int8 weights are multiplied as integers
         (`integer_graph`); without, in float32 as the package's graph does,
-        ~50 % slower. Raises `EmbedderUnavailable` if a file is missing or
-        unreadable.
+        about a third slower. Raises `EmbedderUnavailable` if a file is
+        missing or unreadable.
         """
         try:
             import onnxruntime

@@ -6,7 +6,8 @@ load time, so every product then runs in float32: the int8 only saved disk.
 `with_integer_matmuls` rewires each such weight product into onnxruntime's
 `DynamicQuantizeMatMul`, which quantises the activations on the fly (one
 scale per call) and multiplies in integers against the same int8 weights.
-A query then encodes in about two thirds of the time.
+A query then encodes in about three quarters of the float time (4.3 against
+5.7 ms on two cores).
 
 The weights are used exactly as shipped; only the activations are rounded.
 Products that narrow the wide intermediate layer (1,536 → 384) stay in float:
