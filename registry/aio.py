@@ -59,11 +59,48 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout: float) -> T:
 
 
 def in_db_thread(func):
-    """``func`` as an awaitable that runs on a worker thread, never on the event loop.
+    """``func`` as an awaitable that runs on a database thread, never on the event loop.
+
+    For short bookkeeping steps (a turn's reads and writes): they run on a
+    small pool of their own, ``EUNICE_DB_THREADS`` threads. Those steps are
+    mostly Python under the GIL, so more threads add little throughput, and
+    each one more is another contender for the GIL the event loop needs to
+    relay the answers already streaming (bench/turns.py, when many turns
+    start at once). Work that may take long (a tool's handler) goes to
+    ``in_worker_thread`` instead, so it never holds up a turn's bookkeeping.
 
     The thread's database connection is tidied before and after, as for a
     request (with CONN_MAX_AGE=0 it is closed), so no connection outlives it.
     """
     from channels.db import database_sync_to_async
 
+    return database_sync_to_async(func, thread_sensitive=False, executor=_db_pool())
+
+
+def in_worker_thread(func):
+    """``func`` as an awaitable on the event loop's default thread pool: for work
+    that may take long, such as a synchronous tool handler. Connections are
+    tidied as for ``in_db_thread``."""
+    from channels.db import database_sync_to_async
+
     return database_sync_to_async(func, thread_sensitive=False)
+
+
+_db_pools: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+
+
+def _db_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The pool for ``EUNICE_DB_THREADS`` threads (made on first use; one per size,
+    so a test that changes the setting gets a pool of its size)."""
+    from django.conf import settings
+
+    size = settings.EUNICE_DB_THREADS
+    pool = _db_pools.get(size)
+    if pool is None:
+        with _lock:
+            pool = _db_pools.get(size)
+            if pool is None:
+                pool = _db_pools[size] = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=size, thread_name_prefix=f"db{size}"
+                )
+    return pool

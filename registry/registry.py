@@ -194,7 +194,7 @@ class ToolRegistry:
         elif call.handler is not None and call.handler.is_async:
             envelope = await self._run_async(call)
         else:
-            envelope = await aio.in_db_thread(self._run_sync)(call)
+            envelope = await aio.in_worker_thread(self._run_sync)(call)
         return await aio.in_db_thread(self._finish)(call, envelope)
 
     def is_sequential(self, name: str) -> bool:
