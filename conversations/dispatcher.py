@@ -245,7 +245,8 @@ def _settle_group(
         for chunk in shown:  # its cards and datasets, after the result they came with
             runtime.display.send({**chunk, "tool_use_id": item.block["id"]})
         results.append(dispatched)
-    _save_failed_approaches(state)
+    if any(r.result.error is not None for r in results):  # nothing new to remember otherwise
+        _save_failed_approaches(state)
     runtime.flush_events()
     return results
 

@@ -76,14 +76,20 @@ def _resolve(future: asyncio.Future) -> None:
 
 def request_cancel(conversation: Conversation) -> None:
     """Cancel whatever the conversation is running: its flag, and live tokens in this process."""
-    Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=timezone.now())
+    conversation.cancel_requested_at = timezone.now()
+    Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=conversation.cancel_requested_at)
     with _tokens_lock:
         for token in list(_tokens.get(conversation.pk, ())):
             token.cancel()
 
 
 def clear_cancel(conversation: Conversation) -> None:
+    """Lower the cancel flag before a new turn. Nothing to write when ``conversation``
+    (read just before, as the consumer and the API do) shows it down."""
+    if conversation.cancel_requested_at is None:
+        return
     Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=None)
+    conversation.cancel_requested_at = None
 
 
 @dataclass

@@ -99,6 +99,15 @@ def test_failed_approaches_are_kept_on_the_conversation(run, make_tool, conversa
     assert conversation.failed_approaches[0]["tool"] == "fetch_prices"
 
 
+def test_a_group_of_calls_that_all_succeed_leaves_the_failed_approaches_unwritten(run, make_tool, conversation):
+    make_tool("count", handlers.echo, input_schema=NUMBER)
+    written_meanwhile = [{"tool": "elsewhere", "args_hash": "0" * 16, "reason": "x", "attempts": 1}]
+    Conversation.objects.filter(pk=conversation.pk).update(failed_approaches=written_meanwhile)
+    dispatch(run, block("count", n=1))
+    conversation.refresh_from_db()
+    assert conversation.failed_approaches == written_meanwhile  # nothing new to save, so nothing saved
+
+
 def test_policy_warnings_escalate_on_each_violation(run, make_tool):
     make_tool("analyze", handlers.echo, input_schema=NUMBER)
     PolicyRule.objects.create(name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview")

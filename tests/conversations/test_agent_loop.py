@@ -244,6 +244,34 @@ def test_the_conversation_is_usable_after_a_cancel(model, conversation, user):
     assert run(conversation, user, "hello").text == "Hi again."
 
 
+def test_lowering_a_flag_that_is_down_writes_nothing(conversation, django_assert_num_queries):
+    from conversations.models import Conversation
+    from conversations.state import clear_cancel
+
+    with django_assert_num_queries(0):
+        clear_cancel(conversation)
+    request_cancel(conversation)
+    with django_assert_num_queries(1):
+        clear_cancel(conversation)
+    assert Conversation.objects.get(pk=conversation.pk).cancel_requested_at is None
+
+
+def test_a_cancel_flagged_by_another_process_stops_the_turn_before_its_next_model_call(model, make_tool, conversation, user):
+    from django.utils import timezone
+
+    from conversations.models import Conversation
+
+    def flag_from_elsewhere(inputs, context):  # the flag only, as another server process would set it
+        Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=timezone.now())
+        return {"ok": True}
+
+    make_tool("weather", flag_from_elsewhere, input_schema={"type": "object", "properties": {"city": {"type": "string"}}})
+    server = model([CALL_WEATHER, ANSWER])
+    outcome = run(conversation, user, "weather?")
+    assert outcome.cancelled and outcome.stop_reason == "cancelled"
+    assert len(server.requests) == 1
+
+
 def test_a_model_error_is_reported_without_the_key(model, conversation, user):
     model([{"error": {"status": 401, "type": "authentication_error", "message": "invalid x-api-key " + TEST_KEY}}])
     display = ListDisplay()
