@@ -25,6 +25,8 @@ import uuid
 from collections import defaultdict
 from typing import Any, Protocol
 
+import orjson
+
 logger = logging.getLogger("eunice.conversations")
 
 # Tells this process's sockets from other processes' in watcher announcements.
@@ -115,7 +117,7 @@ class ChannelDisplay:
                 await self._deliver(chunk)
 
     async def _deliver(self, chunk: dict) -> None:
-        text = json.dumps(chunk)
+        text = encode(chunk)
         for socket in watchers.local(self._conversation_id):
             try:
                 await socket.send_chunk_text(text)
@@ -138,3 +140,12 @@ def coalesce(chunks: list[dict]) -> list[dict]:
         else:
             merged.append(chunk)
     return merged
+
+
+def encode(chunk: dict) -> str:
+    """A chunk as JSON text for the sockets: orjson (a tenth of json.dumps's
+    cost per delta), or json for what orjson refuses (integers past 64 bits)."""
+    try:
+        return orjson.dumps(chunk, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(chunk)

@@ -116,8 +116,12 @@ class EffectLog:
         apply_effect(effect, self.ctx)
 
     def stream(self, chunk: dict) -> None:
-        """Send one chunk now; it joins the turn's single batched StreamChunks."""
-        apply_effect(StreamChunks([chunk]), self.ctx)
+        """Send one chunk now; it joins the turn's single batched StreamChunks.
+
+        What ``apply_effect(StreamChunks([chunk]))`` does, without building the
+        one-chunk effect: this runs for every streamed chunk of every answer."""
+        if self.ctx.display is not None:
+            self.ctx.display.send(chunk)
         self._chunks.append(chunk)
 
     def close(self) -> list[Effect]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+import orjson
 
 from conversations.llm.cost import Usage
 from conversations.llm.errors import LLMConnectionError, LLMResponseError
@@ -172,20 +174,12 @@ class StreamError(Exception):
 
 def sse_data(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
     """The JSON ``data`` of each server-sent event in a byte stream."""
-    events = _SSEBuffer()
+    events = SSEBuffer()
     for chunk in chunks:
         yield from events.push(chunk)
 
 
-async def asse_data(chunks: AsyncIterable[bytes]) -> AsyncIterator[dict[str, Any]]:
-    """``sse_data`` for an async byte stream."""
-    events = _SSEBuffer()
-    async for chunk in chunks:
-        for data in events.push(chunk):
-            yield data
-
-
-class _SSEBuffer:
+class SSEBuffer:
     """Splits bytes into events at blank lines; keeps a partial event for the next push."""
 
     def __init__(self) -> None:
@@ -199,8 +193,17 @@ class _SSEBuffer:
         for event in complete:
             data = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
             if data:
-                out.append(json.loads(b"\n".join(data)))
+                out.append(_json(b"\n".join(data)))
         return out
+
+
+def _json(data: bytes) -> Any:
+    """orjson (a fifth of json's cost for a delta event), or json for what orjson
+    refuses and json reads (an escaped lone surrogate, NaN)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _tool_input(name: str, raw: str) -> dict[str, Any]:
