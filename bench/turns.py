@@ -158,6 +158,8 @@ def main() -> None:
     parser.add_argument("--chunk-delay", type=float, default=0.02)
     parser.add_argument("--server", choices=("uvicorn", "daphne"), default="uvicorn",
                         help="uvicorn, as scripts/run serves the product (default), or daphne for comparison")
+    parser.add_argument("--ws", choices=("websockets", "websockets-sansio"), default="websockets",
+                        help="uvicorn's websocket implementation (scripts/run uses websockets)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     database = _django.setup()
@@ -179,7 +181,7 @@ def main() -> None:
     command = {
         "daphne": ["-m", "daphne", "--fd", str(fd), "eunice.asgi:application"],
         "uvicorn": ["-m", "uvicorn", "--fd", str(fd), "--log-level", "warning",
-                    "--loop", "uvloop", "--http", "httptools", "--ws", "websockets",
+                    "--loop", "uvloop", "--http", "httptools", "--ws", args.ws,
                     "--ws-per-message-deflate", "false", "--ws-max-size", "1048576", "--lifespan", "off", "eunice.asgi:application"],
     }[args.server]
     server = subprocess.Popen(
