@@ -184,8 +184,12 @@ class SSEBuffer:
 
     def __init__(self) -> None:
         self._pending = b""
+        self._ended_on_cr = False  # the last read ended with a CR, already read as a line end
 
     def push(self, chunk: bytes) -> list[dict[str, Any]]:
+        if self._ended_on_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]  # the LF of a CRLF split between two reads, not a second line end
+        self._ended_on_cr = chunk.endswith(b"\r")
         if b"\r" in chunk:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         *complete, self._pending = (self._pending + chunk).split(b"\n\n")

@@ -21,6 +21,13 @@ def test_carriage_returns_end_lines_too():
     assert SSEBuffer().push(b"data: " + DELTA + b"\r\n\r\n") == [json.loads(DELTA)]
 
 
+def test_a_crlf_split_between_two_reads_is_one_line_end():
+    stream = b'data: {"type": "content_block_delta",\r\ndata: "index": 0}\r\n\r\n'
+    for cut in range(1, len(stream)):
+        buffer = SSEBuffer()
+        assert buffer.push(stream[:cut]) + buffer.push(stream[cut:]) == [{"type": "content_block_delta", "index": 0}], cut
+
+
 def test_what_the_fast_parser_refuses_is_still_read_as_json_reads_it():
     lone_surrogate = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\ud83d"}}'
     assert SSEBuffer().push(b"data: " + lone_surrogate + b"\n\n") == [json.loads(lone_surrogate)]
