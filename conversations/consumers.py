@@ -18,7 +18,7 @@ from django.conf import settings
 
 from conversations import questions, runs
 from conversations.access import owned_conversation
-from conversations.display import PROCESS, ChannelDisplay, group_name, watchers
+from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
 from conversations.state import clear_cancel, request_cancel
 
@@ -39,6 +39,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if handler is None:
             raise ValueError(f"no handler for message type {message['type']!r}")
         await handler(message)
+
+    @classmethod
+    async def encode_json(cls, content: dict) -> str:
+        """What ``send_json`` writes: the display's encoder, so chunks relayed from
+        another process cost what this process's own chunks cost."""
+        return encode(content)
 
     async def connect(self) -> None:
         self.user = self.scope.get("user")
