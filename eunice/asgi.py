@@ -35,6 +35,15 @@ from django.urls import get_resolver  # noqa: E402
 
 get_resolver().url_patterns  # noqa: B018 (the attribute imports the URLconf)
 
+# The same for what the first turn would otherwise import or load while other
+# answers stream: the system tools' handler modules (about half a second
+# under the GIL) and the model SDK's first-request set-up.
+from conversations.llm.anthropic_provider import warm_up  # noqa: E402
+from registry.handlers import import_system_handlers  # noqa: E402
+
+import_system_handlers()
+warm_up()
+
 # Everything above is the start-up heap: stop the collector walking it.
 from eunice.collector import tune_for_serving  # noqa: E402
 

@@ -66,3 +66,25 @@ def import_handler(path: str) -> HandlerFunc:
     if not callable(func):
         raise HandlerImportError(f"{module_name} has no callable {attr!r}")
     return func
+
+
+def import_system_handlers() -> list[str]:
+    """Import the modules behind this deployment's system tools now; returns those that failed.
+
+    The registry resolves handlers lazily, on the first turn that needs its
+    catalog. A server calls this while it starts instead: importing them all
+    (DuckDB, the retrieval index, the document tools) took about half a second
+    under the GIL, which the first turns after a start spent while other
+    answers were streaming. A module that fails is only logged here; the
+    registry reports the tool as unavailable when it loads it.
+    """
+    from tools.catalog import system_tools
+
+    failed = []
+    for module_name in sorted({entry["handler_path"].rpartition(".")[0] for entry in system_tools()}):
+        try:
+            importlib.import_module(module_name)
+        except ImportError as exc:
+            logger.warning("system tool module %s failed to import: %s", module_name, exc)
+            failed.append(module_name)
+    return failed

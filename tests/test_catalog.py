@@ -66,3 +66,26 @@ def test_feature_flags_strip_the_tools_they_gate():
 def test_a_tool_gated_by_an_undefined_flag_fails_naming_both():
     with pytest.raises(KeyError, match="'b' is gated by unknown feature flag 'nope'"):
         apply_feature_flags([entry("b")], {}, gated={"b": "nope"})
+
+
+def test_importing_the_system_handlers_loads_every_enabled_tools_module():
+    import sys
+
+    from registry.handlers import import_system_handlers
+    from tools.catalog import system_tools
+
+    assert import_system_handlers() == []
+    assert {e["handler_path"].rpartition(".")[0] for e in system_tools()} <= set(sys.modules)
+
+
+def test_a_system_handler_module_that_fails_to_import_is_named_not_raised(monkeypatch, caplog):
+    import tools.catalog
+    from registry.handlers import import_system_handlers
+
+    monkeypatch.setattr(
+        tools.catalog, "system_tools",
+        lambda: [entry("ghost", handler_path="tools.no_such_module.ghost"), entry("now")],
+    )
+
+    assert import_system_handlers() == ["tools.no_such_module"]
+    assert "tools.no_such_module failed to import" in caplog.text

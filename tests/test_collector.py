@@ -72,3 +72,18 @@ def test_the_views_are_imported_before_the_heap_is_frozen():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
 
     assert result.stdout.strip() == "True", result.stderr[-2000:]
+
+
+def test_the_system_tools_and_the_sdks_first_call_set_up_load_with_the_app():
+    # The first turn after a start used to import the tool handlers (DuckDB,
+    # the retrieval index: ~0.5 s under the GIL) while other answers streamed.
+    code = (
+        "import sys, eunice.asgi; "
+        "from anthropic._tracing import trace_context_injector; "
+        "print(all(m in sys.modules for m in ('tools.sql', 'tools.corpora', 'tools.utility')), "
+        "trace_context_injector.cache_info().currsize)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.settings", "SECRET_KEY": "test-only"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+    assert result.stdout.split() == ["True", "1"], result.stderr[-2000:]

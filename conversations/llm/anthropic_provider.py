@@ -94,7 +94,9 @@ class AnthropicProvider:
                 return entry[0]
             for old in [old for old in self._async_clients if old.is_closed()]:
                 del self._async_clients[old]
-            client = anthropic.AsyncAnthropic(**self._client_options(), http_client=anthropic.DefaultAioHttpClient())
+            client = anthropic.AsyncAnthropic(
+                **self._client_options(), http_client=anthropic.DefaultAioHttpClient(verify=_tls_context())
+            )
             closer = _close_at_loop_shutdown(client)
             self._async_clients[loop] = (client, closer)
         await anext(closer)  # the loop now tracks it, and closes it in shutdown_asyncgens
@@ -170,6 +172,18 @@ def _tls_context() -> ssl.SSLContext:
     """One TLS context for every client: loading the CA bundle costs ~20 ms of CPU,
     which the SDK would otherwise spend on the event loop for each new client."""
     return httpcore2.default_ssl_context()
+
+
+def warm_up() -> None:
+    """Load now what the first model call of a process would load on the event loop:
+    the CA bundle, and the OpenTelemetry propagators the SDK imports when it first
+    builds a request's trace headers (entry points scanned from disk)."""
+    _tls_context()
+    try:
+        from anthropic._tracing import trace_context_injector
+    except ImportError:  # an SDK without tracing: nothing to load
+        return
+    trace_context_injector()
 
 
 def typed_error(err: Exception, *, secret: str = "", host: str | None = None) -> LLMError:

@@ -11,7 +11,8 @@ from conversations.llm import (
     ToolUseStop,
     UsageUpdate,
 )
-from tests.llm.conftest import request
+from conversations.llm.anthropic_provider import AnthropicProvider, _tls_context, warm_up
+from tests.llm.conftest import TEST_KEY, request
 
 
 def test_streamed_text_arrives_as_ordered_deltas(scripted, provider_for):
@@ -115,3 +116,23 @@ async def test_async_complete_talks_to_the_server(scripted, provider_for):
     provider = provider_for(server)
     response = await asyncio.wait_for(provider.acomplete(request("ping")), timeout=10)
     assert response.text == "pong"
+
+
+@pytest.mark.asyncio
+async def test_every_async_client_shares_the_process_tls_context():
+    # Loading the CA bundle costs ~20 ms of CPU; a loop's first model call
+    # used to pay it on the event loop while other answers streamed.
+    provider = AnthropicProvider(api_key=TEST_KEY, base_url="http://127.0.0.1:9")
+
+    client = await provider.async_client()
+
+    assert client._client._transport.ssl_context is _tls_context()
+
+
+def test_warming_up_loads_the_sdks_trace_propagators_once():
+    from anthropic._tracing import trace_context_injector
+
+    trace_context_injector.cache_clear()
+    warm_up()
+
+    assert trace_context_injector.cache_info().currsize == 1
