@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.db.models import Q, Value
-from django.db.models.functions import Concat
+from django.db import connection
 
 _MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -37,11 +38,55 @@ def _permissions_and_groups(user: Any) -> list[str]:
     no permissions, a superuser has all of them. (Asking the backend costs
     two queries and the group names a third, on every turn.)
     """
-    groups = Group.objects.filter(user=user).order_by().values_list(Concat(Value("group:"), "name"))
-    if not user.is_active:
-        return [name for (name,) in groups]
-    permissions = Permission.objects.all() if user.is_superuser else Permission.objects.filter(
-        Q(user=user) | Q(group__user=user)
+    kind = "inactive" if not user.is_active else "superuser" if user.is_superuser else "user"
+    sql = _statements()[kind]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user.pk] * sql.count("%s"))
+        return [name for (name,) in cursor.fetchall()]
+
+
+@functools.cache
+def _statements() -> dict[str, str]:
+    """The query's SQL for each kind of user, composed once from the models' tables.
+
+    The ORM built the same query in 1.5 ms of CPU per turn, about 40 % of a
+    turn's opening database work, all of it under the GIL while other answers
+    streamed; the statement it built never changes. ``||`` concatenates on
+    both SQLite and PostgreSQL. The tables and columns come from the models,
+    so a custom user model works.
+    """
+    q = connection.ops.quote_name
+    user_groups = get_user_model()._meta.get_field("groups")
+    user_permissions = get_user_model()._meta.get_field("user_permissions")
+    group_permissions = Group._meta.get_field("permissions")
+
+    def column(table: str, name: str) -> str:
+        return f"{q(table)}.{q(name)}"
+
+    ug, up, gp = user_groups.m2m_db_table(), user_permissions.m2m_db_table(), group_permissions.m2m_db_table()
+    group, permission = Group._meta.db_table, Permission._meta.db_table
+    content_type_field = Permission._meta.get_field("content_type")
+    content_type = content_type_field.related_model._meta.db_table
+    content_type_pk = content_type_field.related_model._meta.pk.column
+    groups = (
+        f"SELECT 'group:' || {column(group, 'name')} FROM {q(group)}"
+        f" JOIN {q(ug)} ON {column(ug, user_groups.m2m_reverse_name())} = {column(group, Group._meta.pk.column)}"
+        f" WHERE {column(ug, user_groups.m2m_column_name())} = %s"
     )
-    permissions = permissions.order_by().values_list(Concat("content_type__app_label", Value("."), "codename"))
-    return [name for (name,) in permissions.union(groups)]
+    every_permission = (
+        f"SELECT {column(content_type, 'app_label')} || '.' || {column(permission, 'codename')} FROM {q(permission)}"
+        f" JOIN {q(content_type)} ON {column(content_type, content_type_pk)} = {column(permission, content_type_field.column)}"
+    )
+    granted = (
+        f"{every_permission} WHERE {column(permission, Permission._meta.pk.column)} IN ("
+        f"SELECT {column(up, user_permissions.m2m_reverse_name())} FROM {q(up)}"
+        f" WHERE {column(up, user_permissions.m2m_column_name())} = %s"
+        f" UNION SELECT {column(gp, group_permissions.m2m_reverse_name())} FROM {q(gp)}"
+        f" JOIN {q(ug)} ON {column(ug, user_groups.m2m_reverse_name())} = {column(gp, group_permissions.m2m_column_name())}"
+        f" WHERE {column(ug, user_groups.m2m_column_name())} = %s)"
+    )
+    return {
+        "inactive": groups,
+        "superuser": f"{every_permission} UNION {groups}",
+        "user": f"{granted} UNION {groups}",
+    }
