@@ -201,9 +201,12 @@ EUNICE_STOP_AT = env_float("EUNICE_STOP_AT", 0.95, minimum=0.1)
 # Websocket limits: concurrent runs per user (per process) and message size.
 EUNICE_MAX_RUNS_PER_USER = env_int("EUNICE_MAX_RUNS_PER_USER", 2, minimum=1)
 EUNICE_MAX_MESSAGE_CHARS = env_int("EUNICE_MAX_MESSAGE_CHARS", 32_000, minimum=100)
-# Threads for turns' database bookkeeping (registry.aio.in_db_thread). Few on
-# purpose: each one competes with the event loop for the GIL.
-EUNICE_DB_THREADS = env_int("EUNICE_DB_THREADS", 2, minimum=1)
+# Threads for turns' database bookkeeping (registry.aio.in_db_thread). One by
+# default: each more competes with the event loop for the GIL, and in
+# bench/turns.py a second thread raised relay p99 in 12 of 14 paired runs
+# without starting turns sooner. Raise it when the database is far away
+# (network round trips, during which a thread waits without the GIL).
+EUNICE_DB_THREADS = env_int("EUNICE_DB_THREADS", 1, minimum=1)
 
 # Loop tools: how deep delegation may nest, how long a question waits for the user.
 EUNICE_MAX_DELEGATION_DEPTH = env_int("EUNICE_MAX_DELEGATION_DEPTH", 1, minimum=0)
