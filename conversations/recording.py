@@ -55,7 +55,8 @@ class EventRecorder:
             pending, self._pending = self._pending, []
         if not pending:
             return
-        with transaction.atomic():
+        # Inside a caller's transaction (closing a turn) this joins it: no savepoint.
+        with transaction.atomic(savepoint=False):
             for row, blob in pending:
                 if blob is not None:
                     row.blob = ConversationEventBlob.objects.create(data=blob, size_bytes=len(blob))

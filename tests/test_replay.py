@@ -60,3 +60,22 @@ def test_a_tampered_event_is_caught_and_the_command_fails(conversation, capsys):
         call_command("replay_conversation", conversation.pk)
     assert exit_info.value.code == 1
     assert "replay differs: event" in capsys.readouterr().out
+
+
+def test_a_turn_that_cannot_be_recorded_leaves_no_answer_or_events_behind():
+    # The answer, the turn's last events and its record are one transaction:
+    # a replayable conversation never holds an answer without its record.
+    from django.db import IntegrityError
+
+    from conversations.models import ChatMessage, TurnRecord
+
+    conversation = Conversation.objects.create(tenant_id=TENANT)
+    runtime = begin_turn(conversation, user_message="hello")
+    TurnRecord.objects.create(conversation=conversation, turn=runtime.turn, effects=[])  # the slot is taken
+    events_before = ConversationEvent.objects.filter(conversation=conversation).count()
+
+    with pytest.raises(IntegrityError):
+        finish_turn(runtime, "An answer.")
+
+    assert not ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).exists()
+    assert ConversationEvent.objects.filter(conversation=conversation).count() == events_before
