@@ -293,16 +293,14 @@ def main() -> None:
         # Fixed pure-Python work timed before the run (bench/_machine.py): lower is faster.
         "machine_reference_ms": machine_ms,
     }
-    if args.per_second:
-        results["per_second"] = per_second(samples)
-    if args.per_second and not args.json:
-        rows = results.pop("per_second")
-        _django.print_results(results, False)
+    rows = per_second(samples) if args.per_second else None
+    if rows is not None and args.json:
+        results["per_second"] = rows
+    _django.print_results(results, args.json)
+    if rows is not None and not args.json:
         print(f"\n{'second':>6} {'messages':>8} {'p99 ms':>8} {'max ms':>8} {'over ' + str(TARGET_MS) + ' ms':>11}")
         for row in rows:
             print(f"{row['second']:>6} {row['messages']:>8} {row['p99_ms']:>8} {row['max_ms']:>8} {row[f'over_{TARGET_MS}_ms']:>11}")
-        return
-    _django.print_results(results, args.json)
 
 
 if __name__ == "__main__":

@@ -38,17 +38,13 @@ def begin_turn(
     return runtime
 
 
+@transaction.atomic
 def finish_turn(runtime: Runtime, final_text: str, structured_content: list | None = None) -> PersistAssistantMessage:
     """Persist the assistant's answer (as an effect), close the turn and store its record.
 
     One transaction: the answer, the last events and the record are stored
     together or not at all, with one commit instead of three.
     """
-    with transaction.atomic():
-        return _finish_turn(runtime, final_text, structured_content)
-
-
-def _finish_turn(runtime: Runtime, final_text: str, structured_content: list | None) -> PersistAssistantMessage:
     message = PersistAssistantMessage(
         message_id=uuid.uuid4().hex,
         conversation_id=runtime.conversation.pk,
