@@ -23,7 +23,12 @@ def fresh_registry(monkeypatch):
     monkeypatch.setattr(registry_module, "_registry", fresh)
     clear_floor_cache()
     clear_capability_cache()
-    return fresh
+    yield fresh
+    # Model servers keep connections open, as the real API does: close the
+    # shared providers' before the test's server goes away.
+    from conversations.llm.roles import close_providers
+
+    close_providers()
 
 
 @pytest.fixture(autouse=True)

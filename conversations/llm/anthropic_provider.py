@@ -27,7 +27,7 @@ from conversations.llm.errors import (
     LLMRateLimitError,
     LLMResponseError,
 )
-from conversations.llm.types import LLMRequest, LLMResponse, StreamEvent
+from conversations.llm.types import LLMRequest, LLMResponse, MessageStop, StreamEvent
 
 logger = logging.getLogger("eunice.llm")
 
@@ -102,6 +102,13 @@ class AnthropicProvider:
         await anext(closer)  # the loop now tracks it, and closes it in shutdown_asyncgens
         return client
 
+    def close(self) -> None:
+        """Close the synchronous client's connections. (Each async client is
+        closed when its event loop shuts down.)"""
+        client = self.__dict__.pop("client", None)
+        if client is not None:
+            client.close()
+
     def _client_options(self) -> dict:
         return {
             "api_key": self._api_key,
@@ -132,9 +139,12 @@ class AnthropicProvider:
                 # events here: two async generators fewer per event than the
                 # SDK's iter_bytes wrapped in an async SSE splitter.
                 events = SSEBuffer()
-                async for chunk in response.http_response.aiter_bytes():
+                body = response.http_response.aiter_bytes()
+                async for chunk in body:
                     for event in events.push(chunk):
                         for typed in assembler.feed(event):
+                            if isinstance(typed, MessageStop):
+                                await _read_to_end(body)
                             yield typed
         except (anthropic.AnthropicError, httpx2.HTTPError, StreamError) as err:
             raise self._typed(err) from None
@@ -158,6 +168,28 @@ class AnthropicProvider:
         typed = typed_error(err, secret=self._api_key, host=urlsplit(self.base_url or "").hostname)
         logger.warning("anthropic call failed: %s (%s)", type(err).__name__, typed.message)
         return typed
+
+
+# How long to wait, after message_stop, for the end of the HTTP body.
+END_OF_BODY_SECONDS = 1.0
+
+
+async def _read_to_end(body: AsyncIterator[bytes]) -> None:
+    """Read the rest of a streamed response, after its message_stop.
+
+    Callers stop reading at the final event, and a response closed before
+    its body ended takes its connection with it: every model call would then
+    open a new connection (and, to the real API, do a new TLS handshake).
+    What follows message_stop is normally just the end of the chunked body,
+    already on its way; a server that keeps the stream open past
+    ``END_OF_BODY_SECONDS`` costs its connection, nothing more.
+    """
+    try:
+        async with asyncio.timeout(END_OF_BODY_SECONDS):
+            async for _ in body:
+                pass
+    except (TimeoutError, httpx2.HTTPError):
+        pass  # the answer is whole; only the connection is lost
 
 
 async def _close_at_loop_shutdown(client: anthropic.AsyncAnthropic) -> AsyncGenerator[None, None]:

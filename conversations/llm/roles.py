@@ -10,7 +10,7 @@ field defaults rather than numbers repeated here.
 
 from __future__ import annotations
 
-import functools
+import threading
 from collections.abc import Callable
 
 from django.conf import settings
@@ -73,11 +73,32 @@ def _anthropic(config: ModelConfig) -> Provider:
     )
 
 
-@functools.lru_cache(maxsize=8)
+_providers: dict[tuple, AnthropicProvider] = {}
+_providers_lock = threading.Lock()
+
+
 def _anthropic_provider(api_key: str, base_url: str | None, max_retries: int, timeout: float) -> AnthropicProvider:
     """One provider per configuration, shared by every turn: it keeps the SDK
-    clients, their TLS context and their open connections."""
-    return AnthropicProvider(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+    clients, their TLS context and their open connections. (The configuration
+    comes from settings, so a process holds one, or a few in tests.)"""
+    key = (api_key, base_url, max_retries, timeout)
+    with _providers_lock:
+        provider = _providers.get(key)
+        if provider is None:
+            provider = _providers[key] = AnthropicProvider(
+                api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+            )
+    return provider
+
+
+def close_providers() -> None:
+    """Close the shared providers' connections and forget them: the next call
+    makes new ones. For tests, whose model servers come and go, and shutdown."""
+    with _providers_lock:
+        providers = list(_providers.values())
+        _providers.clear()
+    for provider in providers:
+        provider.close()
 
 
 def _offline(config: ModelConfig) -> Provider:

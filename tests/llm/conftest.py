@@ -6,6 +6,7 @@ Every test here talks HTTP to a local scripted server through the real
 
 from __future__ import annotations
 
+import anthropic
 import pytest
 
 from conversations.llm import CURRENT_STATE_MARKER, LLMRequest
@@ -43,10 +44,30 @@ def scripted():
 def provider_for():
     """provider_for(server, **options) -> an AnthropicProvider that talks to ``server``."""
 
-    def make(server: ScriptedMessagesServer, **options) -> AnthropicProvider:
-        return AnthropicProvider(api_key=TEST_KEY, base_url=server.url, **{"max_retries": 0, **options})
+    providers: list[AnthropicProvider] = []
 
-    return make
+    def make(server: ScriptedMessagesServer, **options) -> AnthropicProvider:
+        provider = AnthropicProvider(api_key=TEST_KEY, base_url=server.url, **{"max_retries": 0, **options})
+        providers.append(provider)
+        return provider
+
+    yield make
+    for provider in providers:  # the server keeps connections open, as the real API does
+        provider.close()
+
+
+@pytest.fixture
+def client_for():
+    """client_for(server) -> an ``anthropic.Anthropic`` client for ``server``, closed at teardown."""
+    clients: list[anthropic.Anthropic] = []
+
+    def make(server: ScriptedMessagesServer) -> anthropic.Anthropic:
+        clients.append(anthropic.Anthropic(api_key=TEST_KEY, base_url=server.url, max_retries=0))
+        return clients[-1]
+
+    yield make
+    for client in clients:
+        client.close()
 
 
 def request(*messages, system="You are Eunice.", tools=(), **fields) -> LLMRequest:

@@ -25,9 +25,9 @@ def test_the_sdk_really_talks_http_to_the_scripted_server(scripted, provider_for
     assert sent.system[0]["text"] == "You are Eunice."
 
 
-def test_a_missed_expectation_is_answered_400_and_recorded(scripted):
+def test_a_missed_expectation_is_answered_400_and_recorded(scripted, client_for):
     server = scripted([{"text": "x", "expect": {"tool_result_contains": "42", "system_contains": "Eunice"}}])
-    client = anthropic.Anthropic(api_key=TEST_KEY, base_url=server.url, max_retries=0)
+    client = client_for(server)
     with pytest.raises(anthropic.BadRequestError, match="scripted expectation failed"):
         client.messages.create(model="m", max_tokens=5, system="Hi", messages=[{"role": "user", "content": "q"}])
     assert server.failures == [
@@ -36,9 +36,9 @@ def test_a_missed_expectation_is_answered_400_and_recorded(scripted):
     server.failures.clear()
 
 
-def test_a_request_beyond_the_script_fails_instead_of_looping(scripted):
+def test_a_request_beyond_the_script_fails_instead_of_looping(scripted, client_for):
     server = scripted([{"text": "only one"}])
-    client = anthropic.Anthropic(api_key=TEST_KEY, base_url=server.url, max_retries=0)
+    client = client_for(server)
     client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "1"}])
     with pytest.raises(anthropic.InternalServerError):
         client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "2"}])
@@ -46,9 +46,9 @@ def test_a_request_beyond_the_script_fails_instead_of_looping(scripted):
     server.failures.clear()
 
 
-def test_a_tool_use_left_without_its_tool_result_is_refused_like_the_real_api(scripted):
+def test_a_tool_use_left_without_its_tool_result_is_refused_like_the_real_api(scripted, client_for):
     server = scripted([{"text": "never"}])
-    client = anthropic.Anthropic(api_key=TEST_KEY, base_url=server.url, max_retries=0)
+    client = client_for(server)
     history = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "plan", "input": {}}]},
@@ -77,9 +77,10 @@ def test_the_fake_model_server_command_serves_a_script_file(tmp_path):
         first_line = process.stdout.readline()
         assert first_line.startswith("Scripted Messages API on http://127.0.0.1:"), first_line
         url = first_line.split()[4]
-        client = anthropic.Anthropic(api_key="anything", base_url=url, max_retries=0)
-        with client.messages.stream(model="demo", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as stream:
-            assert stream.get_final_text() == "Hello from the script."
+        hello = [{"role": "user", "content": "hi"}]
+        with anthropic.Anthropic(api_key="anything", base_url=url, max_retries=0) as client:
+            with client.messages.stream(model="demo", max_tokens=10, messages=hello) as stream:
+                assert stream.get_final_text() == "Hello from the script."
         out, err = process.communicate(timeout=10)
     finally:
         if process.poll() is None:

@@ -11,7 +11,10 @@ from conversations.llm import (
     ToolUseStop,
     UsageUpdate,
 )
+from conversations.llm import anthropic_provider
 from conversations.llm.anthropic_provider import AnthropicProvider, _tls_context, warm_up
+from conversations.llm.scripted.render import sse, stream_events
+from conversations.llm.scripted.script import Turn
 from tests.llm.conftest import TEST_KEY, request
 
 
@@ -108,6 +111,54 @@ async def test_the_async_stream_yields_the_same_typed_events(scripted, provider_
     events = [e async for e in provider.astream(request("Hi"))]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["a", "b"]
     assert events[-1].response.tool_uses[0].input == {"x": [1, 2]}
+
+
+@pytest.mark.asyncio
+async def test_a_tool_call_and_the_answer_after_it_share_one_connection(scripted, provider_for):
+    # The caller stops at message_stop; the end of the body must still be read,
+    # or the connection is closed and every model call opens (and, to the real
+    # API, handshakes) a new one.
+    server = scripted([{"tool_uses": [{"name": "plan", "input": {}}]}, {"text": "done"}, {"text": "again"}])
+    provider = provider_for(server)
+
+    for _ in range(3):
+        async for event in provider.astream(request("Hi")):
+            if isinstance(event, MessageStop):
+                break
+
+    assert [r.connection for r in server.requests] == [1, 1, 1]
+    assert server.connections == 1
+
+
+@pytest.mark.asyncio
+async def test_a_stream_left_open_after_message_stop_still_ends_the_answer(provider_for, monkeypatch):
+    monkeypatch.setattr(anthropic_provider, "END_OF_BODY_SECONDS", 0.2)
+    body_ended = asyncio.Event()
+
+    async def never_ending_body(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        for name, data in stream_events(Turn(text=("hello",)), model="m", message_id="msg_1"):
+            event = sse(name, data)
+            writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+        await writer.drain()
+        await body_ended.wait()  # never sends the body's last chunk
+        writer.close()
+
+    listener = await asyncio.start_server(never_ending_body, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    provider = AnthropicProvider(api_key=TEST_KEY, base_url=f"http://127.0.0.1:{port}", max_retries=0)
+    try:
+        started = asyncio.get_running_loop().time()
+        events = [e async for e in provider.astream(request("Hi"))]
+        waited = asyncio.get_running_loop().time() - started
+    finally:
+        body_ended.set()
+        listener.close()
+        await listener.wait_closed()
+
+    assert events[-1].response.text == "hello"
+    assert waited < 2
 
 
 @pytest.mark.asyncio

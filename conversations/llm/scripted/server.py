@@ -31,6 +31,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-cased names
     body: dict[str, Any]
+    connection: int = 0  # which TCP connection it came on (1, 2, ...): shows keep-alive reuse
 
     @property
     def api_key(self) -> str:
@@ -63,6 +64,10 @@ class RecordedRequest:
 class ScriptedMessagesServer:
     """Replays ``turns`` (one per request) on 127.0.0.1; records every request.
 
+    Like the real API it speaks HTTP/1.1 and keeps connections open between
+    requests (streams use chunked transfer encoding), so a client that closes
+    or abandons its connections shows up in ``connections``.
+
     With ``api_key`` set, a request carrying another x-api-key gets a 401.
     With ``max_requests`` set, ``wait_until_done`` returns after that many.
     More requests than turns get a 500 and a recorded failure: never a loop.
@@ -84,6 +89,7 @@ class ScriptedMessagesServer:
         self.failures: list[str] = []
         self._lock = threading.Lock()
         self._next_turn = 0
+        self.connections = 0  # TCP connections accepted so far
         self._resume = threading.Event()
         self._done = threading.Event()
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
@@ -128,6 +134,12 @@ class ScriptedMessagesServer:
 
     # --- called by the handler thread ------------------------------------
 
+    def connected(self) -> int:
+        """Count a new connection; its number."""
+        with self._lock:
+            self.connections += 1
+            return self.connections
+
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
@@ -163,6 +175,11 @@ def sent_key(headers: dict[str, str]) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "ScriptedMessages/1"
+    protocol_version = "HTTP/1.1"  # keep-alive, as the real API
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection_number = self.server.scripted.connected()  # type: ignore[attr-defined]
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("scripted server: " + format, *args)
@@ -181,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             return self._error(ScriptError(400, "invalid_request_error", "The request body is not valid JSON."))
         headers = {name.lower(): value for name, value in self.headers.items()}
-        scripted.record(RecordedRequest("POST", self.path, headers, body))
+        scripted.record(RecordedRequest("POST", self.path, headers, body, self.connection_number))
         if self.path.split("?")[0] != "/v1/messages":
             return self._error(ScriptError(404, "not_found_error", f"Not found: {self.path}"))
         if scripted.api_key is not None and sent_key(headers) != scripted.api_key:
@@ -209,17 +226,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("request-id", f"req_{message_id}")
+        self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for sent, (name, data) in enumerate(stream_events(turn, model=model, message_id=message_id)):
-            if turn.pause_after is not None and sent == turn.pause_after:
-                scripted.wait_for_resume()
-            if turn.delay and sent:
-                time.sleep(turn.delay)  # demo pacing, set by the script
-            try:
-                self.wfile.write(sse(name, data))
+        try:
+            for sent, (name, data) in enumerate(stream_events(turn, model=model, message_id=message_id)):
+                if turn.pause_after is not None and sent == turn.pause_after:
+                    scripted.wait_for_resume()
+                if turn.delay and sent:
+                    time.sleep(turn.delay)  # demo pacing, set by the script
+                event = sse(name, data)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):
-                return  # the client stopped reading
+            self.wfile.write(b"0\r\n\r\n")  # the end of the body; the connection stays open
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client stopped reading
 
     def _error(self, error: ScriptError, *, api_key: str = "") -> None:
         # `{api_key}` in a scripted message echoes the key back, to prove clients redact it.
