@@ -120,7 +120,11 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": CHANNEL_CAPACITY}}
+        # Channels' in-memory layer, sweeping for expired messages once a second
+        # instead of on every operation (eunice/channel_layers.py).
+        "default": {
+            "BACKEND": "eunice.channel_layers.SweptInMemoryChannelLayer", "CONFIG": {"capacity": CHANNEL_CAPACITY}
+        }
     }
 
 # django-q2: `retry` must exceed `timeout` or a slow task runs twice.
