@@ -19,6 +19,7 @@ from django.conf import settings
 
 from conversations.dispatcher import dispatch_tool_calls
 from conversations.history import load_history
+from conversations.inserts import insert_rows
 from conversations.llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
 from conversations.llm.roles import create_llm_client_for_role, get_model_for_role
 from conversations.models import Conversation, UsageLog
@@ -289,11 +290,11 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: 
         "input_tokens": response.usage.total_input_tokens, "output_tokens": response.usage.output_tokens,
         "cost_usd": round(cost, 6), **surface_event(entries),
     })
-    UsageLog.objects.create(
+    insert_rows([UsageLog(
         tenant_id=runtime.tenant_id, user_id=runtime.user_id, conversation=runtime.conversation,
         kind=UsageLog.Kind.LLM, name=config.model, cost_usd=cost,
         input_tokens=response.usage.total_input_tokens, output_tokens=response.usage.output_tokens,
-    )
+    )])
     runtime.flush_events()
 
 

@@ -6,10 +6,10 @@ import json
 import threading
 from typing import Any
 
-from django.db import connections, router, transaction
-from django.db.models import Field
+from django.db import transaction
 
 from conversations.effects import PersistAssistantMessage
+from conversations.inserts import insert_rows
 from conversations.models import ChatMessage, Conversation, ConversationEvent, ConversationEventBlob
 
 INLINE_LIMIT = 32 * 1024  # bytes of JSON kept inline; larger payloads go to a blob
@@ -61,45 +61,7 @@ class EventRecorder:
             for row, blob in pending:
                 if blob is not None:
                     row.blob = ConversationEventBlob.objects.create(data=blob, size_bytes=len(blob))
-            insert_events([row for row, _ in pending])
-
-
-def insert_events(rows: list[ConversationEvent]) -> None:
-    """INSERT ``rows`` in one statement, executed once per row by the driver.
-
-    What ``bulk_create`` writes, without its per-call work: the statement is
-    composed once per database backend, and each value is prepared by its
-    field as the ORM would (``pre_save`` fills ``created_at``). ``bulk_create``
-    spent about 250 µs of CPU per flush, five flushes a turn, under the GIL
-    the event loop needs while other answers stream. The rows get no primary
-    keys back: nothing reads them after the write.
-    """
-    connection = connections[router.db_for_write(ConversationEvent)]
-    sql, fields = _event_insert(connection)
-    values = [
-        [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields] for row in rows
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, values)
-
-
-_EVENT_INSERTS: dict[str, tuple[str, tuple[Field, ...]]] = {}
-
-
-def _event_insert(connection: Any) -> tuple[str, tuple[Field, ...]]:
-    """The INSERT statement for events on ``connection``'s kind of database, and
-    the fields it writes (composed on first use, then kept)."""
-    statement = _EVENT_INSERTS.get(connection.vendor)
-    if statement is None:
-        quote = connection.ops.quote_name
-        fields = tuple(f for f in ConversationEvent._meta.concrete_fields if not f.primary_key)
-        columns = ", ".join(quote(f.column) for f in fields)
-        placeholders = ", ".join(["%s"] * len(fields))
-        table = quote(ConversationEvent._meta.db_table)
-        statement = _EVENT_INSERTS[connection.vendor] = (
-            f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", fields
-        )
-    return statement
+            insert_rows([row for row, _ in pending])
 
 
 def event_row(data: dict, blob: bytes | None) -> tuple[dict, bytes | None]:
@@ -111,7 +73,7 @@ def event_row(data: dict, blob: bytes | None) -> tuple[dict, bytes | None]:
 
 
 def persist_message(effect: PersistAssistantMessage) -> None:
-    ChatMessage.objects.create(
+    insert_rows([ChatMessage(
         conversation_id=effect.conversation_id,
         message_id=effect.message_id,
         tenant_id=effect.tenant_id,
@@ -120,7 +82,7 @@ def persist_message(effect: PersistAssistantMessage) -> None:
         structured_content=effect.structured_content,
         cards=effect.cards,
         cost_usd=effect.cost_usd,
-    )
+    )])
 
 
 class ListDisplay:

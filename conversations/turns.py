@@ -10,6 +10,7 @@ from django.db.models import Max
 
 from conversations.citations import attach_citations
 from conversations.effects import PersistAssistantMessage, effect_to_dict
+from conversations.inserts import insert_rows
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import Runtime, start_run
 from conversations.side_effects import merge_cards
@@ -26,10 +27,10 @@ def begin_turn(
 ) -> Runtime:
     """Open the next turn of ``conversation``; the user's message is its first event."""
     turn = (conversation.turns.aggregate(n=Max("turn"))["n"] or 0) + 1
-    ChatMessage.objects.create(
+    insert_rows([ChatMessage(
         conversation=conversation, message_id=uuid.uuid4().hex, tenant_id=conversation.tenant_id,
         role=ChatMessage.Role.USER, text=user_message,
-    )
+    )])
     runtime = start_run(
         conversation, user=user, turn=turn, display=display, mode=mode, user_message=user_message,
         interactive=interactive,
@@ -57,9 +58,9 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
     runtime.log.emit(message)
     runtime.recorder.record("done", {"turn": runtime.turn, "cost_usd": message.cost_usd})
     runtime.flush_events()
-    TurnRecord.objects.create(
+    insert_rows([TurnRecord(
         conversation=runtime.conversation,
         turn=runtime.turn,
         effects=[effect_to_dict(effect) for effect in runtime.log.close()],
-    )
+    )])
     return message
