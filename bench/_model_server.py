@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conversations.llm.scripted.render import sse, stream_events  # noqa: E402
+from conversations.llm.scripted.render import LAST_CHUNK, http_chunk, sse, stream_events  # noqa: E402
 from conversations.llm.scripted.script import ToolUse, Turn  # noqa: E402
 
 
@@ -46,9 +46,9 @@ async def serve(fd: int, chunks: int, delay: float) -> None:
                 for name, data in answer_turn if answered else tool_turn:
                     if answered and delay and name == "content_block_delta":
                         await asyncio.sleep(delay)
-                    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    writer.write(http_chunk(data))
                     await writer.drain()
-                writer.write(b"0\r\n\r\n")
+                writer.write(LAST_CHUNK)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass

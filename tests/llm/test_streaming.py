@@ -13,7 +13,7 @@ from conversations.llm import (
 )
 from conversations.llm import anthropic_provider
 from conversations.llm.anthropic_provider import AnthropicProvider, _tls_context, warm_up
-from conversations.llm.scripted.render import sse, stream_events
+from conversations.llm.scripted.render import http_chunk, sse, stream_events
 from conversations.llm.scripted.script import Turn
 from tests.llm.conftest import TEST_KEY, request
 
@@ -131,7 +131,7 @@ async def test_a_tool_call_and_the_answer_after_it_share_one_connection(scripted
 
 
 @pytest.mark.asyncio
-async def test_a_stream_left_open_after_message_stop_still_ends_the_answer(provider_for, monkeypatch):
+async def test_a_stream_left_open_after_message_stop_still_ends_the_answer(monkeypatch):
     monkeypatch.setattr(anthropic_provider, "END_OF_BODY_SECONDS", 0.2)
     body_ended = asyncio.Event()
 
@@ -139,8 +139,7 @@ async def test_a_stream_left_open_after_message_stop_still_ends_the_answer(provi
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         for name, data in stream_events(Turn(text=("hello",)), model="m", message_id="msg_1"):
-            event = sse(name, data)
-            writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+            writer.write(http_chunk(sse(name, data)))
         await writer.drain()
         await body_ended.wait()  # never sends the body's last chunk
         writer.close()

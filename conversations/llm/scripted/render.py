@@ -61,6 +61,15 @@ def sse(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
+#: What ends a body sent with chunked transfer encoding (the connection stays open).
+LAST_CHUNK = b"0\r\n\r\n"
+
+
+def http_chunk(data: bytes) -> bytes:
+    """``data`` as one chunk of a body sent with chunked transfer encoding."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
 def _block(index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     return [
         ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start}),

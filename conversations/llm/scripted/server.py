@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from conversations.llm.scripted.checks import blocks, expectation_misses, protocol_problems
-from conversations.llm.scripted.render import message_json, sse, stream_events
+from conversations.llm.scripted.render import LAST_CHUNK, http_chunk, message_json, sse, stream_events
 from conversations.llm.scripted.script import ScriptError, Turn, load_script
 
 logger = logging.getLogger("eunice.llm.scripted")
@@ -234,10 +234,9 @@ class _Handler(BaseHTTPRequestHandler):
                     scripted.wait_for_resume()
                 if turn.delay and sent:
                     time.sleep(turn.delay)  # demo pacing, set by the script
-                event = sse(name, data)
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.write(http_chunk(sse(name, data)))
                 self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")  # the end of the body; the connection stays open
+            self.wfile.write(LAST_CHUNK)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client stopped reading
