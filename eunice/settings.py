@@ -105,15 +105,21 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py 8 gives sockets a 5 s read timeout, the same as channels_redis's
-            # blocking pop: an idle consumer then dies with "Timeout reading". Read longer.
+            # No read timeout: redis-py 8's default (5 s, the same as channels_redis's
+            # blocking pop) kills idle consumers with "Timeout reading", and any read
+            # timeout can lose the cancel Channels sends a closing socket's consumer,
+            # which then pops for ever (tests/test_redis_channel_layer.py). The pop has
+            # its own server-side timeout; TCP keepalive notices a Redis that vanished.
             # A slow socket must not lose chunks: group sends to a full channel are
             # dropped, and the default capacity (100) fills in a second of streaming.
             # Every consumer opens its own connection, and redis-py looks its
             # own version up in the installed packages' metadata for each new
             # one unless told (0.35 ms of the event loop per socket opened).
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 15, "driver_info": redis_driver_info()}],
+                "hosts": [{
+                    "address": REDIS_URL, "socket_timeout": None, "socket_connect_timeout": 5,
+                    "socket_keepalive": True, "driver_info": redis_driver_info(),
+                }],
                 "capacity": CHANNEL_CAPACITY,
             },
         }
