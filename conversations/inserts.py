@@ -10,6 +10,11 @@ value is prepared by its field (``pre_save`` fills ``auto_now_add`` fields),
 the primary key comes from the database (an auto field) or the instance.
 It sends no signals and sets no primary keys on the rows: use it only for
 models nothing listens to, whose new rows the caller does not read.
+
+Several rows go as one multi-row ``INSERT … VALUES (…), (…)``, not
+``executemany``: for a flush of three events 186 against 258 µs of CPU on
+PostgreSQL (psycopg runs ``executemany`` as a pipeline of statements) and 125
+against 162 µs on SQLite; eight rows 254 against 385 µs on SQLite.
 """
 
 from __future__ import annotations
@@ -21,34 +26,49 @@ from django.db import connections, router
 from django.db.models import Field, Model
 from django.db.models.fields import AutoFieldMixin
 
-_STATEMENTS: dict[tuple[type[Model], str], tuple[str, tuple[Field, ...]]] = {}
+MAX_ROWS_PER_STATEMENT = 100  # bounds the statements cached per model, and each one's parameters
+
+_FIELDS: dict[type[Model], tuple[Field, ...]] = {}
+_STATEMENTS: dict[tuple[type[Model], str, int], str] = {}
 
 
 def insert_rows(rows: Sequence[Model]) -> None:
-    """INSERT ``rows`` (unsaved instances of one model) with one statement."""
+    """INSERT ``rows`` (unsaved instances of one model), in order, with one
+    statement per ``MAX_ROWS_PER_STATEMENT`` rows (fewer where the database
+    takes fewer parameters)."""
     if not rows:
         return
     model = type(rows[0])
     connection = connections[router.db_for_write(model)]
-    sql, fields = _statement(model, connection)
-    values = [[field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields] for row in rows]
+    fields = _fields(model)
+    batch = max(1, min(MAX_ROWS_PER_STATEMENT, connection.ops.bulk_batch_size(fields, rows)))
     with connection.cursor() as cursor:
-        if len(values) == 1:
-            cursor.execute(sql, values[0])
-        else:
-            cursor.executemany(sql, values)
+        for start in range(0, len(rows), batch):
+            chunk = rows[start:start + batch]
+            params = [field.get_db_prep_save(field.pre_save(row, True), connection) for row in chunk for field in fields]
+            cursor.execute(_statement(model, connection, len(chunk)), params)
 
 
-def _statement(model: type[Model], connection: Any) -> tuple[str, tuple[Field, ...]]:
-    """``model``'s INSERT on ``connection``'s kind of database and the fields it writes."""
-    key = (model, connection.vendor)
+def _fields(model: type[Model]) -> tuple[Field, ...]:
+    """The columns an INSERT of ``model`` writes: all but an auto primary key."""
+    fields = _FIELDS.get(model)
+    if fields is None:
+        fields = _FIELDS[model] = tuple(
+            f for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin)
+        )
+    return fields
+
+
+def _statement(model: type[Model], connection: Any, rows: int) -> str:
+    """``model``'s INSERT of ``rows`` rows on ``connection``'s kind of database."""
+    key = (model, connection.vendor, rows)
     statement = _STATEMENTS.get(key)
     if statement is None:
         quote = connection.ops.quote_name
-        fields = tuple(f for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin))
+        fields = _fields(model)
         columns = ", ".join(quote(f.column) for f in fields)
-        placeholders = ", ".join(["%s"] * len(fields))
+        row = "(" + ", ".join(["%s"] * len(fields)) + ")"
         statement = _STATEMENTS[key] = (
-            f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({placeholders})", fields
+            f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES {', '.join([row] * rows)}"
         )
     return statement

@@ -3,7 +3,7 @@
 import pytest
 from django.utils import timezone
 
-from conversations.inserts import insert_rows
+from conversations.inserts import MAX_ROWS_PER_STATEMENT, insert_rows
 from conversations.models import ChatMessage, Conversation, UsageLog
 from tests.conftest import TENANT
 
@@ -33,6 +33,15 @@ def test_many_rows_are_written_in_order_with_one_query(conversation, django_asse
     with django_assert_num_queries(1):
         insert_rows(rows)
     assert list(UsageLog.objects.order_by("id").values_list("name", "input_tokens")) == [(f"m{n}", n) for n in range(5)]
+
+
+def test_rows_past_one_statements_limit_go_in_several_statements_still_in_order(conversation, django_assert_num_queries):
+    count = MAX_ROWS_PER_STATEMENT * 2 + 1
+    rows = [UsageLog(tenant_id=TENANT, conversation=conversation, kind="llm", name=f"m{n}", input_tokens=n)
+            for n in range(count)]
+    with django_assert_num_queries(3):
+        insert_rows(rows)
+    assert list(UsageLog.objects.order_by("id").values_list("input_tokens", flat=True)) == list(range(count))
 
 
 def test_a_primary_key_the_model_sets_itself_is_written(user):
