@@ -102,8 +102,13 @@ def derive_tier0(
         floor.append((name, "usage"))
         chosen.add(name)
     if not MIN_FLOOR <= len(floor) <= MAX_FLOOR:
+        why = ""
+        if len(floor) < MIN_FLOOR:
+            used = sum(1 for name, score in scores.items() if score > 0 and (known is None or name in known))
+            why = (f": {used} live tool(s) have calls in the execution log so far; "
+                   "the floor fills from it as tools are used (a new install starts small)")
         logger.warning(
-            "derived tool floor has %d tools, outside [%d, %d]", len(floor), MIN_FLOOR, MAX_FLOOR
+            "derived tool floor has %d tools, outside [%d, %d]%s", len(floor), MIN_FLOOR, MAX_FLOOR, why
         )
     return floor
 

@@ -67,6 +67,12 @@ def test_a_floor_outside_the_expected_size_warns_but_still_derives(caplog):
     floor = derive_tier0({}, anchors=("search_tools",))
     assert floor == [("search_tools", "anchor")]
     assert "outside [25, 35]" in caplog.text
+    assert "0 live tool(s) have calls in the execution log so far" in caplog.text  # why: a new install
+
+
+def test_a_small_floor_says_how_many_live_tools_have_been_used(caplog):
+    derive_tier0({"used": 2.0, "retired": 5.0, "never": 0.0}, anchors=("plan",), known={"used", "never"})
+    assert "floor has 2 tools, outside [25, 35]: 1 live tool(s) have calls" in caplog.text
 
 
 def test_only_live_tools_earn_a_usage_slot():
