@@ -44,6 +44,14 @@ from registry.handlers import import_system_handlers  # noqa: E402
 import_system_handlers()
 warm_up()
 
+# Tool search's embedding models, which the first search_tools call of the
+# process would otherwise load (1.6 s for that user, under the GIL while
+# other answers stream). EUNICE_PRELOAD_TOOL_SEARCH=0 leaves them to first use.
+if settings.EUNICE_PRELOAD_TOOL_SEARCH:
+    from registry.search import load_models  # noqa: E402
+
+    load_models()
+
 # Everything above is the start-up heap: stop the collector walking it.
 from eunice.collector import tune_for_serving  # noqa: E402
 
