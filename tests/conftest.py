@@ -121,6 +121,8 @@ def pytest_runtest_teardown(item, nextitem):
 
     in_use = {wrapper.connection for wrapper in connections.all(initialized_only=True)}
     gc.collect()
-    for leftover in [o for o in gc.get_objects() if isinstance(o, psycopg.Connection)]:
+    # type(), not isinstance(): isinstance asks a weakref proxy for its
+    # referent's class, and a proxy whose referent is gone raises ReferenceError.
+    for leftover in [o for o in gc.get_objects() if issubclass(type(o), psycopg.Connection)]:
         if leftover not in in_use and not leftover.closed:
             leftover.close()
