@@ -37,6 +37,10 @@ class EventSerializer(serializers.ModelSerializer):
         fields = ("turn", "sequence", "event_type", "data", "created_at")
 
 
+# ?order= for a conversation's messages: oldest first (the default) or newest first.
+MESSAGE_ORDERS = {"oldest": ("created_at", "id"), "newest": ("-created_at", "-id")}
+
+
 class PostMessageSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
 
@@ -64,11 +68,16 @@ class ConversationViewSet(
 
     @action(detail=True, methods=["get", "post"], url_path="messages")
     def messages(self, request: Request, pk: str | None = None) -> Response:
-        """GET: the messages. POST {"text": ...}: answer it (returns when the turn is done)."""
+        """GET: the messages, a page at a time (``?order=newest`` for the latest first).
+        POST {"text": ...}: answer it (returns when the turn is done)."""
         conversation = self.get_object()
         if request.method == "GET":
-            rows = ChatMessage.objects.filter(conversation=conversation).order_by("created_at", "id")
-            return Response(MessageSerializer(rows, many=True).data)
+            order = MESSAGE_ORDERS.get(request.query_params.get("order", "oldest"))
+            if order is None:
+                raise ValidationError({"order": f"must be one of {', '.join(MESSAGE_ORDERS)}; "
+                                                f"got {request.query_params['order'][:40]!r}"})
+            rows = ChatMessage.objects.filter(conversation=conversation).order_by(*order)
+            return self._page(rows, MessageSerializer)
         body = PostMessageSerializer(data=request.data)
         if not body.is_valid():
             raise ValidationError(body.errors)
@@ -90,4 +99,9 @@ class ConversationViewSet(
     def events(self, request: Request, pk: str | None = None) -> Response:
         conversation = self.get_object()
         rows = ConversationEvent.objects.filter(conversation=conversation).order_by("turn", "sequence")
-        return Response(EventSerializer(rows, many=True).data)
+        return self._page(rows, EventSerializer)
+
+    def _page(self, rows, serializer: type[serializers.Serializer]) -> Response:
+        """One page of ``rows``, as every list of the API is paged (eunice/pagination.py)."""
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(serializer(page, many=True).data)

@@ -181,6 +181,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Every list is paged: ?limit= (default 100, at most 1000) and ?offset=.
+    "DEFAULT_PAGINATION_CLASS": "eunice.pagination.Paging",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(

@@ -392,12 +392,36 @@ class ApprovalPolicy(models.TextChoices):
 MCP_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 
 
+# ToolDefinition.created_by of a server's tools: this prefix and the server's name.
+MCP_CREATED_BY_PREFIX = "mcp:"
+
+
 class MCPServerQuerySet(models.QuerySet):
     def for_tenant(self, tenant_id: str) -> "MCPServerQuerySet":
         return self.filter(tenant_id=tenant_id)
 
     def enabled(self) -> "MCPServerQuerySet":
         return self.filter(enabled=True)
+
+    def with_tool_counts(self) -> "MCPServerQuerySet":
+        """Each server with its live tools counted in the same query:
+        ``tools_approved`` and ``tools_held`` (quarantined, pending or flagged
+        for review). A list of servers then costs one query, not two per row."""
+        from django.db.models import CharField, Count, OuterRef, Subquery, Value
+        from django.db.models.functions import Coalesce, Concat
+
+        tools = (
+            ToolDefinition.objects.live()
+            .filter(created_by=Concat(Value(MCP_CREATED_BY_PREFIX), OuterRef("name"), output_field=CharField()))
+            .order_by()
+            .values("created_by")
+        )
+
+        def counted(which: Q) -> Coalesce:
+            return Coalesce(Subquery(tools.annotate(n=Count("id", filter=which)).values("n")), 0)
+
+        approved = Q(status=ToolStatus.APPROVED)
+        return self.annotate(tools_approved=counted(approved), tools_held=counted(~approved))
 
 
 class MCPServer(models.Model):
@@ -456,7 +480,7 @@ class MCPServer(models.Model):
 
     @property
     def created_by_tag(self) -> str:
-        return f"mcp:{self.name}"
+        return f"{MCP_CREATED_BY_PREFIX}{self.name}"
 
 
 class MCPAuditLog(models.Model):

@@ -48,18 +48,18 @@ class MCPServerAdmin(admin.ModelAdmin):
     readonly_fields = ("status", "last_error", "connected_at", "secret_keys")
 
     def get_queryset(self, request: HttpRequest):  # noqa: ANN201
-        queryset = super().get_queryset(request)
+        queryset = super().get_queryset(request).with_tool_counts()
         if request.user.is_superuser:
             return queryset
         return queryset.for_tenant(tenant_of(request.user) or "")
 
-    @admin.display(description="tools")
+    @admin.display(description="tools", ordering="tools_approved")
     def tool_count(self, server: MCPServer) -> int:
-        return _rows(server).filter(status=ToolStatus.APPROVED).count()
+        return server.tools_approved
 
-    @admin.display(description="held for review")
+    @admin.display(description="held for review", ordering="tools_held")
     def quarantined(self, server: MCPServer) -> int:
-        return _rows(server).exclude(status=ToolStatus.APPROVED).count()
+        return server.tools_held
 
     @admin.display(description="secrets set")
     def secret_keys(self, server: MCPServer) -> str:

@@ -45,6 +45,8 @@ class MCPServerSerializer(serializers.ModelSerializer):
         return sorted(server.headers or {})
 
     def get_tool_count(self, server: MCPServer) -> int:
+        if hasattr(server, "tools_approved"):  # counted with the list (MCPServerQuerySet.with_tool_counts)
+            return server.tools_approved + server.tools_held
         return ToolDefinition.objects.live().filter(created_by=server.created_by_tag).count()
 
 
@@ -64,7 +66,7 @@ class MCPServerViewSet(
 
     def get_queryset(self):  # noqa: ANN201
         tenant = tenant_of(self.request.user)
-        return MCPServer.objects.for_tenant(tenant) if tenant else MCPServer.objects.none()
+        return MCPServer.objects.for_tenant(tenant).with_tool_counts() if tenant else MCPServer.objects.none()
 
     def perform_create(self, serializer: MCPServerSerializer) -> None:
         tenant = tenant_of(self.request.user)

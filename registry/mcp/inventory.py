@@ -18,7 +18,9 @@ from django.utils import timezone
 
 from registry.mcp.config import ServerConfig
 from registry.mcp.naming import NameCollision, RemoteTool, describe, description_flags, names_for
-from registry.models import ApprovalPolicy, MCPServer, MCPStatus, ToolDefinition, ToolStatus, ToolType
+from registry.models import (
+    MCP_CREATED_BY_PREFIX, ApprovalPolicy, MCPServer, MCPStatus, ToolDefinition, ToolStatus, ToolType,
+)
 
 QUARANTINED = "quarantined: its definition changed since it was approved"
 PENDING = "pending: a new tool waiting for staff approval"
@@ -105,7 +107,7 @@ def retire(config_name: str) -> int:
     """Soft-delete every live row of the server; returns how many."""
     now = timezone.now()
     return ToolDefinition.objects.filter(
-        created_by=f"mcp:{config_name}", deleted_at__isnull=True
+        created_by=f"{MCP_CREATED_BY_PREFIX}{config_name}", deleted_at__isnull=True
     ).update(deleted_at=now, updated_at=now)
 
 

@@ -206,9 +206,9 @@
         busy(false);
         if (chunk.cancelled) bubble("notice", "Cancelled.");
         const where = answer;  // inline cards go under this answer
-        fetch(`/api/conversations/${conversationId}/messages/`, { credentials: "same-origin" })
+        fetch(`/api/conversations/${conversationId}/messages/?order=newest&limit=1`, { credentials: "same-origin" })
           .then((r) => r.json())
-          .then((rows) => { const last = rows[rows.length - 1]; settleCards(last ? last.cards : [], where); });
+          .then((page) => { const last = page.results[0]; settleCards(last ? last.cards : [], where); });
         answer = null;
         break;
       }

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from conversations.models import Conversation
+from conversations.models import ChatMessage, Conversation
 from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT
 
@@ -32,9 +32,9 @@ def test_posting_a_message_runs_a_turn_and_returns_the_answer(api, model, weathe
     assert response.status_code == 201
     body = response.json()
     assert (body["message"]["text"], body["stop_reason"], body["model_calls"]) == ("Rainy.", "end_turn", 2)
-    messages = api.get(f"/api/conversations/{conversation.pk}/messages/").json()
+    messages = api.get(f"/api/conversations/{conversation.pk}/messages/").json()["results"]
     assert [m["role"] for m in messages] == ["user", "assistant"]
-    events = api.get(f"/api/conversations/{conversation.pk}/events/").json()
+    events = api.get(f"/api/conversations/{conversation.pk}/events/").json()["results"]
     assert events[0]["event_type"] == "user_message" and events[-1]["event_type"] == "done"
 
 
@@ -48,7 +48,7 @@ def test_another_users_conversation_is_not_found(api, conversation):
     TenantMembership.objects.create(user=stranger, tenant_id=OTHER_TENANT)
     theirs = Conversation.objects.create(tenant_id=OTHER_TENANT, user=stranger)
     assert api.get(f"/api/conversations/{theirs.pk}/messages/").status_code == 404
-    assert theirs.pk not in [c["id"] for c in api.get("/api/conversations/").json()]
+    assert theirs.pk not in [c["id"] for c in api.get("/api/conversations/").json()["results"]]
 
 
 def test_a_colleague_in_the_same_tenant_cannot_read_my_conversation(conversation):
@@ -98,3 +98,42 @@ def test_the_answer_cap_counts_websocket_and_rest_answers_together(api, model, c
     assert refused.json() == {"detail": "you already have 1 answers running; wait or cancel one"}
     after = api.post(post, {"text": "now"}, format="json")
     assert (after.status_code, after.json()["message"]["text"]) == (201, "Later.")
+
+
+def test_lists_come_a_page_at_a_time(api, user):
+    for n in range(3):
+        Conversation.objects.create(tenant_id=TENANT, user=user, title=f"c{n}")
+
+    first = api.get("/api/conversations/?limit=2").json()
+    rest = api.get(first["next"]).json()
+
+    assert (first["count"], len(first["results"]), first["previous"]) == (3, 2, None)
+    assert (len(rest["results"]), rest["next"]) == (1, None)
+    assert {c["title"] for c in first["results"] + rest["results"]} == {"c0", "c1", "c2"}
+
+
+@pytest.mark.parametrize("query, error", [
+    ("limit=abc", {"limit": "must be a whole number from 1 to 1000; got 'abc'"}),
+    ("limit=0", {"limit": "must be a whole number from 1 to 1000; got 0"}),
+    ("limit=5000", {"limit": "must be a whole number from 1 to 1000; got 5000"}),
+    ("offset=-1", {"offset": "must be a whole number, 0 or more; got -1"}),
+])
+def test_a_bad_page_is_refused_naming_the_parameter_and_its_rule(api, query, error):
+    response = api.get(f"/api/conversations/?{query}")
+    assert (response.status_code, response.json()) == (400, error)
+
+
+def test_the_latest_message_can_be_read_alone(api, conversation):
+    for n, role in enumerate(["user", "assistant", "user", "assistant"]):
+        ChatMessage.objects.create(conversation=conversation, message_id=f"m{n}", tenant_id=TENANT, role=role, text=f"m{n}")
+
+    newest = api.get(f"/api/conversations/{conversation.pk}/messages/?order=newest&limit=1").json()
+    oldest = api.get(f"/api/conversations/{conversation.pk}/messages/?limit=2").json()
+
+    assert (newest["count"], [m["text"] for m in newest["results"]]) == (4, ["m3"])
+    assert [m["text"] for m in oldest["results"]] == ["m0", "m1"]
+
+
+def test_an_unknown_message_order_names_the_choices(api, conversation):
+    response = api.get(f"/api/conversations/{conversation.pk}/messages/?order=sideways")
+    assert (response.status_code, response.json()) == (400, {"order": "must be one of oldest, newest; got 'sideways'"})

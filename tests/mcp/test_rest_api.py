@@ -1,9 +1,11 @@
 """The REST API: tenant-scoped MCP servers, actions, tools with their state, the schema."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from registry.models import MCPAuditLog
+from registry.models import MCPAuditLog, ToolDefinition, ToolStatus, ToolType
 from tests.conftest import OTHER_TENANT, external_assets
 from tests.mcp.conftest import add_server
 from tests.mcp.test_security import client_for
@@ -18,9 +20,9 @@ def test_anonymous_requests_are_refused():
 def test_a_user_sees_only_their_tenants_servers():
     add_server("mine")
     add_server("theirs", tenant_id=OTHER_TENANT)
-    names = [s["name"] for s in client_for("ann").get("/api/mcp/servers/").json()]
+    names = [s["name"] for s in client_for("ann").get("/api/mcp/servers/").json()["results"]]
     assert names == ["mine"]
-    theirs = client_for("bob", tenant=OTHER_TENANT).get("/api/mcp/servers/").json()
+    theirs = client_for("bob", tenant=OTHER_TENANT).get("/api/mcp/servers/").json()["results"]
     assert [s["name"] for s in theirs] == ["theirs"]
 
 
@@ -57,3 +59,38 @@ def test_the_openapi_schema_and_its_ui_are_served_locally():
     ui = api.get("/api/schema/ui/")
     assert ui.status_code == 200 and b"swagger-ui-bundle.js" in ui.content
     assert external_assets(ui.content.decode()) == []
+
+
+def tools_of(server, *statuses):
+    for n, status in enumerate(statuses):
+        ToolDefinition.objects.create(
+            name=f"mcp_{server.name}_t{n}", description="d", tool_type=ToolType.MCP, status=status,
+            created_by=server.created_by_tag, implementation=f"mcp:{server.name}:t{n}",
+        )
+
+
+def test_a_list_of_servers_counts_their_tools_in_one_query_whatever_its_length():
+    api = client_for("ann")
+    tools_of(add_server("one"), ToolStatus.APPROVED, ToolStatus.DRAFT)
+    with CaptureQueriesContext(connection) as one:
+        listed = api.get("/api/mcp/servers/").json()["results"]
+    for n in range(4):
+        tools_of(add_server(f"more{n}"), ToolStatus.APPROVED)
+    with CaptureQueriesContext(connection) as five:
+        api.get("/api/mcp/servers/")
+
+    assert [(s["name"], s["tool_count"]) for s in listed] == [("one", 2)]
+    assert len(five) == len(one)
+
+
+def test_the_admin_list_counts_approved_and_held_tools_in_one_query(admin_client):
+    tools_of(add_server("one"), ToolStatus.APPROVED, ToolStatus.APPROVED, ToolStatus.DRAFT)
+    with CaptureQueriesContext(connection) as one:
+        page = admin_client.get("/admin/registry/mcpserver/").content.decode()
+    for n in range(4):
+        tools_of(add_server(f"more{n}"), ToolStatus.DRAFT)
+    with CaptureQueriesContext(connection) as five:
+        admin_client.get("/admin/registry/mcpserver/")
+
+    assert '<td class="field-tool_count">2</td>' in page and '<td class="field-quarantined">1</td>' in page
+    assert len(five) == len(one)

@@ -77,12 +77,15 @@ def browser_page(request):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page()
         page.set_default_timeout(15_000)
+        errors = []  # uncaught exceptions and unhandled rejections in the page's scripts
+        page.on("pageerror", lambda error: errors.append(error))
         yield page
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
         browser.close()
+        assert not errors, f"the page's scripts failed: {errors}"
 
 
 def open_conversation(page, server: str, conversation) -> None:
@@ -232,7 +235,9 @@ def test_chart_and_map_cards_render_from_local_libraries(chart_tool, server, con
     sign_in(page, server)
     open_conversation(page, server, conversation)
     page.fill("#prompt", "/rain_chart")
-    page.press("#prompt", "Enter")
+    # When the answer is done the page reads the stored answer's cards (merged, with citations).
+    with page.expect_response(lambda r: "/messages/?order=newest&limit=1" in r.url and r.ok):
+        page.press("#prompt", "Enter")
     page.wait_for_selector("#panel .card-chart svg")  # drawn by the locally served vega-embed
     page.wait_for_selector("#panel .card-map_display .leaflet-container")
     assert page.locator("#panel .card-map_display .leaflet-interactive").count() == 2  # the two cities
