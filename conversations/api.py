@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
@@ -45,6 +47,14 @@ class PostMessageSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
 
 
+TURN_REPLY = inline_serializer("TurnReply", {
+    "message": MessageSerializer(),
+    "stop_reason": serializers.CharField(),
+    "model_calls": serializers.IntegerField(),
+    "cancelled": serializers.BooleanField(),
+})
+
+
 class TooManyRuns(APIException):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_code = "too_many_runs"
@@ -66,6 +76,11 @@ class ConversationViewSet(
             raise PermissionDenied("your account has no tenant; ask staff to add a tenant membership")
         serializer.save(tenant_id=tenant, user=self.request.user)
 
+    @extend_schema(methods=["GET"], responses=MessageSerializer(many=True), parameters=[
+        OpenApiParameter("order", OpenApiTypes.STR, enum=list(MESSAGE_ORDERS),
+                         description="oldest first (the default) or newest first"),
+    ])
+    @extend_schema(methods=["POST"], request=PostMessageSerializer, responses={201: TURN_REPLY})
     @action(detail=True, methods=["get", "post"], url_path="messages")
     def messages(self, request: Request, pk: str | None = None) -> Response:
         """GET: the messages, a page at a time (``?order=newest`` for the latest first).
@@ -95,6 +110,7 @@ class ConversationViewSet(
             status=status.HTTP_201_CREATED,
         )
 
+    @extend_schema(responses=EventSerializer(many=True))
     @action(detail=True, methods=["get"], url_path="events")
     def events(self, request: Request, pk: str | None = None) -> Response:
         conversation = self.get_object()
