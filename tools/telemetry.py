@@ -1,4 +1,4 @@
-"""Handler of query_telemetry: a conversation's events and execution log, tenant-scoped."""
+"""Handler of query_telemetry: a conversation's events and execution log, for its owner (staff: the tenant's)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ def query_telemetry(inputs: dict, context: dict) -> Ok | Err:
     # Across tenants the question is about the platform, not the caller's conversation.
     conversation_id = inputs.get("conversation_id") or (None if everywhere else context.get("conversation_id"))
     limit = inputs.get("limit", 100)
+    if conversation_id and not everywhere:
+        _check_readable(str(conversation_id), context)
     if inputs.get("what", "tool_calls") == "events":
         frame = _events(conversation_id, context["tenant_id"], limit)
     else:
@@ -42,11 +44,21 @@ def _calls(conversation_id: str | None, tenant_id: str | None, tool: str | None,
     return pd.DataFrame(list(rows.values(*fields)[:limit]), columns=fields)
 
 
+def _check_readable(conversation_id: str, context: dict) -> None:
+    """Raise a hint unless the caller may read ``conversation_id``: the one they are in,
+    one of their own, or (staff) any of their tenant's. A colleague's answers as one
+    that does not exist, as everywhere else (conversations.access)."""
+    rows = Conversation.objects.for_tenant(context["tenant_id"]).filter(id=conversation_id)
+    if conversation_id != str(context.get("conversation_id") or "") and not is_staff(context):
+        user = str(context.get("user_id") or "")
+        rows = rows.filter(user_id=int(user)) if user.isdigit() else rows.filter(user__username=user or None)
+    if not rows.exists():
+        raise HintException("schema", f"conversation_id: no conversation {conversation_id!r} of yours in this tenant")
+
+
 def _events(conversation_id: str | None, tenant_id: str, limit: int) -> pd.DataFrame:
     if not conversation_id:
         raise HintException("schema", "conversation_id: events need a conversation (none in this context)")
-    if not Conversation.objects.for_tenant(tenant_id).filter(id=conversation_id).exists():
-        raise HintException("schema", f"conversation_id: no conversation {conversation_id!r} for this tenant")
     rows = ConversationEvent.objects.filter(conversation_id=conversation_id).order_by("-turn", "-sequence")
     fields = ["turn", "sequence", "event_type", "created_at", "data"]
     frame = pd.DataFrame(list(rows.values(*fields)[:limit]), columns=fields)

@@ -1,11 +1,14 @@
 """REST views of the catalog: upload and list a conversation's datasets; download a file.
 
-Every lookup is scoped to the caller's tenant (TenantMembership); another
-tenant's conversation or file answers 404, exactly like one that does not exist.
+A conversation's datasets and the files made in it are its owner's alone,
+within the owner's tenant (as the conversation itself: conversations.access);
+a file made outside any conversation belongs to its tenant. Another user's
+conversation or file answers 404, exactly like one that does not exist.
 """
 
 from __future__ import annotations
 
+from django.db.models import Q
 from django.http import FileResponse, Http404
 from rest_framework import status
 from rest_framework.parsers import MultiPartParser
@@ -14,9 +17,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from conversations.access import owned_conversation
 from conversations.catalog.store import CatalogError, ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
-from conversations.models import CatalogDataset, Conversation, GeneratedFile
+from conversations.models import CatalogDataset, GeneratedFile
 from registry.tenancy import tenant_of
 
 
@@ -28,10 +32,10 @@ def _describe(entry: CatalogDataset) -> dict:
 
 
 def _catalog(request: Request, conversation_id: str) -> ConversationCatalog:
-    tenant = tenant_of(request.user)
-    if tenant is None or not Conversation.objects.for_tenant(tenant).filter(id=conversation_id).exists():
+    conversation = owned_conversation(request.user, conversation_id)
+    if conversation is None:
         raise Http404("no such conversation")
-    return ConversationCatalog(tenant, conversation_id)
+    return ConversationCatalog(conversation.tenant_id, conversation.pk)
 
 
 class ConversationDatasetsView(APIView):
@@ -63,13 +67,18 @@ class ConversationDatasetsView(APIView):
 
 
 class FileDownloadView(APIView):
-    """GET /files/<id>/: the file, only for users of the tenant that owns it."""
+    """GET /files/<id>/: the file, for the owner of the conversation it was made in (any user of
+    its tenant when it was made outside a conversation)."""
 
     permission_classes = [IsAuthenticated]
 
     def get(self, request: Request, file_id: int) -> FileResponse:
         tenant = tenant_of(request.user)
-        generated = GeneratedFile.objects.filter(pk=file_id, tenant_id=tenant).first() if tenant else None
+        generated = (
+            GeneratedFile.objects.filter(pk=file_id, tenant_id=tenant)
+            .filter(Q(conversation__isnull=True) | Q(conversation__user=request.user))
+            .first() if tenant else None
+        )
         if generated is None:
             raise Http404("no such file")
         try:

@@ -120,6 +120,23 @@ def test_query_telemetry_shows_this_tenants_calls_only(sales, in_conversation, o
     assert refused.error and "staff" in refused.content
 
 
+def test_query_telemetry_will_not_read_a_colleagues_conversation(sales, in_conversation, django_user_model):
+    from conversations.models import Conversation
+
+    ann = django_user_model.objects.create_user("ann")
+    colleague = Conversation.objects.create(id="conv-bob", tenant_id=TENANT,
+                                            user=django_user_model.objects.create_user("bob"))
+    mine = Conversation.objects.create(id="conv-ann", tenant_id=TENANT, user=ann)
+    as_ann = {"user_id": str(ann.pk)}
+
+    for what in ("events", "tool_calls"):
+        refused = in_conversation("query_telemetry", context=as_ann, what=what, conversation_id=colleague.id)
+        assert refused.content.startswith("⚠ schema hint: conversation_id: no conversation 'conv-bob' of yours")
+    assert in_conversation("query_telemetry", context=as_ann, what="events", conversation_id=mine.id).error is None
+    staff = {"user_id": str(django_user_model.objects.create_user("ops", is_staff=True).pk)}
+    assert in_conversation("query_telemetry", context=staff, what="events", conversation_id=colleague.id).error is None
+
+
 def test_staff_may_read_every_tenants_calls(sales, in_conversation, other_conversation, django_user_model):
     staff = django_user_model.objects.create_user("ops", is_staff=True)
     in_conversation("preview_data", tenant=OTHER_TENANT, context={"conversation_id": other_conversation.id})

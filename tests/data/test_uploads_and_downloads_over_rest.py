@@ -26,8 +26,18 @@ def client_for(django_user_model, username, tenant):
 
 
 @pytest.fixture
-def ann(django_user_model):
-    return client_for(django_user_model, "ann", TENANT)
+def ann(django_user_model, conversation):
+    """Ann, whose conversation ``conversation`` is."""
+    client = client_for(django_user_model, "ann", TENANT)
+    conversation.user = django_user_model.objects.get(username="ann")
+    conversation.save(update_fields=["user"])
+    return client
+
+
+@pytest.fixture
+def bob(django_user_model):
+    """Ann's colleague: the same tenant, not the conversation's owner."""
+    return client_for(django_user_model, "bob", TENANT)
 
 
 @pytest.fixture
@@ -93,6 +103,12 @@ def test_another_tenant_cannot_upload_to_or_list_the_conversation(greg, conversa
     assert ConversationCatalog(TENANT, conversation.id).names() == []
 
 
+def test_a_colleague_in_the_same_tenant_cannot_upload_to_or_list_the_conversation(ann, bob, conversation):
+    assert upload(bob, conversation.id, "sales.csv", SALES_CSV).status_code == 404
+    assert bob.get(f"/api/conversations/{conversation.id}/datasets/").status_code == 404
+    assert ConversationCatalog(TENANT, conversation.id).names() == []
+
+
 def test_an_anonymous_caller_gets_nothing(conversation):
     assert APIClient().get(f"/api/conversations/{conversation.id}/datasets/").status_code in (401, 403)
 
@@ -104,3 +120,22 @@ def test_a_download_is_served_only_to_the_owning_tenant(ann, greg, sales, in_con
     assert b"".join(response.streaming_content).startswith(b"region,product")
     assert greg.get(url).status_code == 404
     assert APIClient().get(url).status_code in (401, 403)
+
+
+def status_of(client, url) -> int:
+    response = client.get(url)
+    response.close()  # a served file's handle is closed with its response
+    return response.status_code
+
+
+def test_a_file_made_in_a_conversation_is_only_its_owners(ann, bob, sales, in_conversation):
+    url = in_conversation("export", dataset="sales").cards[0]["url"]
+    assert (status_of(ann, url), status_of(bob, url)) == (200, 404)
+
+
+def test_a_file_made_outside_a_conversation_is_its_tenants(ann, bob, sales, in_conversation):
+    from conversations.models import GeneratedFile
+
+    url = in_conversation("export", dataset="sales").cards[0]["url"]
+    GeneratedFile.objects.update(conversation=None)
+    assert status_of(bob, url) == 200
