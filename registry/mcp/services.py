@@ -21,7 +21,6 @@ from registry.mcp.manager import get_manager
 from registry.mcp.urls import UnsafeURL, check_url
 from registry.models import MCPAuditLog, MCPServer, MCPTransport, ToolDefinition, ToolStatus
 
-STAFF_ONLY_FIELDS = ("command", "args", "env", "allow_private_network")
 EDITABLE = (
     "transport", "command", "args", "env", "url", "headers", "allow_private_network", "enabled",
     "approval_policy", "call_timeout_seconds", "idempotent_tools",
@@ -115,11 +114,8 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool) -> 
     unknown = set(fields) - set(EDITABLE)
     if unknown:
         raise ValidationError(f"unknown fields: {sorted(unknown)}")
-    transport = fields.get("transport", server.transport)
-    touched = [key for key in STAFF_ONLY_FIELDS if key in fields and fields[key] != getattr(server, key, None)]
-    if not actor.is_staff and (touched and (transport == MCPTransport.STDIO or "allow_private_network" in touched)
-                               or (creating and transport == MCPTransport.STDIO)):
-        raise PermissionDenied("only staff may create a stdio server or change its command, args or env")
+    if not actor.is_staff:
+        _check_non_staff_change(server, fields, creating=creating)
     for key, value in fields.items():
         setattr(server, key, value)
     if server.transport == MCPTransport.STREAMABLE_HTTP:
@@ -131,6 +127,24 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool) -> 
         raise ValidationError({"command": "a stdio server needs a command"})
     server.full_clean()
     server.save()
+
+
+def _check_non_staff_change(server: MCPServer, fields: dict, *, creating: bool) -> None:
+    """What only staff may do, judged on the server as it would be after the change:
+    anything that defines a process to start (a stdio server; its command, args,
+    env, on any transport, since a later switch to stdio would start them), and
+    reaching private addresses. Raises PermissionDenied naming the rule."""
+    changed = {key for key, value in fields.items() if value != getattr(server, key, None)}
+    transport = fields.get("transport", server.transport)
+    if transport == MCPTransport.STDIO and (creating or "transport" in changed):
+        raise PermissionDenied("only staff may create a stdio server or switch a server to stdio")
+    process = sorted(changed & {"command", "args", "env"})
+    if process:
+        raise PermissionDenied(f"only staff may set {', '.join(process)}: they define a process to start")
+    if "allow_private_network" in changed:
+        raise PermissionDenied("only staff may let a server reach private addresses")
+    if "url" in changed and fields.get("allow_private_network", server.allow_private_network):
+        raise PermissionDenied("this server may reach private addresses; only staff may change its url")
 
 
 def _audit(action: str, server: MCPServer, actor: Actor, details: dict) -> None:

@@ -42,6 +42,38 @@ def test_a_non_staff_user_may_not_change_a_stdio_servers_command():
     assert MCPServer.objects.get(pk=server.pk).command != "/bin/sh"
 
 
+def test_a_non_staff_user_may_not_store_a_command_on_an_http_server_to_switch_to_stdio_later():
+    ursula = client_for("ursula")
+    created = ursula.post("/api/mcp/servers/", {"name": "x1", "transport": "streamable_http",
+                                                "url": "https://example.com/mcp", "command": "/bin/sh",
+                                                "args": ["-c", "id"]}, format="json")
+    assert (created.status_code, created.json()["detail"]) == (
+        403, "only staff may set args, command: they define a process to start")
+    assert not MCPServer.objects.filter(name="x1").exists()
+
+
+def test_a_non_staff_user_may_not_switch_a_server_to_stdio():
+    server = add_server("web", transport="streamable_http", url="https://example.com/mcp", command="")
+    response = client_for("ursula").patch(f"/api/mcp/servers/{server.pk}/", {"transport": "stdio"}, format="json")
+    assert (response.status_code, response.json()["detail"]) == (
+        403, "only staff may create a stdio server or switch a server to stdio")
+    assert MCPServer.objects.get(pk=server.pk).transport == "streamable_http"
+
+
+def test_a_non_staff_user_may_not_repoint_a_server_allowed_on_private_addresses():
+    server = add_server("lan", transport="streamable_http", url="http://10.0.0.5/mcp", command="",
+                        allow_private_network=True)
+    response = client_for("ursula").patch(f"/api/mcp/servers/{server.pk}/", {"url": "http://10.0.0.9/mcp"},
+                                          format="json")
+    assert response.status_code == 403 and "only staff may change its url" in response.json()["detail"]
+
+
+def test_a_non_staff_user_may_still_switch_a_server_off():
+    server = add_server()
+    response = client_for("ursula").patch(f"/api/mcp/servers/{server.pk}/", {"enabled": False}, format="json")
+    assert response.status_code == 200 and MCPServer.objects.get(pk=server.pk).enabled is False
+
+
 def test_staff_may_create_a_stdio_server_and_its_env_is_never_echoed():
     response = client_for("sam", staff=True).post(
         "/api/mcp/servers/",
