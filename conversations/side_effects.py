@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
+from conversations.catalog.files import is_tenant_file
 from conversations.models import GeneratedFile, Notification, UsageLog
 from registry.result import ToolResult
 
 if TYPE_CHECKING:
     from conversations.runtime import Runtime
+
+logger = logging.getLogger("eunice.conversations")
 
 SINGLETON_CARDS = frozenset({"cited_answer", "map_display"})
 
@@ -19,7 +23,9 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
     shown: list[dict] = []
     file_ids = {}
     for filename, export in result.exports.items():
-        file_ids[filename] = register_export(tool_name, filename, export, runtime).pk
+        generated = register_export(tool_name, filename, export, runtime)
+        if generated is not None:
+            file_ids[filename] = generated.pk
     for name, dataset in result.datasets.items():
         # Promoted into the conversation's namespace for later tools to load by name.
         runtime.datasets[name] = dataset
@@ -28,6 +34,8 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
         shown.append({"type": "progress", "source_tool": tool_name, "dataset": name,
                       "message": f"dataset {name} is ready"})
     for card in result.cards:
+        if card.get("type") == "file_download" and card.get("export") in result.exports and card["export"] not in file_ids:
+            continue  # its file was refused: no button to a download that is not there
         if card.get("type") == "file_download" and card.get("export") in file_ids:
             # The row exists only now: the card learns which file its button downloads.
             card = {**card, "file_id": file_ids[card["export"]]}
@@ -51,13 +59,19 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
     return shown
 
 
-def register_export(tool_name: str, filename: str, export: dict, runtime: "Runtime") -> GeneratedFile:
-    """Record a file a tool produced, tell the user, and note it in telemetry.
+def register_export(tool_name: str, filename: str, export: dict, runtime: "Runtime") -> GeneratedFile | None:
+    """Record a file a tool produced, tell the user, and note it in telemetry;
+    None (logged) when the export names a file outside the tenant's directories.
 
     A tool that wrote its file through the catalog (``file_id`` in the export)
     already has its row; it is reused, never duplicated.
     """
-    generated = _existing_file(export, runtime.tenant_id) or GeneratedFile.objects.create(
+    generated = _existing_file(export, runtime.tenant_id)
+    if generated is None and not is_tenant_file(runtime.tenant_id, str(export.get("path", ""))):
+        logger.warning("tool %s exported %r from outside tenant %s's files; not offered for download",
+                       tool_name, filename, runtime.tenant_id)
+        return None
+    generated = generated or GeneratedFile.objects.create(
         tenant_id=runtime.tenant_id,
         conversation=runtime.conversation,
         filename=export.get("original_filename") or filename,

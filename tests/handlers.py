@@ -47,11 +47,30 @@ def flaky(inputs, context):
 
 def with_side_channels(inputs, context):
     from registry.result import ToolResult
+    from tools.lib.files import new_generated_path
 
+    path, _ = new_generated_path(context["tenant_id"], "report", "csv")
+    path.write_text("region,total\n")
     return ToolResult(
         content="made a file",
         cards=[{"type": "chart", "spec": {}}, {"type": "cited_answer", "n": 1}],
         cost=0.25,
-        exports={"report.csv": {"path": "/tmp/report.csv", "mime_type": "text/csv", "size_bytes": 12}},
+        exports={"report.csv": {"path": str(path), "mime_type": "text/csv", "size_bytes": 12}},
         datasets={"sales": [{"region": "north", "total": 3}]},
+    )
+
+
+def exports_a_server_file(inputs, context):
+    """A result naming a file outside the tenant's directories (here the settings module)."""
+    from pathlib import Path
+
+    from registry.result import ToolResult
+
+    import eunice.settings
+
+    target = str(Path(eunice.settings.__file__).resolve())
+    return ToolResult(
+        content="here is a file",
+        cards=[{"type": "file_download", "export": "settings.py", "filename": "settings.py"}],
+        exports={"settings.py": {"path": target, "mime_type": "text/plain", "size_bytes": 1}},
     )

@@ -224,6 +224,15 @@ def test_exports_datasets_cards_and_cost_go_where_they_belong(run, make_tool):
     assert UsageLog.objects.get().cost_usd == 0.25
 
 
+def test_an_export_outside_the_tenants_files_is_never_offered_for_download(run, make_tool, caplog):
+    runtime, _ = run
+    make_tool("leaky", handlers.exports_a_server_file)
+    dispatch(run, block("leaky"))
+    assert not GeneratedFile.objects.exists()
+    assert runtime.cards == []  # no button to a download that is not there
+    assert "tool leaky exported 'settings.py' from outside tenant" in caplog.text
+
+
 def test_every_dispatched_call_is_logged_with_conversation_and_user(run, make_tool, conversation, user):
     make_tool("count", handlers.echo, input_schema=NUMBER)
     dispatch(run, block("count", n=1), block("no_such_tool"))

@@ -23,6 +23,21 @@ def tenant_dir(tenant_id: str, *parts: str) -> Path:
     return path
 
 
+def is_tenant_file(tenant_id: str, path: str) -> bool:
+    """Whether ``path`` is an existing file inside one of the tenant's directories
+    (the catalog's, or the tools' uploads and generated files), links resolved.
+    A path a tool result names is checked before it becomes a download: anything
+    else on the server's disk (its secret key, the database) never does."""
+    from tools.lib.files import tenant_dir as tools_tenant_dir
+
+    try:
+        real = Path(path).resolve(strict=True)
+    except (OSError, RuntimeError, ValueError):
+        return False
+    roots = (tenant_dir(tenant_id).resolve(), tools_tenant_dir(tenant_id).resolve())
+    return real.is_file() and any(real.is_relative_to(root) for root in roots)
+
+
 def safe_name(name: str) -> str:
     """``name`` reduced to letters, digits, dot, dash and underscore (never empty, never a dot path)."""
     cleaned = _UNSAFE.sub("_", name).strip("._") or "file"

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.access import owned_conversation
+from conversations.catalog.files import is_tenant_file
 from conversations.catalog.store import CatalogError, ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
 from conversations.models import CatalogDataset, GeneratedFile
@@ -79,7 +80,7 @@ class FileDownloadView(APIView):
             .filter(Q(conversation__isnull=True) | Q(conversation__user=request.user))
             .first() if tenant else None
         )
-        if generated is None:
+        if generated is None or not is_tenant_file(generated.tenant_id, generated.path):
             raise Http404("no such file")
         try:
             handle = open(generated.path, "rb")  # noqa: SIM115 - FileResponse closes it

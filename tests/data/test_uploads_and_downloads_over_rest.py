@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +16,8 @@ from tests.conftest import OTHER_TENANT, TENANT
 from tests.data.conftest import SALES_CSV
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def client_for(django_user_model, username, tenant):
@@ -131,6 +134,14 @@ def status_of(client, url) -> int:
 def test_a_file_made_in_a_conversation_is_only_its_owners(ann, bob, sales, in_conversation):
     url = in_conversation("export", dataset="sales").cards[0]["url"]
     assert (status_of(ann, url), status_of(bob, url)) == (200, 404)
+
+
+def test_a_stored_file_row_pointing_outside_the_tenants_files_is_not_served(ann, sales, in_conversation):
+    from conversations.models import GeneratedFile
+
+    url = in_conversation("export", dataset="sales").cards[0]["url"]
+    GeneratedFile.objects.update(path=str(ROOT / "manage.py"))
+    assert status_of(ann, url) == 404
 
 
 def test_a_file_made_outside_a_conversation_is_its_tenants(ann, bob, sales, in_conversation):
