@@ -39,7 +39,7 @@ def index_content(inputs: dict, context: dict) -> Ok:
     tenant_id = context["tenant_id"]
     corpus = resolve_corpus(tenant_id, inputs["corpus"])
     conversation_id = str(context.get("conversation_id") or "")
-    loaded = [load_item(item, tenant_id, conversation_id) for item in inputs["items"]]
+    loaded = [load_item(item, context) for item in inputs["items"]]
     lines = []
     for document_input in loaded:
         document, status = store_document(

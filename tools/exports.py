@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from conversations.catalog import file_card, register_export
+from conversations.catalog.access import readable_files
+from conversations.catalog.files import is_tenant_file
 from conversations.catalog.uploads import EXCEL_MIME
 from conversations.models import GeneratedFile
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
@@ -114,11 +116,11 @@ def manipulate_excel(inputs: dict, context: dict) -> Ok:
 
 
 def _workbook_file(file_id: int, context: dict) -> GeneratedFile:
-    files = GeneratedFile.objects.filter(tenant_id=context["tenant_id"], mime_type=EXCEL_MIME)
+    files = readable_files(context).filter(mime_type=EXCEL_MIME)
     found = files.filter(pk=file_id).first()
-    if found is None:
+    if found is None or not is_tenant_file(context["tenant_id"], found.path):
         recent = [f"{f.pk}: {f.filename}" for f in files.order_by("-created_at")[:5]]
-        raise HintException("schema", f"file_id: no workbook {file_id} for this tenant", ranked(recent))
+        raise HintException("schema", f"file_id: no workbook {file_id} of yours", ranked(recent))
     return found
 
 
@@ -132,9 +134,11 @@ def _sheet(workbook, name: str | None):  # noqa: ANN001, ANN202 - openpyxl objec
 
 def _read(workbook, sheet_name: str | None, cell_range: str | None) -> str:  # noqa: ANN001
     sheet = _sheet(workbook, sheet_name)
-    rows = sheet[cell_range] if cell_range else sheet.iter_rows()
-    if not isinstance(rows, tuple) or (rows and not isinstance(rows[0], tuple)):
-        rows = (rows,) if not isinstance(rows, tuple) else (rows,)
+    if not cell_range:
+        rows = sheet.iter_rows()
+    else:  # the schema allows a cell ("B2", which openpyxl answers with the cell) or a rectangle (rows of cells)
+        picked = sheet[cell_range]
+        rows = picked if isinstance(picked, tuple) else ((picked,),)
     lines = [f"sheets: {', '.join(workbook.sheetnames)}; reading {sheet.title!r} ({sheet.dimensions})"]
     cells = 0
     for row in rows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from conversations.catalog.access import is_staff
+from conversations.catalog.access import caller_is, is_staff
 from conversations.models import Conversation, ConversationEvent
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.models import ToolExecutionLog
@@ -50,8 +50,7 @@ def _check_readable(conversation_id: str, context: dict) -> None:
     that does not exist, as everywhere else (conversations.access)."""
     rows = Conversation.objects.for_tenant(context["tenant_id"]).filter(id=conversation_id)
     if conversation_id != str(context.get("conversation_id") or "") and not is_staff(context):
-        user = str(context.get("user_id") or "")
-        rows = rows.filter(user_id=int(user)) if user.isdigit() else rows.filter(user__username=user or None)
+        rows = rows.filter(caller_is(context))
     if not rows.exists():
         raise HintException("schema", f"conversation_id: no conversation {conversation_id!r} of yours in this tenant")
 

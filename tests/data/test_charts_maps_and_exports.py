@@ -105,6 +105,18 @@ def test_manipulate_excel_cannot_open_another_tenants_workbook(sales, in_convers
     assert result.content.startswith("⚠ schema hint: file_id:") and "north" not in result.content
 
 
+@pytest.mark.parametrize("cell_range, expected", [
+    (None, "A2='north'"),  # the whole sheet
+    ("A2", "A2='north'"),  # one cell
+    ("A2:B3", "B3="),  # a rectangle
+])
+def test_manipulate_excel_reads_a_sheet_a_cell_or_a_range(sales, in_conversation, cell_range, expected):
+    file_id = in_conversation("export_excel", sheets=[{"dataset": "sales"}], filename="book").cards[0]["file_id"]
+    inputs = {"file_id": file_id, **({"range": cell_range} if cell_range else {})}
+    read = in_conversation("manipulate_excel", **inputs)
+    assert read.error is None and expected in read.content
+
+
 def test_manipulate_excel_with_an_unknown_sheet_lists_the_real_ones(sales, in_conversation):
     file_id = in_conversation("export_excel", sheets=[{"dataset": "sales"}]).cards[0]["file_id"]
     result = in_conversation("manipulate_excel", file_id=file_id, sheet="Sheet9")
@@ -135,6 +147,28 @@ def test_query_telemetry_will_not_read_a_colleagues_conversation(sales, in_conve
     assert in_conversation("query_telemetry", context=as_ann, what="events", conversation_id=mine.id).error is None
     staff = {"user_id": str(django_user_model.objects.create_user("ops", is_staff=True).pk)}
     assert in_conversation("query_telemetry", context=staff, what="events", conversation_id=colleague.id).error is None
+
+
+def test_a_colleagues_files_cannot_be_read_or_copied_by_id(sales, in_conversation, django_user_model):
+    from conversations.models import Conversation
+
+    bob = django_user_model.objects.create_user("bob")
+    ann = django_user_model.objects.create_user("ann")
+    Conversation.objects.create(id="conv-bob", tenant_id=TENANT, user=bob)
+    Conversation.objects.create(id="conv-ann", tenant_id=TENANT, user=ann)
+    as_bob = {"user_id": str(bob.pk), "conversation_id": "conv-bob"}
+    as_ann = {"user_id": str(ann.pk), "conversation_id": "conv-ann"}
+    bobs = in_conversation("export_excel", sheets=[{"dataset": "sales"}], filename="bob").cards[0]
+    GeneratedFile.objects.filter(pk=bobs["file_id"]).update(conversation_id="conv-bob")  # made in bob's
+
+    read = in_conversation("manipulate_excel", context=as_ann, file_id=bobs["file_id"])
+    assert in_conversation("create_corpus", context=as_ann, name="c").error is None
+    indexed = in_conversation("index_content", context=as_ann, corpus="c", items=[{"file_id": bobs["file_id"]}])
+
+    assert read.content.startswith(f"⚠ schema hint: file_id: no workbook {bobs['file_id']} of yours")
+    assert "bob.xlsx" not in read.content  # the hint lists only ann's own workbooks
+    assert indexed.content.startswith(f"⚠ schema hint: file_id {bobs['file_id']} is not one of your files")
+    assert in_conversation("manipulate_excel", context=as_bob, file_id=bobs["file_id"]).error is None
 
 
 def test_staff_may_read_every_tenants_calls(sales, in_conversation, other_conversation, django_user_model):

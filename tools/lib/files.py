@@ -56,11 +56,6 @@ def list_uploads(tenant_id: str) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
-def is_tenant_file(tenant_id: str, path: str | Path) -> bool:
-    """Whether ``path`` (e.g. a GeneratedFile's) lies inside the tenant's directory."""
-    return Path(path).resolve().is_relative_to(tenant_dir(tenant_id).resolve())
-
-
 def new_generated_path(tenant_id: str, title: str, extension: str) -> tuple[Path, str]:
     """A fresh path for a generated file and the file name a user sees. Creates the folder."""
     slug = _SLUG.sub("-", title).strip("-.")[:60] or "document"

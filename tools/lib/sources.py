@@ -17,8 +17,11 @@ class LoadedDocument:
     text: str
 
 
-def load_item(item: dict, tenant_id: str, conversation_id: str | None) -> LoadedDocument:
-    """Read and extract one ``{upload | file_id | text}`` item. Raises HintException for a bad item."""
+def load_item(item: dict, context: dict) -> LoadedDocument:
+    """Read and extract one ``{upload | file_id | text}`` item for the caller behind the tool
+    ``context`` (a file_id only if the file is theirs: conversations.catalog.access.readable_files).
+    Raises HintException for a bad item."""
+    tenant_id, conversation_id = context["tenant_id"], str(context.get("conversation_id") or "")
     given = [key for key in ("upload", "file_id", "text") if key in item]
     if len(given) != 1:
         raise HintException(
@@ -30,7 +33,7 @@ def load_item(item: dict, tenant_id: str, conversation_id: str | None) -> Loaded
     if "upload" in item:
         data, name, mime, source = _upload(item["upload"], tenant_id)
     elif "file_id" in item:
-        data, name, mime, source = _generated(item["file_id"], tenant_id, conversation_id)
+        data, name, mime, source = _generated(item["file_id"], context, conversation_id)
     else:
         title = item.get("title") or "Untitled"
         data, name, mime, source = item["text"].encode(), "", "", f"inline:{title}"
@@ -63,12 +66,14 @@ def _upload(name: str, tenant_id: str) -> tuple[bytes, str, str, str]:
     return path.read_bytes(), path.name, "", f"upload:{name}"
 
 
-def _generated(file_id: int, tenant_id: str, conversation_id: str | None) -> tuple[bytes, str, str, str]:
-    from conversations.models import GeneratedFile
+def _generated(file_id: int, context: dict, conversation_id: str | None) -> tuple[bytes, str, str, str]:
+    from conversations.catalog.access import readable_files
+    from conversations.catalog.files import is_tenant_file
 
-    row = GeneratedFile.objects.filter(tenant_id=tenant_id, pk=file_id).first()
-    if row is None or not files.is_tenant_file(tenant_id, row.path):
-        mine = GeneratedFile.objects.filter(tenant_id=tenant_id)
+    tenant_id = context["tenant_id"]
+    row = readable_files(context).filter(pk=file_id).first()
+    if row is None or not is_tenant_file(tenant_id, row.path):
+        mine = readable_files(context)
         if conversation_id:
             mine = mine.filter(conversation_id=conversation_id)
         alternatives = [{"label": f"file_id {f.pk}: {f.filename}", "score": 0.5} for f in mine[:10]]
