@@ -23,6 +23,7 @@ from conversations.state import DispatchState
 from registry.aio import in_db_thread
 from registry.contract import Err
 from registry.result import ToolResult
+from registry.snapshot import redacted
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -137,10 +138,11 @@ def _plan_group(group: list[dict], runtime: Runtime, state: DispatchState) -> li
 def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
     name, inputs = block["name"], block.get("input") or {}
     started = time.perf_counter()
-    runtime.recorder.record(
-        "tool_call", {"tool_use_id": block["id"], "name": name, "input": inputs, "turn": runtime.turn}
-    )
     definition = runtime.registry.definitions().get(name)
+    shown = redacted(inputs, definition.secret_inputs) if definition else inputs
+    runtime.recorder.record(
+        "tool_call", {"tool_use_id": block["id"], "name": name, "input": shown, "turn": runtime.turn}
+    )
     status_message = definition.status_message if definition else ""
     runtime.display.send(
         {"type": "tool_call", "tool_use_id": block["id"], "name": name, "status_message": status_message}

@@ -37,7 +37,7 @@ from registry.execlog import summarize, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
 from registry.models import ToolType
 from registry.result import ToolResult
-from registry.snapshot import Definition, Snapshot
+from registry.snapshot import Definition, Snapshot, redacted
 from registry.suggest import closest_tools
 from registry.validation import InputError, validator_for
 
@@ -350,7 +350,7 @@ class ToolRegistry:
                 "tenant_id": str(ctx["tenant_id"]),
                 "user_id": str(ctx.get("user_id") or ""),
                 "conversation_id": str(ctx.get("conversation_id") or ""),
-                "input_data": call.inputs,
+                "input_data": redacted(call.inputs, call.definition.secret_inputs) if call.definition else call.inputs,
                 "output_summary": summarize(result.content),
                 # A Hint is a correction the model can act on, not a failure.
                 "success": outcome != "err",

@@ -50,6 +50,8 @@ class Definition:
     approved_hash: str
     current_hash: str  # of exactly what this snapshot holds; custom tools only
     llm_schema: dict = field(compare=False)
+    # Inputs never to be stored or shown as given (``"writeOnly": true`` in the schema).
+    secret_inputs: frozenset[str] = field(default=frozenset(), compare=False)
 
     def callable_by(self, tenant_id: str) -> bool:
         return (
@@ -92,7 +94,27 @@ def _definition(row: dict) -> Definition:
         approved_hash=row["approved_hash"],
         current_hash=_current_hash(row) if row["tool_type"] == ToolType.CUSTOM else "",
         llm_schema=llm_schema(row["name"], schema),
+        secret_inputs=secret_inputs(schema),
     )
+
+
+REDACTED = "[redacted]"
+
+
+def secret_inputs(schema: dict) -> frozenset[str]:
+    """The top-level inputs the schema marks ``"writeOnly": true`` (passwords, keys):
+    a tool reads them, the execution log and the conversation's events never keep them."""
+    properties = schema.get("properties") or {}
+    return frozenset(
+        name for name, spec in properties.items() if isinstance(spec, dict) and spec.get("writeOnly") is True
+    )
+
+
+def redacted(inputs: dict, secret: frozenset[str]) -> dict:
+    """``inputs`` with each secret one's value replaced (the same dict when there is none)."""
+    if not secret or secret.isdisjoint(inputs):
+        return inputs
+    return {name: REDACTED if name in secret else value for name, value in inputs.items()}
 
 
 def _current_hash(row: dict) -> str:

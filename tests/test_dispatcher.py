@@ -241,6 +241,20 @@ def test_every_dispatched_call_is_logged_with_conversation_and_user(run, make_to
     assert list(rows) == [("count", conversation.pk, str(user.pk)), ("no_such_tool", conversation.pk, str(user.pk))]
 
 
+def test_a_write_only_input_reaches_the_tool_but_neither_the_log_nor_the_events(run, make_tool):
+    make_tool("login", handlers.echo, input_schema={"type": "object", "properties": {
+        "user": {"type": "string"}, "password": {"type": "string", "writeOnly": True}}})
+    runtime, _ = run
+    result = dispatch(run, block("login", user="ann", password="hunter2"))[0]
+    runtime.flush_events()
+    writer().flush()
+
+    assert "'password': 'hunter2'" in result.result.content  # the handler read it
+    logged = ToolExecutionLog.objects.get(tool_name="login").input_data
+    recorded = ConversationEvent.objects.get(event_type="tool_call").data["input"]
+    assert logged == recorded == {"user": "ann", "password": "[redacted]"}
+
+
 def test_handlers_receive_the_documented_context(run, make_tool, user):
     seen = {}
 
@@ -268,3 +282,11 @@ def test_a_sequential_system_tool_is_known_on_a_registry_that_has_not_loaded_yet
 
     groups = _groups([block("search_tools", query="x"), block("plan"), block("search_tools", 1, query="y")], runtime)
     assert [[b["name"] for b in g] for g in groups] == [["search_tools"], ["plan"], ["search_tools"]]
+
+
+def test_the_datasource_passwords_are_marked_write_only():
+    from registry.snapshot import secret_inputs
+    from tools.schemas.datasources import TOOLS
+
+    marked = {tool["name"]: secret_inputs(tool["input_schema"]) for tool in TOOLS}
+    assert marked["register_datasource"] == marked["set_datasource_auth"] == {"password"}

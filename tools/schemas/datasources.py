@@ -20,7 +20,7 @@ TOOLS = [
                 "port": {"type": "integer", "minimum": 1, "maximum": 65535, "default": 5432},
                 "database": {"type": "string"},
                 "user": {"type": "string"},
-                "password": {"type": "string", "description": "Stored encrypted; never echoed."},
+                "password": {"type": "string", "writeOnly": True, "description": "Stored encrypted; never echoed."},
                 "path": {"type": "string", "description": "File path for sqlite, csv and parquet."},
             },
             "required": ["name", "kind"],
@@ -39,7 +39,7 @@ TOOLS = [
         ),
         "input_schema": {
             "type": "object",
-            "properties": {"name": _NAME, "password": {"type": "string", "minLength": 1}},
+            "properties": {"name": _NAME, "password": {"type": "string", "minLength": 1, "writeOnly": True}},
             "required": ["name", "password"],
             "additionalProperties": False,
         },
