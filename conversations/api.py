@@ -20,7 +20,17 @@ from conversations.state import clear_cancel
 from registry.tenancy import tenant_of
 
 
+# The modes a user starts a conversation in (``delegate`` is the helper agents' own).
+USER_MODES = (Conversation.Mode.CHAT, Conversation.Mode.AGENTIC)
+
+
 class ConversationSerializer(serializers.ModelSerializer):
+    mode = serializers.ChoiceField(
+        choices=[(mode.value, mode.label) for mode in USER_MODES], default=Conversation.Mode.CHAT,
+        error_messages={"invalid_choice": f'"{{input}}" is not a mode to start a conversation in; '
+                                          f'use one of: {", ".join(USER_MODES)}'},
+    )
+
     class Meta:
         model = Conversation
         fields = ("id", "title", "mode", "tenant_id", "created_at", "updated_at")

@@ -100,6 +100,14 @@ def test_the_answer_cap_counts_websocket_and_rest_answers_together(api, model, c
     assert (after.status_code, after.json()["message"]["text"]) == (201, "Later.")
 
 
+@pytest.mark.parametrize("mode", ["sideways", "delegate"])
+def test_a_conversation_starts_only_in_a_users_mode_and_a_bad_one_names_the_choices(api, mode):
+    response = api.post("/api/conversations/", {"title": "x", "mode": mode}, format="json")
+    assert (response.status_code, response.json()) == (
+        400, {"mode": [f'"{mode}" is not a mode to start a conversation in; use one of: chat, agentic']})
+    assert not Conversation.objects.exists()
+
+
 def test_lists_come_a_page_at_a_time(api, user):
     for n in range(3):
         Conversation.objects.create(tenant_id=TENANT, user=user, title=f"c{n}")
