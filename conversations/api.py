@@ -17,6 +17,7 @@ from conversations.access import conversations_of
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from conversations.state import clear_cancel
+from eunice.serializers import StrictModelSerializer, StrictSerializer
 from registry.tenancy import tenant_of
 
 
@@ -24,7 +25,7 @@ from registry.tenancy import tenant_of
 USER_MODES = (Conversation.Mode.CHAT, Conversation.Mode.AGENTIC)
 
 
-class ConversationSerializer(serializers.ModelSerializer):
+class ConversationSerializer(StrictModelSerializer):
     mode = serializers.ChoiceField(
         choices=[(mode.value, mode.label) for mode in USER_MODES], default=Conversation.Mode.CHAT,
         error_messages={"invalid_choice": f'"{{input}}" is not a mode to start a conversation in; '
@@ -53,7 +54,7 @@ class EventSerializer(serializers.ModelSerializer):
 MESSAGE_ORDERS = {"oldest": ("created_at", "id"), "newest": ("-created_at", "-id")}
 
 
-class PostMessageSerializer(serializers.Serializer):
+class PostMessageSerializer(StrictSerializer):
     text = serializers.CharField(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
 
 

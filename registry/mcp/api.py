@@ -15,13 +15,14 @@ from rest_framework.exceptions import ValidationError as APIValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from eunice.serializers import StrictModelSerializer
 from registry.mcp import MCPError, services
 from registry.mcp.inventory import tool_state
 from registry.tenancy import tenant_of
 from registry.models import MCPServer, ToolDefinition
 
 
-class MCPServerSerializer(serializers.ModelSerializer):
+class MCPServerSerializer(StrictModelSerializer):
     env = serializers.DictField(child=serializers.CharField(), write_only=True, required=False)
     headers = serializers.DictField(child=serializers.CharField(), write_only=True, required=False)
     env_keys = serializers.SerializerMethodField()

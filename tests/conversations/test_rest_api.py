@@ -108,6 +108,13 @@ def test_a_conversation_starts_only_in_a_users_mode_and_a_bad_one_names_the_choi
     assert not Conversation.objects.exists()
 
 
+def test_a_misspelt_field_is_refused_not_dropped(api, conversation):
+    created = api.post("/api/conversations/", {"titel": "Trip"}, format="json")
+    posted = api.post(f"/api/conversations/{conversation.pk}/messages/", {"text": "hi", "mdoe": "x"}, format="json")
+    assert (created.status_code, created.json()) == (400, {"titel": ["unknown field; the fields are: title, mode"]})
+    assert (posted.status_code, posted.json()) == (400, {"mdoe": ["unknown field; the fields are: text"]})
+
+
 def test_lists_come_a_page_at_a_time(api, user):
     for n in range(3):
         Conversation.objects.create(tenant_id=TENANT, user=user, title=f"c{n}")

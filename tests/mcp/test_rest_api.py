@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from registry.models import MCPAuditLog, ToolDefinition, ToolStatus, ToolType
+from registry.models import MCPAuditLog, MCPServer, ToolDefinition, ToolStatus, ToolType
 from tests.conftest import OTHER_TENANT, external_assets
 from tests.mcp.conftest import add_server
 from tests.mcp.test_security import client_for
@@ -94,3 +94,28 @@ def test_the_admin_list_counts_approved_and_held_tools_in_one_query(admin_client
 
     assert '<td class="field-tool_count">2</td>' in page and '<td class="field-quarantined">1</td>' in page
     assert len(five) == len(one)
+
+
+def test_a_wrong_choice_lists_the_valid_ones_and_the_closest():
+    response = client_for("sam", staff=True).post(
+        "/api/mcp/servers/", {"name": "x", "transport": "stdoi", "command": "true"}, format="json")
+    assert (response.status_code, response.json()) == (
+        400, {"transport": ['"stdoi" is not one of: stdio, streamable_http (did you mean stdio?)']})
+
+
+def test_a_misspelt_field_is_refused_not_dropped():
+    response = client_for("sam", staff=True).post(
+        "/api/mcp/servers/", {"name": "x", "transport": "stdio", "command": "true", "enabeld": False},
+        format="json")
+    assert response.status_code == 400
+    assert response.json()["enabeld"][0].startswith("unknown field; the fields are: name, transport, command")
+    assert not MCPServer.objects.filter(name="x").exists()
+
+
+def test_what_a_get_returned_can_be_sent_back():
+    api = client_for("sam", staff=True)
+    server = add_server("demo")
+    shown = api.get(f"/api/mcp/servers/{server.pk}/").json()
+    response = api.put(f"/api/mcp/servers/{server.pk}/", {**shown, "enabled": False}, format="json")
+    assert response.status_code == 200, response.json()
+    assert MCPServer.objects.get(pk=server.pk).enabled is False
