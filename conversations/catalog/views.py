@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from django.db.models import Q
 from django.http import FileResponse, Http404
-from rest_framework import status
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -23,6 +25,26 @@ from conversations.catalog.store import CatalogError, ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
 from conversations.models import CatalogDataset, GeneratedFile
 from registry.tenancy import tenant_of
+
+
+# What the views answer, for the OpenAPI schema (the views build plain dicts).
+_ERROR = inline_serializer("UploadError", {"error": serializers.CharField()})
+class DatasetSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    rows = serializers.IntegerField()
+    columns = serializers.ListField(child=serializers.DictField(), help_text="[{name, dtype}]")
+    size_bytes = serializers.IntegerField()
+    source = serializers.CharField()
+    source_detail = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class DatasetListSerializer(serializers.Serializer):
+    datasets = DatasetSerializer(many=True)
+
+
+def _upload_form(component: str, **extra: serializers.Field) -> dict:
+    return {"multipart/form-data": inline_serializer(component, {"file": serializers.FileField(), **extra})}
 
 
 def _describe(entry: CatalogDataset) -> dict:
@@ -45,10 +67,13 @@ class ConversationDatasetsView(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser]
 
+    @extend_schema(responses={200: DatasetListSerializer})
     def get(self, request: Request, conversation_id: str) -> Response:
         catalog = _catalog(request, conversation_id)
         return Response({"datasets": [_describe(entry) for entry in catalog.entries()]})
 
+    @extend_schema(request=_upload_form("DatasetUpload", name=serializers.CharField(required=False)),
+                   responses={201: DatasetSerializer, 400: _ERROR, 413: _ERROR})
     def post(self, request: Request, conversation_id: str) -> Response:
         catalog = _catalog(request, conversation_id)
         upload = request.FILES.get("file")
@@ -73,6 +98,7 @@ class FileDownloadView(APIView):
 
     permission_classes = [IsAuthenticated]
 
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request: Request, file_id: int) -> FileResponse:
         tenant = tenant_of(request.user)
         generated = (
@@ -102,11 +128,17 @@ class DocumentUploadView(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser]
 
+    @extend_schema(responses={200: inline_serializer("UploadList", {"uploads": serializers.ListField(
+        child=serializers.CharField())})})
     def get(self, request: Request) -> Response:
         from tools.lib.files import list_uploads
 
         return Response({"uploads": list_uploads(_tenant(request))})
 
+    @extend_schema(request=_upload_form("DocumentUpload"), responses={
+        201: inline_serializer("UploadedDocument", {"name": serializers.CharField(),
+                                                    "size_bytes": serializers.IntegerField()}),
+        400: _ERROR, 413: _ERROR})
     def post(self, request: Request) -> Response:
         from pathlib import PurePath
 
