@@ -33,9 +33,10 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
         runtime.recorder.record("progress", {"dataset": name, "source_tool": tool_name})
         shown.append({"type": "progress", "source_tool": tool_name, "dataset": name,
                       "message": f"dataset {name} is ready"})
+    refused = set(result.exports) - set(file_ids)
     for card in result.cards:
-        if card.get("type") == "file_download" and card.get("export") in result.exports and card["export"] not in file_ids:
-            continue  # its file was refused: no button to a download that is not there
+        if card.get("type") == "file_download" and card.get("export") in refused:
+            continue  # no button to a download that is not there
         if card.get("type") == "file_download" and card.get("export") in file_ids:
             # The row exists only now: the card learns which file its button downloads.
             card = {**card, "file_id": file_ids[card["export"]]}
