@@ -36,12 +36,17 @@
     return box;
   }
 
+  // A card's link only ever leads to a path of this site: never javascript:, data: or another host.
+  function sameSitePath(url) {
+    return typeof url === "string" && /^\/(?![\/\\])/.test(url) ? url : null;
+  }
+
   function renderCard(card) {
     const box = el("div", `card card-${card.type || "unknown"}`);
     box.appendChild(el("div", "card-type", card.type || "card"));
     if (card.type === "file_download" && (card.url || card.file_id)) {
       const link = el("a", "download", `Download ${card.filename || "file"}`);
-      link.href = card.url || `/files/${card.file_id}/`;
+      link.href = sameSitePath(card.url) || `/files/${encodeURIComponent(card.file_id)}/`;
       link.setAttribute("download", "");
       box.appendChild(link);
     } else if (card.type === "cited_answer") {
@@ -97,7 +102,10 @@
       });
       (card.layers || []).forEach((layer) => {
         if (layer.geojson) window.L.geoJSON(layer.geojson).addTo(group);
-        (layer.points || []).forEach((p) => window.L.circleMarker([p.lat, p.lon], { radius: 4 }).bindTooltip(String(p.label || "")).addTo(group));
+        // An element, not a string: Leaflet puts a string tooltip in as HTML, and a
+        // label can come from any data (a fetched page, an uploaded file).
+        (layer.points || []).forEach((p) => window.L.circleMarker([p.lat, p.lon], { radius: 4 })
+          .bindTooltip(el("span", "", String(p.label ?? ""))).addTo(group));
       });
       if (card.bounds) map.fitBounds(card.bounds);
       else if (group.getLayers().length) map.fitBounds(group.getBounds(), { padding: [10, 10] });
