@@ -218,16 +218,21 @@ result = {
 """
 
 
-@pytest.fixture
-def chart_tool(model_env):
-    """An approved custom tool that answers with a chart card and a map card."""
+def approved_custom_tool(model_env, name: str, code: str):
+    """A custom tool of the test tenant, approved by a reviewer, with custom tools switched on."""
     from registry.custom_tools import approve_custom_tool, register_custom_tool
 
     model_env["EUNICE_CUSTOM_TOOLS"] = "1"
     reviewer = get_user_model().objects.create_user("reviewer", password="x", is_staff=True)
-    tool = register_custom_tool(name="rain_chart", code=CHART_TOOL, description="Chart the rain.",
+    tool = register_custom_tool(name=name, code=code, description=f"The {name} test tool.",
                                 input_schema={"type": "object", "properties": {}}, tenant_id=TENANT)
     return approve_custom_tool(tool, acting_user=reviewer)
+
+
+@pytest.fixture
+def chart_tool(model_env):
+    """An approved custom tool that answers with a chart card and a map card."""
+    return approved_custom_tool(model_env, "rain_chart", CHART_TOOL)
 
 
 def test_chart_and_map_cards_render_from_local_libraries(chart_tool, server, conversation, browser_page):
@@ -260,13 +265,7 @@ result = {
 @pytest.fixture
 def hostile_tool(model_env):
     """An approved custom tool whose cards carry markup in a label and a javascript: link."""
-    from registry.custom_tools import approve_custom_tool, register_custom_tool
-
-    model_env["EUNICE_CUSTOM_TOOLS"] = "1"
-    reviewer = get_user_model().objects.create_user("reviewer", password="x", is_staff=True)
-    tool = register_custom_tool(name="hostile_cards", code=HOSTILE_TOOL, description="Hostile cards.",
-                                input_schema={"type": "object", "properties": {}}, tenant_id=TENANT)
-    return approve_custom_tool(tool, acting_user=reviewer)
+    return approved_custom_tool(model_env, "hostile_cards", HOSTILE_TOOL)
 
 
 def test_a_cards_label_is_shown_as_text_and_its_link_stays_on_the_site(hostile_tool, server, conversation,
