@@ -139,10 +139,9 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
     name, inputs = block["name"], block.get("input") or {}
     started = time.perf_counter()
     definition = runtime.registry.definitions().get(name)
-    shown = redacted(inputs, definition.secret_inputs) if definition else inputs
-    runtime.recorder.record(
-        "tool_call", {"tool_use_id": block["id"], "name": name, "input": shown, "turn": runtime.turn}
-    )
+    runtime.recorder.record("tool_call", {
+        "tool_use_id": block["id"], "name": name, "input": redacted(inputs, definition), "turn": runtime.turn,
+    })
     status_message = definition.status_message if definition else ""
     runtime.display.send(
         {"type": "tool_call", "tool_use_id": block["id"], "name": name, "status_message": status_message}

@@ -350,7 +350,7 @@ class ToolRegistry:
                 "tenant_id": str(ctx["tenant_id"]),
                 "user_id": str(ctx.get("user_id") or ""),
                 "conversation_id": str(ctx.get("conversation_id") or ""),
-                "input_data": redacted(call.inputs, call.definition.secret_inputs) if call.definition else call.inputs,
+                "input_data": redacted(call.inputs, call.definition),
                 "output_summary": summarize(result.content),
                 # A Hint is a correction the model can act on, not a failure.
                 "success": outcome != "err",

@@ -110,8 +110,10 @@ def secret_inputs(schema: dict) -> frozenset[str]:
     )
 
 
-def redacted(inputs: dict, secret: frozenset[str]) -> dict:
-    """``inputs`` with each secret one's value replaced (the same dict when there is none)."""
+def redacted(inputs: dict, definition: Definition | None) -> dict:
+    """``inputs`` as they may be kept: each of the definition's secret inputs replaced
+    (the same dict when there is none, or no definition)."""
+    secret = definition.secret_inputs if definition is not None else frozenset()
     if not secret or secret.isdisjoint(inputs):
         return inputs
     return {name: REDACTED if name in secret else value for name, value in inputs.items()}

@@ -29,6 +29,8 @@ from registry.tenancy import tenant_of
 
 # What the views answer, for the OpenAPI schema (the views build plain dicts).
 _ERROR = inline_serializer("UploadError", {"error": serializers.CharField()})
+
+
 class DatasetSerializer(serializers.Serializer):
     name = serializers.CharField()
     rows = serializers.IntegerField()

@@ -94,6 +94,12 @@ def open_conversation(page, server: str, conversation) -> None:
     page.wait_for_function("document.querySelector('#send').disabled === false")
 
 
+def say(page, text: str) -> None:
+    """Type a message into the chat and send it."""
+    page.fill("#prompt", text)
+    page.press("#prompt", "Enter")
+
+
 def sign_in(page, server: str) -> None:
     page.goto(f"{server}/login/")
     page.fill("input[name=username]", "ann")
@@ -116,8 +122,7 @@ def test_a_user_signs_in_and_runs_a_tool_from_the_chat_page(server, conversation
     assert page.url == f"{server}/"
     open_conversation(page, server, conversation)
     assert page.is_visible("#offline-notice")
-    page.fill("#prompt", '/search_tools {"query": "plan the steps"}')
-    page.press("#prompt", "Enter")
+    say(page, '/search_tools {"query": "plan the steps"}')
     page.wait_for_selector(".tool.done")
     answer = page.wait_for_selector(".message.assistant .text")
     page.wait_for_function("document.querySelector('#send').disabled === false")
@@ -164,14 +169,12 @@ def test_a_tool_call_streams_in_and_a_long_answer_can_be_cancelled(talkative, se
     page = browser_page
     sign_in(page, server)
     open_conversation(page, server, conversation)
-    page.fill("#prompt", "Plan my trip")
-    page.press("#prompt", "Enter")
+    say(page, "Plan my trip")
     page.wait_for_selector(".tool.done")
     page.wait_for_function("document.querySelector('#send').disabled === false")
     assert "The user wants a plan." in page.text_content("#thinking pre")
     assert page.text_content(".message.assistant .text") == "Here is your plan."
-    page.fill("#prompt", "Now talk for a long time")
-    page.press("#prompt", "Enter")
+    say(page, "Now talk for a long time")
     page.wait_for_function("document.querySelectorAll('.message.assistant').length === 2")
     page.click("#cancel")
     page.wait_for_selector(".message.notice")  # the server's done(cancelled) arrived
@@ -239,10 +242,9 @@ def test_chart_and_map_cards_render_from_local_libraries(chart_tool, server, con
     page = browser_page
     sign_in(page, server)
     open_conversation(page, server, conversation)
-    page.fill("#prompt", "/rain_chart")
     # When the answer is done the page reads the stored answer's cards (merged, with citations).
     with page.expect_response(lambda r: "/messages/?order=newest&limit=1" in r.url and r.ok):
-        page.press("#prompt", "Enter")
+        say(page, "/rain_chart")
     page.wait_for_selector("#panel .card-chart svg")  # drawn by the locally served vega-embed
     page.wait_for_selector("#panel .card-map_display .leaflet-container")
     assert page.locator("#panel .card-map_display .leaflet-interactive").count() == 2  # the two cities
@@ -273,8 +275,7 @@ def test_a_cards_label_is_shown_as_text_and_its_link_stays_on_the_site(hostile_t
     page = browser_page
     sign_in(page, server)
     open_conversation(page, server, conversation)
-    page.fill("#prompt", "/hostile_cards")
-    page.press("#prompt", "Enter")
+    say(page, "/hostile_cards")
     page.wait_for_selector("#panel .card-map_display .leaflet-interactive")
     page.locator("#panel .card-map_display .leaflet-interactive").first.hover()
     tooltip = page.wait_for_selector(".leaflet-tooltip")
@@ -294,8 +295,7 @@ def test_a_user_uploads_a_csv_and_sees_a_chart_of_it(server, conversation, brows
     page.click("#upload button[type=submit]")
     page.wait_for_function("document.querySelector('#upload-status').textContent.includes('is ready')")
     assert '"rain" is ready (3 rows)' in page.text_content("#upload-status")
-    page.fill("#prompt", '/create_chart {"dataset": "rain", "x": "city", "y": "rain"}')
-    page.press("#prompt", "Enter")
+    say(page, '/create_chart {"dataset": "rain", "x": "city", "y": "rain"}')
     page.wait_for_selector("#panel .card-chart svg")
     page.wait_for_selector("#panel .card-file_download a.download")
     href = page.get_attribute("#panel .card-file_download a.download", "href")
