@@ -60,9 +60,6 @@ def audit_custom_tool(tool: ToolDefinition) -> dict[str, Any]:
     }
     with transaction.atomic():
         ToolDefinition.objects.filter(pk=tool.pk).update(test_results=report)
-        ToolReview.objects.create(tool=tool, action=ReviewAction.AUDIT, definition_hash=tool.definition_hash,
-                                  implementation=tool.implementation, input_schema=tool.input_schema,
-                                  description=tool.description,
-                                  reason="passed" if report["passed"] else "failed")
+        ToolReview.record(tool, ReviewAction.AUDIT, reason="passed" if report["passed"] else "failed")
     tool.test_results = report
     return report
