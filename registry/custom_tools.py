@@ -63,7 +63,8 @@ def audit_state(tool: ToolDefinition) -> str:
     report = tool.test_results or {}
     if "passed" not in report:
         return AuditState.MISSING
-    if report.get("definition_hash") != tool.definition_hash:
+    # Computed, not the stored hash: a bulk update changes the code without save().
+    if report.get("definition_hash") != tool.compute_definition_hash():
         return AuditState.STALE
     return AuditState.PASSED if report["passed"] else AuditState.FAILED
 
@@ -175,6 +176,8 @@ def _require_reviewer(acting_user: Any) -> None:
 
 def _reviewable(tool: ToolDefinition, acting_user: Any, expected_hash: str | None) -> ToolDefinition:
     tool = ToolDefinition.objects.select_for_update().get(pk=tool.pk)
+    # What is reviewed is the row as it is, even if a bulk update skipped save().
+    tool.definition_hash = tool.compute_definition_hash()
     if tool.tool_type != ToolType.CUSTOM:
         raise ReviewConflict(f"{tool.name} is a {tool.tool_type} tool, not a custom one")
     if not ToolDefinition.objects.reviewable_by(acting_user).filter(pk=tool.pk).exists():

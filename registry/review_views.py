@@ -58,6 +58,8 @@ def _html(text: str, lexer) -> str:  # noqa: ANN001
 def review(admin_site, request: HttpRequest, object_id: str) -> HttpResponse:  # noqa: ANN001
     """The page (GET) or one lifecycle action (POST). Raises Http404 outside the review scope."""
     tool = get_object_or_404(ToolDefinition.objects.reviewable_by(request.user), pk=object_id)
+    # Show and bind the hash of the row as it is, even if a bulk update skipped save().
+    tool.definition_hash = tool.compute_definition_hash()
     if not (request.user.has_perm(VIEW_PERMISSION) or request.user.has_perm(APPROVE_PERMISSION)):
         raise PermissionDenied("reviewing custom tools needs the permission to view or approve them")
     if request.method == "POST":
