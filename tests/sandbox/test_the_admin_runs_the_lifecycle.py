@@ -114,3 +114,15 @@ def test_a_report_of_an_earlier_definition_shows_as_stale(admin, staff):
     page = admin.get(review_url(tool)).content.decode()
     assert "Stale: this report is of definition" in page and old_hash in page
     assert "Audit passed for this definition" not in page
+
+
+def test_staff_cannot_add_a_custom_tool_for_another_tenant(admin):
+    page = admin.post(ADD, form(tenant_id=OTHER_TENANT)).content.decode()
+    assert "you may create custom tools only for tenant(s) acme" in page
+    assert not ToolDefinition.objects.filter(name="from_admin").exists()
+
+
+def test_the_add_form_names_an_unknown_dependency(admin):
+    page = admin.post(ADD, form(dependencies='["creat_chart"]')).content.decode()
+    assert "no tool named &#x27;creat_chart&#x27; is available to tenant &#x27;acme&#x27;" in page
+    assert not ToolDefinition.objects.filter(name="from_admin").exists()
