@@ -38,6 +38,7 @@ class ToolDefinitionForm(forms.ModelForm):
 
     def clean(self) -> dict:
         data = super().clean()
+        # On a change the type is read-only: the instance's is the one that counts.
         tool_type = self.instance.tool_type if self.instance.pk else data.get("tool_type")
         if tool_type != ToolType.CUSTOM:
             return data
@@ -76,8 +77,8 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
                        "updated_at", "version")
     # A custom tool's status moves only through the lifecycle actions; what it is
     # and whom it serves are fixed once created (a new name or tenant is a new tool).
-    custom_readonly_fields = ("status", "name", "tool_type", "tenant_id", "handler_path", "created_by",
-                              "rejection_reason", "deleted_at")
+    custom_readonly_fields = ("status", "name", "tenant_id", "handler_path", "created_by", "rejection_reason",
+                              "deleted_at")
     actions = ("submit_for_testing",)
     list_per_page = 100
     fieldsets = (
@@ -104,9 +105,12 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
         return type(form.__name__, (form,), {"acting_user": request.user})
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):  # noqa: ANN001, ANN201
-        if obj is not None and obj.tool_type == ToolType.CUSTOM:
-            return (*self.readonly_fields, *self.custom_readonly_fields)
-        return self.readonly_fields
+        if obj is None:
+            return self.readonly_fields
+        # A tool's type is fixed: a system tool turned custom would skip the lifecycle.
+        if obj.tool_type == ToolType.CUSTOM:
+            return (*self.readonly_fields, "tool_type", *self.custom_readonly_fields)
+        return (*self.readonly_fields, "tool_type")
 
     @admin.display(description="review")
     def review_link(self, tool: ToolDefinition) -> str:

@@ -149,9 +149,9 @@ def edit_custom_tool(
                                                              "dependencies", *settings)}
         definition = {"implementation": code, "input_schema": input_schema, "description": description,
                       "dependencies": None if dependencies is None else list(dependencies)}
-        for field, value in {**definition, **settings}.items():
-            if value is not None:
-                setattr(tool, field, value)
+        # None leaves a definition field as it is; a setting takes the value given (None clears it).
+        for field, value in [*((f, v) for f, v in definition.items() if v is not None), *settings.items()]:
+            setattr(tool, field, value)
         tool.dependencies = check_definition(name=tool.name, code=tool.implementation, input_schema=tool.input_schema,
                                    description=tool.description, tenant_id=tool.tenant_id,
                                    dependencies=tool.dependencies)

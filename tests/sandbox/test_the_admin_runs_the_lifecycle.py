@@ -126,3 +126,14 @@ def test_the_add_form_names_an_unknown_dependency(admin):
     page = admin.post(ADD, form(dependencies='["creat_chart"]')).content.decode()
     assert "no tool named &#x27;creat_chart&#x27; is available to tenant &#x27;acme&#x27;" in page
     assert not ToolDefinition.objects.filter(name="from_admin").exists()
+
+
+def test_running_the_auditor_again_clears_a_stale_report(admin, staff):
+    tool = register_custom_tool(name="bulk_edited", code="result = 1", description="One.", input_schema=SCHEMA,
+                                tenant_id=TENANT)
+    ToolDefinition.objects.filter(pk=tool.pk).update(implementation="result = 2")
+    assert "Run the auditor" in admin.get(review_url(tool)).content.decode()
+    admin.post(review_url(tool), {"submit": "1"})
+    assert "Audit passed for this definition" in admin.get(review_url(tool)).content.decode()
+    tool.refresh_from_db()
+    assert approve_custom_tool(tool, acting_user=staff).approved_hash == tool.compute_definition_hash()
