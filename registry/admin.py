@@ -211,7 +211,7 @@ class SeedLogAdmin(admin.ModelAdmin):
 
 @admin.register(ToolReview)
 class ToolReviewAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "tool", "action", "acting_user", "definition_hash")
+    list_display = ("created_at", "tool", "action", "acting_user", "definition_hash", "reason")
     list_filter = ("action",)
 
     def has_add_permission(self, request) -> bool:

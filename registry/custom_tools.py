@@ -90,7 +90,7 @@ def register_custom_tool(
     dependency that is not a tool of the tenant.
     """
     deps = check_definition(name=name, code=code, input_schema=input_schema, description=description,
-                  tenant_id=tenant_id, dependencies=dependencies)
+                            tenant_id=tenant_id, dependencies=dependencies)
     if ToolDefinition.objects.filter(name=name).exists():
         raise ValidationError(f"a tool named {name!r} already exists")
     tool = ToolDefinition.objects.create(
@@ -152,9 +152,9 @@ def edit_custom_tool(
         # None leaves a definition field as it is; a setting takes the value given (None clears it).
         for field, value in [*((f, v) for f, v in definition.items() if v is not None), *settings.items()]:
             setattr(tool, field, value)
-        tool.dependencies = check_definition(name=tool.name, code=tool.implementation, input_schema=tool.input_schema,
-                                   description=tool.description, tenant_id=tool.tenant_id,
-                                   dependencies=tool.dependencies)
+        tool.dependencies = check_definition(
+            name=tool.name, code=tool.implementation, input_schema=tool.input_schema,
+            description=tool.description, tenant_id=tool.tenant_id, dependencies=tool.dependencies)
         changed = [field for field, value in before.items() if getattr(tool, field) != value]
         if not changed:
             return tool
@@ -263,7 +263,7 @@ def last_approved(tool: ToolDefinition) -> ToolReview | None:
 
 
 def check_definition(*, name: str, code: str, input_schema: Any, description: str, tenant_id: str,
-           dependencies: Any) -> list[str]:
+                     dependencies: Any) -> list[str]:
     """The definition's dependencies, sorted; raises ValidationError listing every problem."""
     problems = []
     if not name or len(name) > 64 or not name.replace("_", "").isalnum() or not name.isascii():
