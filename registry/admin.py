@@ -13,6 +13,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from registry import custom_tools
+from registry.tenancy import tenant_of
 from registry.models import (
     ModelConfig,
     SandboxRun,
@@ -196,6 +197,11 @@ class ToolJobAdmin(admin.ModelAdmin):
     search_fields = ("id", "tool_name")
     readonly_fields = ("created_at", "updated_at")
 
+    def get_queryset(self, request: HttpRequest):  # noqa: ANN201
+        # A job's spec is another tenant's request text: staff see their own tenant's.
+        queryset = super().get_queryset(request)
+        return queryset if request.user.is_superuser else queryset.for_tenant(tenant_of(request.user) or "")
+
 
 @admin.register(ModelConfig)
 class ModelConfigAdmin(admin.ModelAdmin):
@@ -211,13 +217,21 @@ class SeedLogAdmin(admin.ModelAdmin):
 
 @admin.register(ToolReview)
 class ToolReviewAdmin(admin.ModelAdmin):
+    """The review history: read-only, never deleted, and only of tools the viewer may review."""
+
     list_display = ("created_at", "tool", "action", "acting_user", "definition_hash", "reason")
     list_filter = ("action",)
+
+    def get_queryset(self, request: HttpRequest):  # noqa: ANN201
+        return super().get_queryset(request).filter(tool__in=ToolDefinition.objects.reviewable_by(request.user))
 
     def has_add_permission(self, request) -> bool:
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
 

@@ -112,3 +112,23 @@ def test_a_reviewer_with_no_tenant_reviews_nothing():
     assert not ToolDefinition.objects.reviewable_by(user).exists()
     with pytest.raises(PermissionDenied):
         approve_custom_tool(custom(), acting_user=get_user_model().objects.get(pk=user.pk))
+
+
+def test_the_review_history_and_build_jobs_of_another_tenant_stay_hidden(client):
+    from registry.models import JobType, ToolJob
+
+    custom("ours")
+    custom("theirs", OTHER_TENANT)
+    ToolJob.objects.create(tool_name="their_build", job_type=JobType.BUILD, tenant_id=OTHER_TENANT)
+    reviewer = make_reviewer("acme_staff")
+    reviewer.user_permissions.add(*Permission.objects.filter(codename__in=["view_toolreview", "view_tooljob"]))
+    client.force_login(reviewer)
+    history = client.get("/admin/registry/toolreview/").content.decode()
+    assert "ours" in history and "theirs" not in history
+    assert "their_build" not in client.get("/admin/registry/tooljob/").content.decode()
+
+
+def test_the_review_history_cannot_be_deleted(admin_client):
+    row = custom().reviews.first()
+    admin_client.post(f"/admin/registry/toolreview/{row.pk}/delete/", {"post": "yes"})
+    assert type(row).objects.filter(pk=row.pk).exists()
