@@ -50,6 +50,8 @@ def run_case(tool: ToolDefinition, case: dict) -> dict[str, Any]:
 
 def audit_custom_tool(tool: ToolDefinition) -> dict[str, Any]:
     """Check and test ``tool``; store and return the report. Never changes its status."""
+    # The report speaks for the row as it is, even if a bulk update skipped save().
+    tool.definition_hash = tool.compute_definition_hash()
     cases = list((tool.test_results or {}).get("cases") or [])
     problems = static_problems(tool)
     results = [] if problems else [run_case(tool, case) for case in cases]
@@ -60,9 +62,6 @@ def audit_custom_tool(tool: ToolDefinition) -> dict[str, Any]:
     }
     with transaction.atomic():
         ToolDefinition.objects.filter(pk=tool.pk).update(test_results=report)
-        ToolReview.objects.create(tool=tool, action=ReviewAction.AUDIT, definition_hash=tool.definition_hash,
-                                  implementation=tool.implementation, input_schema=tool.input_schema,
-                                  description=tool.description,
-                                  reason="passed" if report["passed"] else "failed")
+        ToolReview.record(tool, ReviewAction.AUDIT, reason="passed" if report["passed"] else "failed")
     tool.test_results = report
     return report

@@ -32,6 +32,7 @@ BUILDER_FORMAT = (
     '{"description": "what the tool does, written for a model choosing it", '
     '"input_schema": {"type": "object", "properties": {...}, "required": [...]}, '
     '"code": "Python source that assigns result", '
+    '"dependencies": ["names of the tools the code calls with call_tool"], '
     '"test_cases": [{"inputs": {...}, "expect": "text the output must contain"}]}'
 )
 AUDITOR_FORMAT = '{"verdict": "approve" | "revise" | "reject", "summary": "one paragraph", "concerns": ["..."]}'
@@ -41,7 +42,8 @@ A custom tool is Python source run in a sandbox. Its code sees only:
 - inputs: a dict of the tool's arguments, already validated against its input schema;
 - df: the conversation's default dataset as a pandas DataFrame, or None;
 - pd and np: restricted pandas and numpy (no file, URL or pickle I/O);
-- call_tool(name, inputs): runs another tool and returns its text;
+- call_tool(name, inputs): runs another tool and returns its text; only the tools listed in
+  "dependencies" may be called (list none if the code calls none);
 and must assign its answer to `result` (a DataFrame/Series becomes a table, a dict with a
 "message" key is the full response, anything else is stringified).
 No imports, no names starting with an underscore, no open/exec/eval, no network, no files.
@@ -68,6 +70,7 @@ class Proposal:
     input_schema: dict[str, Any]
     code: str
     test_cases: list[dict[str, Any]]
+    dependencies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,14 +120,17 @@ def review(model: RoleModel, *, name: str, proposal: dict[str, Any], report: dic
 def parse_proposal(reply: str) -> Proposal:
     """The builder's reply as a Proposal. Raises BuildFailed listing every problem."""
     data = _json_object(reply, BUILDER_ROLE, BUILDER_FORMAT)
-    problems = _unknown_keys(data, {"description", "input_schema", "code", "test_cases", "name"})
+    problems = _unknown_keys(data, {"description", "input_schema", "code", "test_cases", "dependencies", "name"})
     description, schema, code, cases = (data.get(k) for k in ("description", "input_schema", "code", "test_cases"))
+    dependencies = data.get("dependencies", [])
     if not isinstance(description, str) or not description.strip() or len(description) > MAX_DESCRIPTION_CHARS:
         problems.append(f"description must be a non-empty string of at most {MAX_DESCRIPTION_CHARS} characters")
     if not isinstance(schema, dict) or schema.get("type") != "object":
         problems.append('input_schema must be a JSON Schema object with "type": "object"')
     if not isinstance(code, str) or not code.strip() or len(code) > MAX_CODE_CHARS:
         problems.append(f"code must be a non-empty string of at most {MAX_CODE_CHARS} characters")
+    if not isinstance(dependencies, list) or not all(isinstance(d, str) for d in dependencies):
+        problems.append("dependencies must be a list of tool names")
     if not isinstance(cases, list) or not 1 <= len(cases) <= MAX_TEST_CASES:
         problems.append(f"test_cases must be a list of 1 to {MAX_TEST_CASES} cases")
     else:
@@ -133,7 +139,8 @@ def parse_proposal(reply: str) -> Proposal:
     if problems:
         raise BuildFailed(f"the {BUILDER_ROLE} model's reply is unusable: {'; '.join(problems)}. "
                           f"Expected: {BUILDER_FORMAT}")
-    return Proposal(description.strip(), schema, code, [{"inputs": c["inputs"], "expect": c["expect"]} for c in cases])
+    return Proposal(description.strip(), schema, code, [{"inputs": c["inputs"], "expect": c["expect"]} for c in cases],
+                    tuple(dependencies))
 
 
 def parse_review(reply: str) -> dict[str, Any]:

@@ -46,6 +46,19 @@ class ToolStatus(models.TextChoices):
 
 INTERNAL_CATEGORY = "internal"
 
+# Approving or rejecting a custom tool is this permission, not ``is_staff``.
+APPROVE_PERMISSION = "registry.approve_tooldefinition"
+# Reviewing a tool shared by every tenant (``tenant_id="*"``) reaches them all.
+REVIEW_SHARED_PERMISSION = "registry.review_shared_tooldefinition"
+
+# What decides what a tool runs and for whom: the definition hash covers exactly
+# these fields, and a custom tool's approval is bound to that hash. The sandbox
+# limits are deployment-wide (settings), not per tool, so none is listed here.
+HASHED_FIELDS = (
+    "name", "description", "input_schema", "implementation", "handler_path", "tool_type",
+    "tenant_id", "dependencies",
+)
+
 
 class ToolDefinitionQuerySet(models.QuerySet):
     def live(self) -> "ToolDefinitionQuerySet":
@@ -65,6 +78,43 @@ class ToolDefinitionQuerySet(models.QuerySet):
     def visible_to(self, tenant_id: str) -> "ToolDefinitionQuerySet":
         """The definitional catalog a tenant's model may be offered."""
         return self.callable_by(tenant_id).exclude(category=INTERNAL_CATEGORY)
+
+    def reviewable_by(self, user: object) -> "ToolDefinitionQuerySet":
+        """The custom tools ``user`` may review: those of ``review_tenants(user)``.
+
+        This is the review scope only; approving also needs ``APPROVE_PERMISSION``.
+        """
+        custom = self.live().filter(tool_type=ToolType.CUSTOM)
+        tenants = review_tenants(user)
+        return custom if tenants is None else custom.filter(tenant_id__in=tenants)
+
+    def administrable_by(self, user: object) -> "ToolDefinitionQuerySet":
+        """What the tool admin lists for ``user``: everything for a superuser; otherwise the
+        system and MCP tools of their tenant or shared, and the custom tools they may review."""
+        from registry.tenancy import tenant_of
+
+        if getattr(user, "is_superuser", False):
+            return self
+        others = self.exclude(tool_type=ToolType.CUSTOM).for_tenant(tenant_of(user) or "")
+        return self.filter(Q(pk__in=others.values("pk")) | Q(pk__in=self.reviewable_by(user).values("pk")))
+
+
+def review_tenants(user: object) -> list[str] | None:
+    """The tenants whose custom tools ``user`` may review (None: every tenant, for a superuser).
+
+    None of them unless active staff; otherwise their own tenant, plus the shared
+    (``*``) tools only with ``REVIEW_SHARED_PERMISSION``.
+    """
+    from registry.tenancy import tenant_of
+
+    if not (getattr(user, "is_active", False) and getattr(user, "is_staff", False)):
+        return []
+    if user.is_superuser:  # type: ignore[attr-defined]
+        return None
+    tenants = [tenant for tenant in (tenant_of(user),) if tenant]
+    if user.has_perm(REVIEW_SHARED_PERMISSION):  # type: ignore[attr-defined]
+        tenants.append(ALL_TENANTS)
+    return tenants
 
 
 class ToolDefinition(models.Model):
@@ -86,6 +136,7 @@ class ToolDefinition(models.Model):
     status_message = models.CharField(max_length=200, blank=True)
     large_output = models.BooleanField(default=False)
     parent_tool = models.CharField(max_length=64, blank=True)
+    # Custom tools: the tools its code may call through call_tool (sorted names).
     dependencies = models.JSONField(default=list, blank=True)
     version = models.PositiveIntegerField(default=1)
     tenant_id = models.CharField(max_length=64, default=ALL_TENANTS, db_index=True)
@@ -116,6 +167,10 @@ class ToolDefinition(models.Model):
             ),
             models.CheckConstraint(condition=Q(status__in=ToolStatus.values), name="status_known"),
         ]
+        permissions = [
+            ("approve_tooldefinition", "Can approve or reject custom tools"),
+            ("review_shared_tooldefinition", "Can review custom tools shared by every tenant"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -125,14 +180,7 @@ class ToolDefinition(models.Model):
         return self.deleted_at is None
 
     def compute_definition_hash(self) -> str:
-        return definition_hash(
-            name=self.name,
-            description=self.description,
-            input_schema=self.input_schema,
-            implementation=self.implementation,
-            handler_path=self.handler_path,
-            tool_type=self.tool_type,
-        )
+        return definition_hash(**{field: getattr(self, field) for field in HASHED_FIELDS})
 
     def save(self, *args, **kwargs) -> None:
         self.definition_hash = self.compute_definition_hash()
@@ -145,7 +193,6 @@ class ToolDefinition(models.Model):
         if update_fields is not None:
             kwargs["update_fields"] = {*update_fields, *extra}
         super().save(*args, **kwargs)
-
 
     def needs_new_approval(self) -> bool:
         return (
@@ -315,17 +362,23 @@ class ModelConfig(models.Model):
 
 
 class ReviewAction(models.TextChoices):
+    CREATE = "create", "Created as a draft"
+    EDIT = "edit", "Edited"
     SUBMIT = "submit", "Submitted for testing"
     AUDIT = "audit", "Audited"
     APPROVE = "approve", "Approved"
+    OVERRIDE = "override", "Approved over a failed audit"
     REJECT = "reject", "Rejected"
+
+
+APPROVALS = (ReviewAction.APPROVE, ReviewAction.OVERRIDE)
 
 
 class ToolReview(models.Model):
     """Audit row for a custom tool's lifecycle: who did what to which definition hash.
 
-    Holds the reviewed code, schema and description so the next review can show
-    a diff against the last approved version.
+    Holds the reviewed code, schema, description, dependencies and tenant so the
+    next review can show a diff against the last approved version.
     """
 
     tool = models.ForeignKey(ToolDefinition, on_delete=models.CASCADE, related_name="reviews")
@@ -338,6 +391,8 @@ class ToolReview(models.Model):
     implementation = models.TextField(blank=True)
     input_schema = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
+    dependencies = models.JSONField(default=list, blank=True)
+    tenant_id = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
@@ -346,6 +401,16 @@ class ToolReview(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_id} {self.action} {self.definition_hash[:12]}"
+
+    @classmethod
+    def record(cls, tool: ToolDefinition, action: str, acting_user: object = None, reason: str = "") -> "ToolReview":
+        """Write the history row of ``action`` on ``tool``'s current definition."""
+        return cls.objects.create(
+            tool=tool, action=action, acting_user=acting_user, reason=reason,
+            definition_hash=tool.definition_hash, implementation=tool.implementation,
+            input_schema=tool.input_schema, description=tool.description,
+            dependencies=list(tool.dependencies or []), tenant_id=tool.tenant_id,
+        )
 
 
 class SandboxRun(models.Model):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from registry.models import (
     ALL_TENANTS,
+    HASHED_FIELDS,
     INTERNAL_CATEGORY,
     ToolDefinition,
     ToolStatus,
@@ -52,6 +53,8 @@ class Definition:
     llm_schema: dict = field(compare=False)
     # Inputs never to be stored or shown as given (``"writeOnly": true`` in the schema).
     secret_inputs: frozenset[str] = field(default=frozenset(), compare=False)
+    # Custom tools: the tools its code may call through call_tool (part of the approved hash).
+    dependencies: tuple[str, ...] = ()
 
     def callable_by(self, tenant_id: str) -> bool:
         return (
@@ -93,6 +96,7 @@ def _definition(row: dict) -> Definition:
         schema_key=schema_key(schema),
         approved_hash=row["approved_hash"],
         current_hash=_current_hash(row) if row["tool_type"] == ToolType.CUSTOM else "",
+        dependencies=tuple(row["dependencies"] or ()),
         llm_schema=llm_schema(row["name"], schema),
         secret_inputs=secret_inputs(schema),
     )
@@ -120,16 +124,13 @@ def redacted(inputs: dict, definition: Definition | None) -> dict:
 
 
 def _current_hash(row: dict) -> str:
-    return definition_hash(
-        name=row["name"], description=row["description"], input_schema=row["input_schema"],
-        implementation=row["implementation"], handler_path=row["handler_path"],
-        tool_type=row["tool_type"],
-    )
+    return definition_hash(**{field: row[field] for field in HASHED_FIELDS})
 
 
 _FIELDS = (
     "id", "name", "description", "input_schema", "tool_type", "status", "enabled",
     "category", "tenant_id", "handler_path", "implementation", "status_message", "approved_hash",
+    "dependencies",
 )
 
 

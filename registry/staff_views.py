@@ -22,8 +22,8 @@ from registry.tenancy import tenant_of
 
 @staff_member_required
 def playground(request: HttpRequest) -> HttpResponse:
-    """Every tool the registry knows, by type."""
-    tools = ToolDefinition.objects.live().order_by("tool_type", "name").values(
+    """Every tool the registry knows that this staff member may administer, by type."""
+    tools = ToolDefinition.objects.live().administrable_by(request.user).order_by("tool_type", "name").values(
         "name", "tool_type", "status", "enabled", "tenant_id", "description"
     )
     return render(request, "eunice/playground.html", {"tools": tools})
@@ -31,8 +31,12 @@ def playground(request: HttpRequest) -> HttpResponse:
 
 @staff_member_required
 def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
-    """A form from the tool's input schema; running it goes through execute_tool."""
-    tool = get_object_or_404(ToolDefinition.objects.live(), name=name)
+    """A form from the tool's input schema; running it goes through execute_tool.
+
+    Staff run tools as their own tenant; only a superuser may pick another.
+    Raises Http404 for a tool outside what they may administer.
+    """
+    tool = get_object_or_404(ToolDefinition.objects.live().administrable_by(request.user), name=name)
     context = {"tool": tool, "schema_json": json.dumps(tool.input_schema, indent=2), "inputs": "{}"}
     if request.method == "POST":
         raw = request.POST.get("inputs", "{}")
@@ -45,7 +49,8 @@ def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
         if not isinstance(inputs, dict):
             context["input_error"] = 'inputs must be a JSON object, e.g. {"query": "chart"}'
             return render(request, "eunice/playground_tool.html", context, status=400)
-        tenant = request.POST.get("tenant") or tenant_of(request.user) or tool.tenant_id.replace("*", "") or "default"
+        chosen = request.POST.get("tenant") if request.user.is_superuser else None
+        tenant = chosen or tenant_of(request.user) or tool.tenant_id.replace("*", "") or "default"
         result = get_registry().execute_tool(
             name, inputs, {"tenant_id": tenant, "user_id": str(request.user.pk), "conversation_id": ""}
         )

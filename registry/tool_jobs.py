@@ -3,10 +3,12 @@
 A ``tool_jobs`` row moves queued → building → testing, then waits for staff:
 approving or rejecting the tool (``registry.custom_tools``) moves it to
 approved or rejected. Anything that stops the build moves it to failed with
-a message in ``result["error"]``. Every move is a conditional update that must
-change exactly one row, so two workers never run the same job and a job
-never moves backwards. Nothing here approves a tool: the outcome is always a
-custom tool in testing awaiting staff.
+a message in ``result["error"]``, and deletes the tool it registered: nothing of
+a failed build is approvable, and the name is free for a rebuild. Every move is
+a conditional update that must change exactly one row, so two workers never run
+the same job and a job never moves backwards. Nothing here approves a tool: the
+tool stays a draft until the audit and the auditor's verdict are in, and the
+outcome is always a custom tool in testing awaiting staff.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from registry import builder_llm
 from registry.auditor import audit_custom_tool
 from registry.background import enqueue
 from registry.builder_llm import BuildFailed
-from registry.custom_tools import register_custom_tool
+from registry.custom_tools import BUILDER_PREFIX, discard_failed_build, register_custom_tool, submit_for_testing
 from registry.models import JobStatus, JobType, ToolDefinition, ToolJob
 
 logger = logging.getLogger("eunice.tool_jobs")
@@ -83,8 +85,8 @@ def _build(job: ToolJob) -> str:
     try:
         tool = register_custom_tool(
             name=job.tool_name, code=proposal.code, input_schema=proposal.input_schema,
-            description=proposal.description, tenant_id=job.tenant_id, test_cases=proposal.test_cases,
-            created_by=f"builder:{job.pk}",
+            description=proposal.description, tenant_id=job.tenant_id, dependencies=proposal.dependencies,
+            test_cases=proposal.test_cases, created_by=f"{BUILDER_PREFIX}{job.pk}", submit=False,
         )
     except ValidationError as exc:
         raise BuildFailed(f"the proposed tool could not be registered: {'; '.join(exc.messages)}") from None
@@ -93,8 +95,11 @@ def _build(job: ToolJob) -> str:
     report = audit_custom_tool(tool)
     _progress(job.pk, JobStatus.TESTING, 75)
     verdict = builder_llm.review(auditor, name=tool.name, report=report, proposal={
-        "description": tool.description, "input_schema": tool.input_schema, "code": tool.implementation})
+        "description": tool.description, "input_schema": tool.input_schema, "code": tool.implementation,
+        "dependencies": tool.dependencies})
     ToolDefinition.objects.filter(pk=tool.pk).update(test_results={**report, "review": verdict})
+    # Last: only a tool whose audit and verdict are both in reaches staff.
+    submit_for_testing(tool, acting_user=None)
     result = {"tool": tool.name, "tool_id": tool.pk, "audit_passed": report["passed"],
               "verdict": verdict["verdict"], "summary": verdict["summary"]}
     ToolJob.objects.filter(pk=job.pk, status=JobStatus.TESTING).update(
@@ -121,5 +126,6 @@ def _progress(job_id: str, status: str, progress: int) -> None:
 def _fail(job_id: str, message: str) -> str:
     ToolJob.objects.filter(pk=job_id, status__in=(JobStatus.BUILDING, JobStatus.TESTING)).update(
         status=JobStatus.FAILED, result={"error": message}, updated_at=timezone.now())
+    discard_failed_build(job_id)
     logger.info("tool job %s failed: %s", job_id, message)
     return JobStatus.FAILED

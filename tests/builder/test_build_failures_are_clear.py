@@ -56,11 +56,27 @@ def test_a_fenced_json_reply_is_accepted(models, custom_tools_on):
     assert outcome(queued()).status == JobStatus.TESTING
 
 
-def test_a_malformed_auditor_reply_fails_the_job_but_keeps_the_tool_for_staff(models, custom_tools_on):
+def test_a_malformed_auditor_reply_fails_the_job_and_leaves_nothing_to_approve(models, custom_tools_on):
     models(builder_turn(PLUS_ONE), auditor_turn({"verdict": "ship it"}))
     job = outcome(queued())
     assert job.status == JobStatus.FAILED and "verdict must be one of approve, revise, reject" in job.result["error"]
-    assert ToolDefinition.objects.get(name="plus_one").test_results["passed"] is True
+    assert not ToolDefinition.objects.filter(name="plus_one").exists()
+
+
+def test_after_a_failed_audit_job_the_same_name_builds_again(models, custom_tools_on, staff):
+    from registry.custom_tools import approve_custom_tool
+
+    models(builder_turn(PLUS_ONE), auditor_turn({"verdict": "ship it"}), builder_turn(PLUS_ONE), auditor_turn(APPROVE))
+    assert outcome(queued()).status == JobStatus.FAILED
+    assert outcome(queued()).status == JobStatus.TESTING
+    assert approve_custom_tool(ToolDefinition.objects.get(name="plus_one"), acting_user=staff).status == "approved"
+
+
+def test_a_failed_auditor_model_call_leaves_no_approvable_tool(models, custom_tools_on):
+    models(builder_turn(PLUS_ONE), {"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded"}})
+    job = outcome(queued())
+    assert job.status == JobStatus.FAILED and job.result["error"].startswith("the tool_auditor model call failed")
+    assert not ToolDefinition.objects.filter(name="plus_one").exists()
 
 
 def test_a_failing_model_call_fails_the_job_with_the_providers_message(models):

@@ -46,9 +46,24 @@ SALES = pd.DataFrame(
 )
 
 
+def make_reviewer(username: str, tenant: str = "acme", *, shared: bool = True):
+    """A staff member of ``tenant`` who may approve its custom tools (and the shared ones)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    from registry.models import TenantMembership
+
+    user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
+    TenantMembership.objects.create(user=user, tenant_id=tenant)
+    codenames = ["approve_tooldefinition", "view_tooldefinition", "change_tooldefinition",
+                 *(["review_shared_tooldefinition"] if shared else [])]
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="registry", codename__in=codenames))
+    return get_user_model().objects.get(pk=user.pk)  # a fresh object: no stale permission cache
+
+
 @pytest.fixture
 def staff(django_user_model):
-    return django_user_model.objects.create_user("reviewer", password="pw", is_staff=True)
+    return make_reviewer("reviewer")
 
 
 @pytest.fixture
@@ -59,13 +74,16 @@ def custom_tools_on(settings):
 
 @pytest.fixture
 def approved_tool(staff, custom_tools_on):
-    """approved_tool(name, code, schema=None, tenant="acme") -> an approved custom tool."""
+    """approved_tool(name, code, schema=None, tenant="acme", dependencies=()) -> an approved custom tool."""
     from registry.custom_tools import approve_custom_tool, register_custom_tool
 
-    def make(name: str, code: str, schema: dict | None = None, tenant: str = "acme"):
+    def make(name: str, code: str, schema: dict | None = None, tenant: str = "acme", dependencies=()):
         tool = register_custom_tool(name=name, code=code, description=f"Custom tool {name}.",
                                     input_schema=schema or {"type": "object", "properties": {}},
-                                    tenant_id=tenant)
-        return approve_custom_tool(tool, acting_user=staff)
+                                    tenant_id=tenant, dependencies=dependencies)
+        reviewer = staff if tenant in ("acme", "*") else make_reviewer(f"reviewer-{tenant}", tenant)
+        # Hostile code fails the static audit; these tests show the runtime holds anyway.
+        override = "" if tool.test_results.get("passed") else "a test of the runtime's own refusal"
+        return approve_custom_tool(tool, acting_user=reviewer, override_reason=override)
 
     return make

@@ -226,7 +226,9 @@ def approved_custom_tool(model_env, name: str, code: str):
     from registry.custom_tools import approve_custom_tool, register_custom_tool
 
     model_env["EUNICE_CUSTOM_TOOLS"] = "1"
-    reviewer = get_user_model().objects.create_user("reviewer", password="x", is_staff=True)
+    from tests.sandbox.conftest import make_reviewer
+
+    reviewer = make_reviewer("reviewer", TENANT)
     tool = register_custom_tool(name=name, code=code, description=f"The {name} test tool.",
                                 input_schema={"type": "object", "properties": {}}, tenant_id=TENANT)
     return approve_custom_tool(tool, acting_user=reviewer)

@@ -137,3 +137,18 @@ def test_a_file_that_is_not_a_document_is_refused_by_the_document_upload(client,
 
     response = client.post("/api/documents/", {"file": SimpleUploadedFile("run.sh", b"rm -rf /")})
     assert response.status_code == 400 and "not a document" in response.json()["error"]
+
+
+def test_the_playground_keeps_staff_to_their_own_tenant(client, staff, settings):
+    from registry.custom_tools import approve_custom_tool, register_custom_tool
+
+    settings.FEATURE_FLAGS = {**settings.FEATURE_FLAGS, "custom_tools_enabled": True}
+    boss = get_user_model().objects.create_user("root", is_staff=True, is_superuser=True)
+    tool = register_custom_tool(name="their_secret", code="result = 'globex data'", description="Theirs.",
+                                input_schema={"type": "object", "properties": {}}, tenant_id=OTHER_TENANT)
+    approve_custom_tool(tool, acting_user=boss)
+    assert "their_secret" not in client.get("/playground/").content.decode()
+    response = client.post("/playground/their_secret/", {"inputs": "{}", "tenant": OTHER_TENANT})
+    assert response.status_code == 404 and not ToolExecutionLog.objects.filter(tool_name="their_secret").exists()
+    client.post("/playground/search_tools/", {"inputs": '{"query": "plan"}', "tenant": OTHER_TENANT})
+    assert ToolExecutionLog.objects.get(tool_name="search_tools").tenant_id == TENANT

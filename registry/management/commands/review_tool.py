@@ -7,7 +7,8 @@ from registry.models import ToolDefinition
 
 
 class Command(BaseCommand):
-    help = "Approve or reject a custom tool in testing, as a staff user."
+    help = ("Approve or reject a custom tool in testing, as a staff user with the "
+            "registry.approve_tooldefinition permission and the tool in their tenant.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("name")
@@ -15,6 +16,8 @@ class Command(BaseCommand):
         action.add_argument("--approve", action="store_true")
         action.add_argument("--reject", action="store_true")
         parser.add_argument("--reason", default="", help="Required with --reject.")
+        parser.add_argument("--override", default="", metavar="REASON",
+                            help="With --approve: approve although the current audit did not pass, saying why.")
         parser.add_argument("--as", dest="username", required=True, help="The staff user acting.")
 
     def handle(self, *args, **options) -> None:
@@ -25,7 +28,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         try:
             if options["approve"]:
-                tool = approve_custom_tool(tool, acting_user=user)
+                tool = approve_custom_tool(tool, acting_user=user, override_reason=options["override"])
             else:
                 tool = reject_custom_tool(tool, acting_user=user, reason=options["reason"])
         except (PermissionDenied, ValidationError, ReviewConflict) as exc:
