@@ -10,7 +10,7 @@ from registry.models import ToolDefinition
 
 pytestmark = pytest.mark.django_db
 
-migration = importlib.import_module("registry.migrations.0006_sbxreview_review_scope")
+migration = importlib.import_module("registry.migrations.0006_review_scope")
 
 
 def approved_before_the_migration(name: str, staff) -> ToolDefinition:
