@@ -135,13 +135,16 @@ class EntryPoint:
     ``named_aggregation`` and no function given, every keyword argument is a
     named aggregation. ``expression`` is a parameter pandas parses as an
     expression, and ``keywords`` then lists the only other arguments accepted.
-    ``choices`` limits parameters to listed strings.
+    ``choices`` limits parameters to listed strings. ``labels`` are function-like
+    parameters whose strings pandas only ever reads as labels (recorded for the
+    enumeration test, which trips pandas on them).
     """
 
     functions: tuple[str, ...] = ()
     named_aggregation: bool = False
     expression: str = ""
     keywords: frozenset[str] = frozenset()
+    labels: tuple[str, ...] = ()
     choices: Mapping[str, frozenset[Any]] = field(default_factory=dict)
 
 
@@ -165,25 +168,30 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
     "agg": EntryPoint(functions=("func",), named_aggregation=True),
     "aggregate": EntryPoint(functions=("func",), named_aggregation=True),
     "apply": EntryPoint(functions=("func",)),
-    "transform": EntryPoint(functions=("func",)),
+    "transform": EntryPoint(functions=("func", "arg")),  # Resampler.transform's is `arg`
+    # GroupBy.filter('name') calls getattr(group, name); DataFrame.filter's arg is labels.
+    "filter": EntryPoint(functions=("func",), labels=("arg",)),
+    # Series.map takes an engine object (checked); the mapper is called or read as a mapping.
+    "map": EntryPoint(labels=("func", "arg", "mapper")),
     "pivot_table": EntryPoint(functions=("aggfunc",)),
     "crosstab": EntryPoint(functions=("aggfunc",)),
     "eval": _EXPRESSION,
     "query": _EXPRESSION,
     "rolling": EntryPoint(choices={"win_type": _WINDOW_TYPES}),
 }
-# Methods with a function-like parameter that pandas only ever calls: a string
-# there is "not callable", never looked up. The enumeration test holds pandas to it.
-CALLABLE_ONLY: dict[str, str] = {
-    "map": "func/arg/mapper is called or looked up as a mapping, never by name",
+# Methods with a function-like parameter that pandas never evaluates as a name or
+# code: it is called, read as a mapping, or is data. The enumeration test trips
+# pandas on each with a string to hold it to that.
+NEVER_LOOKED_UP: dict[str, str] = {
+    "to_datetime": "arg is the data to convert",
+    "to_numeric": "arg is the data to convert",
+    "to_timedelta": "arg is the data to convert",
     "pipe": "func is called (a (function, keyword) tuple names the keyword, not a function)",
-    "filter": "GroupBy.filter calls func; DataFrame.filter's items are labels",
     "combine": "func is called with two Series",
     "case_when": "conditions are arrays or callables",
-    "groupby": "by names columns (a callable is called on the index)",
-    "where": "cond and other are arrays or callables",
-    "mask": "cond and other are arrays or callables",
-    "expanding": "no function or expression parameter",
+    "rename": "mapper is called or read as a mapping of labels",
+    "rename_axis": "mapper is a label, a mapping or a callable",
+    "vectorize": "np.vectorize wraps the function it is given",
 }
 # Names the facades do not offer, with the safe equivalent the refusal names.
 FACADE_HINTS: dict[str, str] = {
