@@ -28,11 +28,11 @@ _DATA_NAMES = frozenset({"df", "datasets", "frames"})
 @dataclass(frozen=True, slots=True)
 class StoredDataset:
     """One dataset the caller may read: its name, a lower bound of its size in memory
-    (checked before loading it), and how to load it."""
+    (checked before loading it), and how to load it (the frame and its size in memory)."""
 
     name: str
     least_bytes: int
-    load: Callable[[], Any]
+    load: Callable[[], tuple[Any, int]]
 
 
 class DatasetSource(Protocol):
@@ -112,8 +112,7 @@ def for_run(code: str, context: dict, budget_bytes: int) -> dict[str, Any]:
     frames: dict[str, Any] = {}
     left = budget_bytes
     for item in stored:
-        frame = item.load() if item.least_bytes <= left else None
-        size = int(frame.memory_usage(index=True, deep=True).sum()) if frame is not None else item.least_bytes
+        frame, size = item.load() if item.least_bytes <= left else (None, item.least_bytes)
         if frame is None or size > left:
             frames[item.name] = DatasetTooLarge(item.name, size, budget_bytes)
             continue
