@@ -188,3 +188,15 @@ def test_the_facades_offer_code_taking_functions_only_behind_the_gate():
                 assert vetted or name in policy.NEVER_LOOKED_UP, f"{facade!r}.{name} takes code and is offered unvetted"
     with pytest.raises(policy.SandboxRefusal, match="df.eval"):
         build_pandas().eval  # noqa: B018 - reading it is the refusal
+
+
+def test_a_method_pandas_adds_tomorrow_is_caught_by_the_walk(monkeypatch):
+    def summarise(self, func="sum"):
+        return getattr(self, func)()
+
+    monkeypatch.setattr(pd.DataFrame, "summarise", summarise, raising=False)
+    unclassified = {
+        name for name in _code_taking_methods()
+        if name not in policy.ENTRY_POINTS and name not in policy.NEVER_LOOKED_UP and name not in ENGINE_ONLY
+    }
+    assert unclassified == {"summarise"}
