@@ -200,3 +200,16 @@ def test_a_method_pandas_adds_tomorrow_is_caught_by_the_walk(monkeypatch):
         if name not in policy.ENTRY_POINTS and name not in policy.NEVER_LOOKED_UP and name not in ENGINE_ONLY
     }
     assert unclassified == {"summarise"}
+
+
+@pytest.mark.parametrize("method", ["agg", "aggregate", "transform", "apply", "filter"])
+def test_a_groupbys_pair_labels_are_never_looked_up(tripwire, method):
+    # The gate lets a (label, function) pair's label through on a GroupBy only: hold pandas to it.
+    samples = _samples()
+    for receiver in (samples["DataFrameGroupBy"], samples["SeriesGroupBy"]):
+        for spec in ([(TRIPWIRE, "sum")], {"u": [(TRIPWIRE, "sum")]}, ((TRIPWIRE, "sum"),)):
+            try:
+                policy.guarded_getattr(receiver, method)(spec)
+            except Exception:  # noqa: BLE001 - refused or rejected by pandas: either is fine
+                pass
+    assert tripwire == []
