@@ -263,6 +263,8 @@ SANDBOX = {
     "RESULT_BYTES": env_int("EUNICE_SANDBOX_RESULT_BYTES", 1 << 20, minimum=1024),
     "MAX_TOOL_CALLS": env_int("EUNICE_SANDBOX_MAX_TOOL_CALLS", 20, minimum=0),
     "MAX_DEPTH": env_int("EUNICE_SANDBOX_MAX_DEPTH", 3, minimum=0),
+    # The conversation datasets one run may hold in memory (df and datasets together).
+    "DATASET_MB": env_int("EUNICE_SANDBOX_DATASET_MB", 64, minimum=1),
     "SCRATCH_DIR": env_str("EUNICE_SANDBOX_SCRATCH", "/tmp/eunice-sandbox"),
     "ALLOW_WEAK": env_bool("EUNICE_SANDBOX_ALLOW_WEAK", False),
 }

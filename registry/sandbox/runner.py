@@ -7,6 +7,7 @@ could run in the host. No Django import: the zygote loads this module.
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from RestrictedPython.Guards import (
 )
 from RestrictedPython.PrintCollector import PrintCollector
 
+from registry.sandbox.datasets import DatasetTooLarge  # noqa: F401 - a run unpickles it; the zygote preloads it
 from registry.sandbox.facade import build_numpy, build_pandas
 from registry.sandbox.policy import SandboxRefusal, guarded_getattr, guarded_getitem, names_are_ascii
 
@@ -148,6 +150,11 @@ def _imports(code: str) -> list[str]:
 
 def namespace(inputs: dict, df: Any, call_tool: Callable[[str, dict], str],
               frames: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The globals tool code runs with: ``df`` (the default dataset or None),
+    ``datasets`` (every dataset it may read, by name, read-only), ``frames``
+    (the same, writable: analyze_data saves what is added), ``pd``, ``np``,
+    ``inputs``, ``call_tool`` and ``result``."""
+    frames = frames if frames is not None else {}
     return {
         "__builtins__": _builtins(),
         "__name__": "custom_tool",
@@ -161,7 +168,8 @@ def namespace(inputs: dict, df: Any, call_tool: Callable[[str, dict], str],
         "_print_": PrintCollector,
         "_apply_": lambda func, *args, **kwargs: func(*args, **kwargs),
         "df": df,
-        "frames": frames if frames is not None else {},
+        "datasets": types.MappingProxyType(dict(frames)),
+        "frames": frames,
         "pd": build_pandas(),
         "np": build_numpy(),
         "inputs": inputs,

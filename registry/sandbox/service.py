@@ -15,7 +15,7 @@ from django.conf import settings
 
 from registry.contract import Err, content_for_data
 from registry.handlers import HandlerFunc
-from registry.sandbox import oslayer
+from registry.sandbox import datasets, oslayer
 from registry.sandbox.client import Limits, RunOutcome, SandboxUnavailable, Zygote
 
 logger = logging.getLogger("eunice.sandbox")
@@ -77,7 +77,7 @@ def run_code(
     depth = int(context.get("_sandbox_depth", 0))
     try:
         outcome = zygote().run(
-            code, inputs, _datasets(context), limits(), _call_tool_for(context, depth),
+            code, inputs, _datasets(context, code), limits(), _call_tool_for(context, depth),
             cancelled=_cancel_check(context),
         )
     except SandboxUnavailable as exc:
@@ -127,13 +127,9 @@ def _refusal(context: dict) -> RunOutcome | None:
     return None
 
 
-def _datasets(context: dict) -> dict[str, Any]:
-    """The default dataset a run sees as ``df``: ``context["dataset"]`` or the named default."""
-    frame = context.get("dataset")
-    if frame is None:
-        named = context.get("datasets") or {}
-        frame = named.get(context.get("default_dataset")) if named else None
-    return {"default": frame} if frame is not None else {}
+def _datasets(context: dict, code: str) -> dict[str, Any]:
+    """``df`` and ``datasets`` for the run: the conversation's, if the caller may read them."""
+    return datasets.for_run(code, context, int(settings.SANDBOX["DATASET_MB"]) << 20)
 
 
 def _call_tool_for(context: dict, depth: int):

@@ -4,14 +4,14 @@ import pytest
 
 from registry.models import SandboxRun
 from tests.conftest import OTHER_TENANT, text
-from tests.sandbox.conftest import SALES
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_dataframe_result_is_rendered_as_a_table(approved_tool, call):
-    approved_tool("by_region", "result = df.groupby('region')['units'].sum()")
-    result = call("by_region", context={"dataset": SALES})
+    approved_tool("by_region", "d = pd.DataFrame({'region': ['north', 'south', 'north'], 'units': [10, 4, 7]})\n"
+                               "result = d.groupby('region')['units'].sum()")
+    result = call("by_region")
     assert result.error is None
     assert "north    17" in text(result)
 
