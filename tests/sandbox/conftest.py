@@ -59,13 +59,16 @@ def custom_tools_on(settings):
 
 @pytest.fixture
 def approved_tool(staff, custom_tools_on):
-    """approved_tool(name, code, schema=None, tenant="acme") -> an approved custom tool."""
+    """approved_tool(name, code, schema=None, tenant="acme", dependencies=()) -> an approved custom tool."""
     from registry.custom_tools import approve_custom_tool, register_custom_tool
 
-    def make(name: str, code: str, schema: dict | None = None, tenant: str = "acme"):
+    def make(name: str, code: str, schema: dict | None = None, tenant: str = "acme", dependencies=()):
         tool = register_custom_tool(name=name, code=code, description=f"Custom tool {name}.",
                                     input_schema=schema or {"type": "object", "properties": {}},
                                     tenant_id=tenant)
+        if dependencies:
+            tool.dependencies = list(dependencies)
+            tool.save(update_fields=["dependencies"])
         return approve_custom_tool(tool, acting_user=staff)
 
     return make
