@@ -35,7 +35,8 @@ class Allowance:
     """What one tree of nested runs may still spend; shared by every run in the tree."""
 
     def __init__(self, wall_seconds: float, cpu_seconds: float, calls: int) -> None:
-        self.deadline = time.monotonic() + wall_seconds
+        self.wall_seconds = wall_seconds
+        self.deadline: float | None = None  # set when the tree's first run starts
         self.cpu_left = float(cpu_seconds)
         self.calls_left = calls
         self._lock = threading.Lock()
@@ -52,7 +53,15 @@ class Allowance:
         with self._lock:
             self.cpu_left -= seconds
 
+    def begin(self) -> None:
+        """Start the tree's wall clock (once, when its first run is handed to the zygote)."""
+        with self._lock:
+            if self.deadline is None:
+                self.deadline = time.monotonic() + self.wall_seconds
+
     def wall_left(self) -> float:
+        if self.deadline is None:
+            return self.wall_seconds
         return self.deadline - time.monotonic()
 
 
@@ -65,11 +74,15 @@ class Scope:
     allowed: frozenset[str] | None  # None: any tool sandboxed code may call
 
     def limits(self, configured: Limits) -> Limits:
-        """The deployment's limits, cut down to what the tree has left."""
+        """The deployment's limits for the tree's first run; for a nested run, cut down
+        to what the tree has left. Starts the tree's wall clock."""
         allowance = self.allowance
+        allowance.begin()
+        if self.depth == 0:
+            return configured
         return dataclasses.replace(
             configured,
-            wall_seconds=max(_MIN_WALL_SECONDS, min(configured.wall_seconds, allowance.wall_left())),
+            wall_seconds=max(_MIN_WALL_SECONDS, round(min(configured.wall_seconds, allowance.wall_left()), 2)),
             cpu_seconds=max(1, min(configured.cpu_seconds, int(allowance.cpu_left))),
             max_tool_calls=max(0, min(configured.max_tool_calls, allowance.calls_left)),
         )

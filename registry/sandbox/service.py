@@ -108,7 +108,8 @@ def _run(code: str, inputs: dict, context: dict, *, tool_name: str, allowed: fro
         return outcome
     assert scope is not None
     try:
-        outcome = zygote().run(
+        sandbox = zygote()  # first, so that starting it is not charged to the run's time
+        outcome = sandbox.run(
             code, inputs, _datasets(context) if datasets is None else datasets, scope.limits(configured),
             bridge.call_tool_for(context, scope), language=LANGUAGE_LAYER, want_frames=want_frames,
             cancelled=_cancel_check(context), on_exit=scope.allowance.spend_cpu,

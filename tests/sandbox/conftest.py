@@ -47,6 +47,13 @@ SALES = pd.DataFrame(
 
 
 @pytest.fixture
+def language_layer_bypassed(monkeypatch):
+    """Runs execute plain Python, as if an attacker had got past the language layer:
+    what holds then is the OS layer and the host alone."""
+    monkeypatch.setattr(service, "LANGUAGE_LAYER", False)
+
+
+@pytest.fixture
 def staff(django_user_model):
     return django_user_model.objects.create_user("reviewer", password="pw", is_staff=True)
 
