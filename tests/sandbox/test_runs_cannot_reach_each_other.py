@@ -24,16 +24,17 @@ result = repr(found)
 """
 
 
-def _children_of(parent: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
+def _child_running_as(parent: int, uid: int) -> int:
+    """The host pid of ``parent``'s child whose uid is ``uid`` (found from outside the runs)."""
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open(f"/proc/{entry}/stat") as stat:
-                if int(stat.read().rsplit(")", 1)[1].split()[1]) == parent:
-                    found.append(int(entry))
-        except (OSError, ValueError, IndexError):
+            with open(f"/proc/{entry}/status") as status:
+                fields = dict(line.split(":\t", 1) for line in status if ":\t" in line)
+        except OSError:
             continue
-    return found
+        if int(fields["PPid"]) == parent and int(fields["Uid"].split()[0]) == uid:
+            return int(entry)
+    raise AssertionError(f"no child of {parent} runs as {uid}")
 
 
 def test_a_run_cannot_find_signal_or_relimit_another_run_or_the_zygote():
@@ -42,19 +43,20 @@ def test_a_run_cannot_find_signal_or_relimit_another_run_or_the_zygote():
     victim: dict = {}
 
     def hold(name: str, inputs: dict) -> str:
+        victim["uid"] = inputs["uid"]
         victim_waiting.set()
         attack_done.wait(WAIT)
         return "released"
 
     def victim_run() -> None:
-        victim["outcome"] = run("import os\nresult = (os.getuid(), call_tool('hold', {}))", language=False,
+        victim["outcome"] = run("import os\nresult = (os.getuid(), call_tool('hold', {'uid': os.getuid()}))", language=False,
                                 call_tool=hold, wall_seconds=WAIT, cpu_seconds=5)
 
     thread = threading.Thread(target=victim_run)
     thread.start()
     try:
         assert victim_waiting.wait(WAIT)
-        [victim_pid] = _children_of(zygote_pid)
+        victim_pid = _child_running_as(zygote_pid, victim["uid"])
         attack = run(ATTACK, language=False, inputs={"victim": victim_pid, "zygote": zygote_pid})
     finally:
         attack_done.set()
