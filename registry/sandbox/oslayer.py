@@ -174,6 +174,44 @@ def restore_pid_namespace(own_namespace_fd: int) -> None:
     _check(_libc.setns(own_namespace_fd, CLONE_NEWPID), "setns(pid)")
 
 
+def jail_zygote(scratch_root: str, python_dirs: list[str]) -> None:
+    """Move the zygote, once, into a mount namespace whose root holds only what it
+    needs after its imports: ``python_dirs`` (read-only), four devices, ``/proc`` (to
+    check each run's layers) and ``scratch_root`` (read-write, at the same path).
+    The project directory and the rest of the host's filesystem are unmounted from
+    it. Root only; raises OSError.
+    """
+    mount_point = os.path.join(scratch_root, ".zygote-root")
+    os.makedirs(mount_point, mode=0o700, exist_ok=True)
+    _check(_libc.unshare(CLONE_NEWNS), "unshare(mount)")
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _mount("tmpfs", mount_point, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=256k,mode=0755")
+    _populate(mount_point, python_dirs)
+    _bind(scratch_root, mount_point + scratch_root, _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    os.mkdir(mount_point + "/proc")
+    _mount("proc", mount_point + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    _pivot(mount_point)
+    os.chdir("/")
+
+
+def _populate(mount_point: str, python_dirs: list[str]) -> None:
+    for path in python_dirs:
+        _bind(path, mount_point + path, _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    os.mkdir(mount_point + "/dev")
+    for device in _DEVICES:
+        _bind(f"/dev/{device}", f"{mount_point}/dev/{device}", _MS_RDONLY | _MS_NOSUID | _MS_NOEXEC, file=True)
+
+
+def _pivot(mount_point: str) -> None:
+    """Make ``mount_point`` (read-only from now on) this namespace's root."""
+    _mount(None, mount_point, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    os.chdir(mount_point)
+    # pivot_root(".", ".") stacks the old root under the new one; detaching it
+    # leaves nothing of the old filesystem reachable from this namespace.
+    _check(_libc.syscall(_SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", _MNT_DETACH), "umount(old root)")
+
+
 def enter_minimal_root(scratch: str, mount_point: str, python_dirs: list[str]) -> None:
     """Move this process into a mount namespace whose root holds only ``python_dirs``
     (read-only), four harmless devices and ``scratch`` at ``RUN_SCRATCH``; the host's
@@ -185,18 +223,9 @@ def enter_minimal_root(scratch: str, mount_point: str, python_dirs: list[str]) -
     _check(_libc.unshare(CLONE_NEWNS), "unshare(mount)")
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     _mount("tmpfs", mount_point, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=256k,mode=0755")
-    for path in python_dirs:
-        _bind(path, mount_point + path, _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-    os.mkdir(mount_point + "/dev")
-    for device in _DEVICES:
-        _bind(f"/dev/{device}", f"{mount_point}/dev/{device}", _MS_RDONLY | _MS_NOSUID | _MS_NOEXEC, file=True)
+    _populate(mount_point, python_dirs)
     _bind(scratch, mount_point + RUN_SCRATCH, _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-    _mount(None, mount_point, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-    os.chdir(mount_point)
-    # pivot_root(".", ".") stacks the old root under the new one; detaching it
-    # leaves nothing of the host's filesystem reachable from this namespace.
-    _check(_libc.syscall(_SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
-    _check(_libc.umount2(b".", _MNT_DETACH), "umount(old root)")
+    _pivot(mount_point)
     os.chdir(RUN_SCRATCH)
 
 

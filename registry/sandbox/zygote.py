@@ -3,7 +3,9 @@
 Started by the host with a minimal environment (``python -I``, no Django, no
 secrets), it imports pandas, numpy and RestrictedPython, exercises the code
 paths tools use (so nothing is lazily imported after lockdown), moves itself
-into an empty network namespace when it is root, and then serves requests on
+(when it is root) into a mount namespace of its own whose root holds only the
+Python installation, /proc and the scratch directories, and into an empty
+network namespace, and then serves requests on
 the control socket named by EUNICE_SANDBOX_CONTROL_FD: each request carries a socket for the run.
 
 Each run is forked into a PID namespace of its own and given a uid and gid of
@@ -46,16 +48,17 @@ class _Run:
 
 
 class Zygote:
-    def __init__(self, control: socket.socket, scratch_root: str) -> None:
+    def __init__(self, control: socket.socket, scratch_root: str, python_dirs: list[str], jailed: bool) -> None:
         self.control = control
         self.scratch_root = scratch_root
         self.runs: dict[int, _Run] = {}
         self.root = os.geteuid() == 0
+        self.jailed = jailed
         self.network_namespace = self.root and oslayer.unshare_network()
         self.own_namespaces = _namespaces(os.getpid())
         self.pid_namespace_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
         self.free_slots = list(range(oslayer.RUN_ID_SLOTS - 1, -1, -1))
-        self.jail = {"root_mount": os.path.join(scratch_root, ".root"), "python_dirs": _python_dirs()}
+        self.jail = {"root_mount": os.path.join(scratch_root, ".root"), "python_dirs": python_dirs}
         os.makedirs(self.jail["root_mount"], mode=0o700, exist_ok=True)
         self.wake_r, wake_w = os.pipe()
         os.set_blocking(wake_w, False)
@@ -65,7 +68,8 @@ class Zygote:
     def serve(self) -> None:
         self._tell({"op": "ready", "network_namespace": self.network_namespace,
                     "landlock_abi": oslayer.landlock_abi(),
-                    "seccomp": oslayer.load_seccomp() is not None, "root": self.root})
+                    "seccomp": oslayer.load_seccomp() is not None, "root": self.root,
+                    "zygote_jailed": self.jailed})
         while True:
             setups = {run.setup: pid for pid, run in self.runs.items() if run.setup is not None}
             timeout = self._next_deadline()
@@ -145,6 +149,7 @@ class Zygote:
         uid = int(status.get("Uid", "-1").split()[0])
         landlock = claimed.get("landlock_abi")
         return {
+            "zygote_jailed": self.jailed,
             "fresh_process": True,
             "rlimits": _cpu_limit(pid) == int(run.limits["cpu_seconds"]),
             "no_new_privs": status.get("NoNewPrivs") == "1",
@@ -243,9 +248,15 @@ def main() -> None:
     os.makedirs(scratch_root, mode=0o711, exist_ok=True)
     oslayer.load_seccomp()
     warmup.exercise()
+    python_dirs = _python_dirs()
+    jailed = os.geteuid() == 0
+    if jailed:
+        # Everything the zygote runs is imported by now: from here on it sees only
+        # the Python installation, /proc and the scratch directories.
+        oslayer.jail_zygote(scratch_root, python_dirs)
     control = socket.socket(fileno=int(os.environ["EUNICE_SANDBOX_CONTROL_FD"]))
     try:
-        Zygote(control, scratch_root).serve()
+        Zygote(control, scratch_root, python_dirs, jailed).serve()
     except (BrokenPipeError, ConnectionResetError):
         pass
 

@@ -2,6 +2,8 @@
 (read-only), four devices and its scratch directory. The project, /etc, /home and
 /proc are not there at all, so not even their metadata can be read or watched."""
 
+import os
+
 import pytest
 
 from tests.conftest import text
@@ -56,3 +58,14 @@ def test_the_python_installation_is_there_and_read_only_and_landlock_still_refus
     approved_tool("stdlib", probe)
     stat, read, write = eval(text(call("stdlib")))  # noqa: S307
     assert stat == "done" and read == "EACCES" and write in ("EROFS", "EACCES")
+
+
+def test_the_zygote_itself_sees_neither_the_project_nor_var(settings):
+    from registry.sandbox import service
+
+    zygote = service.zygote()
+    its_root = f"/proc/{zygote.process.pid}/root"
+    assert zygote.capabilities["zygote_jailed"]
+    assert os.path.exists(f"{its_root}/proc/self") and os.path.isdir(its_root + str(settings.SANDBOX["SCRATCH_DIR"]))
+    for path in (settings.BASE_DIR / "manage.py", settings.VAR_DIR, "/etc/passwd", "/home"):
+        assert not os.path.exists(f"{its_root}{path}"), path
