@@ -29,6 +29,9 @@ SCOPE_KEY = "_sandbox"
 # What a nested call keeps of its caller's context: who is asking, and how to cancel.
 CALLER_KEYS = ("tenant_id", "user_id", "conversation_id", "_cancel")
 _MIN_WALL_SECONDS = 0.2
+# A nested run ends this much before its tree's deadline, so that the run which
+# called it still has time to hear why and answer.
+_CALLER_MARGIN_SECONDS = 0.5
 
 
 class Allowance:
@@ -73,6 +76,10 @@ class Scope:
     allowance: Allowance
     allowed: frozenset[str] | None  # None: any tool sandboxed code may call
 
+    def wall_left(self) -> float:
+        """The wall-clock time this run may use: the tree's, less a margin per level above it."""
+        return self.allowance.wall_left() - _CALLER_MARGIN_SECONDS * self.depth
+
     def limits(self, configured: Limits) -> Limits:
         """The deployment's limits for the tree's first run; for a nested run, cut down
         to what the tree has left. Starts the tree's wall clock."""
@@ -82,7 +89,7 @@ class Scope:
             return configured
         return dataclasses.replace(
             configured,
-            wall_seconds=max(_MIN_WALL_SECONDS, round(min(configured.wall_seconds, allowance.wall_left()), 2)),
+            wall_seconds=max(_MIN_WALL_SECONDS, round(min(configured.wall_seconds, self.wall_left()), 2)),
             cpu_seconds=max(1, min(configured.cpu_seconds, int(allowance.cpu_left))),
             max_tool_calls=max(0, min(configured.max_tool_calls, allowance.calls_left)),
         )
@@ -102,7 +109,7 @@ def scope_for(context: dict, configured: Limits, allowed: frozenset[str] | None,
     depth, allowance = caller.depth + 1, caller.allowance
     if depth > max_depth:
         return None, f"custom tools may nest at most {max_depth} deep (counting every run that calls tools)"
-    if allowance.wall_left() < _MIN_WALL_SECONDS:
+    if allowance.wall_left() - _CALLER_MARGIN_SECONDS * depth < _MIN_WALL_SECONDS:
         return None, "the calling tool's wall-clock time is spent; the nested run was not started"
     if allowance.cpu_left < 1:
         return None, "the calling tool's CPU time is spent; the nested run was not started"

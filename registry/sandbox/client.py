@@ -212,10 +212,10 @@ class Zygote:
                 socket.send_fds(self.control, [json.dumps(request).encode()], [child.fileno()])
             child.close()
             outcome = conversation.hold(code, inputs, datasets, language, want_frames)
-        except (BrokenPipeError, ConnectionResetError, OSError) as exc:
+        except OSError:
             if not self.alive:
                 raise SandboxUnavailable("the sandbox zygote has stopped") from None
-            outcome = RunOutcome(ok=False, error=f"the run's channel failed: {exc.strerror or exc}", stopped_by="crash")
+            outcome = conversation.died()  # the run went away mid-conversation: the zygote says how
         finally:
             host.close()
         if not reports.ended.is_set():
@@ -270,7 +270,7 @@ class _Conversation:
             except ProtocolError as exc:
                 return self._stop("host:protocol", f"the tool broke the sandbox protocol: {exc}")
             except (PeerClosed, TimeoutError, ConnectionResetError):
-                return self._died()
+                return self.died()
             if message["op"] == "result":
                 return self._result(message)
             self.calls += 1
@@ -288,7 +288,7 @@ class _Conversation:
         self.zygote.kill(self.run_id)
         return RunOutcome(ok=False, stopped_by=stopped_by, error=error)
 
-    def _died(self) -> RunOutcome:
+    def died(self) -> RunOutcome:
         """The run ended without answering: how, the zygote says."""
         reports, limits = self.reports, self.limits
         reports.ended.wait(limits.wall_seconds + _STATUS_GRACE_SECONDS)

@@ -48,3 +48,17 @@ def test_every_run_in_a_call_tree_shares_one_call_budget(approved_tool, call, se
     assert "used all their call_tool calls" in result.content
     calls_made = SandboxRun.objects.filter(tool_name__in=["middle", "leaf"]).count()
     assert calls_made == 5
+
+
+def test_a_nested_run_gets_only_the_wall_time_its_tree_has_left(approved_tool, call, settings,
+                                                               language_layer_bypassed):
+    settings.SANDBOX = {**settings.SANDBOX, "WALL_SECONDS": 4.0}
+    approved_tool("sleeper", "import time\ntime.sleep(60)")
+    approved_tool("spender", "import time\ntime.sleep(2)\nresult = call_tool('sleeper', {})",
+                  dependencies=["sleeper"])
+    answer = call("spender").content
+    # The sleeper is stopped when the tree's 4 s are up, not 4 s after it started,
+    # so the spender lives to report it.
+    assert "[stopped by: supervisor:wall]" in answer and "ran longer than 4 s" not in answer
+    sleeper = SandboxRun.objects.get(tool_name="sleeper")
+    assert sleeper.stopped_by == "supervisor:wall" and sleeper.wall_ms < 3000
