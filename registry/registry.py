@@ -255,11 +255,13 @@ class ToolRegistry:
         key = (definition.name, current)
         handler = self._custom.get(key)
         if handler is None:
+            from registry.sandbox.bridge import declared_dependencies
             from registry.sandbox.service import custom_handler
 
             # Inline: the sandbox enforces its own CPU and wall-clock limits by killing the run,
             # and call_tool re-enters the registry on the caller's thread and transaction.
-            func = custom_handler(definition.name, definition.implementation, current)
+            func = custom_handler(definition.name, definition.implementation, current,
+                                  declared_dependencies(definition))
             handler = Handler.wrap(wrap_for_dispatch(definition.name, func), inline=True)
             with self._lock:
                 # One entry per tool: an edited (re-approved) version replaces the old one.

@@ -71,6 +71,18 @@ TOOL_ORDER: tuple[str, ...] = (
 # Category modules, each exporting TOOLS: a list of schema entries.
 CATEGORIES = (utility, agent, mcp, data, datasources, outputs, search, entity, documents, web, builder)
 
+# The only system tools sandboxed code (custom tools, analyze_data) may reach through
+# call_tool, and then only those a custom tool declares: tools that read or present
+# data. Nothing that starts processes or sub-agents, reaches the network, registers data
+# sources, installs MCP servers, builds tools or changes configuration; a tool added to
+# the catalog is not callable from the sandbox until it is listed here.
+SANDBOX_CALLABLE: frozenset[str] = frozenset({
+    "search_tools", "preview_data", "describe_entry", "present_rows", "query", "query_frames",
+    "analyze_data", "query_datasource", "create_chart", "display_map", "export", "export_excel",
+    "get_document_text", "search_documents", "record_fact", "get_entity", "list_entities",
+    "link_entities", "recall_entities",
+})
+
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()
 
@@ -137,6 +149,8 @@ def apply_feature_flags(
 
 
 ALL_SYSTEM_TOOLS: tuple[dict, ...] = tuple(assemble([c.TOOLS for c in CATEGORIES], TOOL_ORDER))
+if not SANDBOX_CALLABLE <= set(TOOL_ORDER):
+    raise KeyError(f"SANDBOX_CALLABLE names unknown tools {sorted(SANDBOX_CALLABLE - set(TOOL_ORDER))}")
 
 
 def system_tools() -> list[dict]:

@@ -11,7 +11,13 @@ from django.db.models import Q
 
 
 def is_staff(context: dict) -> bool:
-    """Whether the caller behind ``context`` is an active staff member (by capability, pk or username)."""
+    """Whether the caller behind ``context`` is an active staff member (by capability, pk or username).
+
+    Never for a call made by sandboxed code (registry.sandbox.bridge): a custom tool run
+    by a staff member acts with the user's identity, not with staff rights.
+    """
+    if context.get("_sandbox") is not None:
+        return False
     if "staff" in (context.get("capabilities") or ()):
         return True
     users = get_user_model().objects.filter(is_staff=True, is_active=True)

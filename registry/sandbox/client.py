@@ -11,7 +11,6 @@ import dataclasses
 import json
 import logging
 import pickle
-import queue
 import select
 import signal
 import socket
@@ -25,7 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from registry.sandbox.protocol import FrameTooLarge, PeerClosed, recv_frame, send_frame, send_json
+from registry.sandbox.protocol import (
+    FrameTooLarge,
+    PeerClosed,
+    ProtocolError,
+    parse_run_frame,
+    recv_frame,
+    send_frame,
+    send_json,
+)
 
 logger = logging.getLogger("eunice.sandbox")
 
@@ -40,6 +47,7 @@ _MINIMAL_ENV = {
     "NUMEXPR_MAX_THREADS": "1",
 }
 _STATUS_GRACE_SECONDS = 2.0
+# A SIGKILL the zygote did not send comes from the kernel's RLIMIT_CPU.
 _SIGNALS = {signal.SIGXCPU: "os:cpu", signal.SIGKILL: "os:cpu", signal.SIGSEGV: "crash"}
 
 
@@ -55,7 +63,11 @@ class Limits:
 
 @dataclass(slots=True)
 class RunOutcome:
-    """What a run produced: an answer (data) or an error, and which layer stopped it."""
+    """What a run produced: an answer (data) or an error, and which layer stopped it.
+
+    ``layers`` and ``tool_calls`` are the host's and the zygote's
+    account of the run, never the run's own.
+    """
 
     ok: bool
     answer: dict[str, Any] | None = None
@@ -64,6 +76,39 @@ class RunOutcome:
     layers: dict[str, Any] = field(default_factory=dict)
     tool_calls: int = 0
     wall_ms: float = 0.0
+
+
+class _Reports:
+    """What the zygote says about one run, filled in by the reader thread."""
+
+    def __init__(self, on_exit: Callable[[float], None] | None = None) -> None:
+        self.on_exit = on_exit
+        self.started = threading.Event()
+        self.ended = threading.Event()
+        self.layers: dict[str, Any] = {}
+        self.killed = ""
+        self.signal = 0
+        self.cpu_seconds = 0.0
+        self.refused = ""
+
+    def take(self, report: dict[str, Any]) -> None:
+        op = report.get("op")
+        if op == "started":
+            self.layers = dict(report.get("layers") or {})
+            self.started.set()
+        elif op == "killed":
+            self.killed = str(report.get("reason", ""))
+        elif op == "exit":
+            self.signal = int(report.get("signal", 0))
+            self.cpu_seconds = float(report.get("cpu_seconds", 0.0))
+            self.started.set()
+            self.ended.set()
+            if self.on_exit is not None:
+                self.on_exit(self.cpu_seconds)
+        elif op in ("refused", "zygote_gone"):
+            self.refused = str(report.get("reason", "the sandbox zygote has stopped"))
+            self.started.set()
+            self.ended.set()
 
 
 class SandboxUnavailable(Exception):
@@ -97,7 +142,7 @@ class Zygote:
             self.close()
             raise SandboxUnavailable("the sandbox zygote exited while starting (see the server log)")
         self.control.settimeout(None)
-        self._waiters: dict[str, queue.SimpleQueue] = {}
+        self._waiters: dict[str, _Reports] = {}
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read_reports, name="sandbox-zygote", daemon=True)
         self._reader.start()
@@ -120,12 +165,13 @@ class Zygote:
                 packet = b""
             if not packet:
                 for waiter in list(self._waiters.values()):
-                    waiter.put({"op": "zygote_gone"})
+                    waiter.take({"op": "zygote_gone"})
                 return
             report = json.loads(packet)
-            waiter = self._waiters.get(report.get("id", ""))
+            run_id = report.get("id", "")
+            waiter = self._waiters.pop(run_id, None) if report.get("op") in ("exit", "refused") else self._waiters.get(run_id)
             if waiter is not None:
-                waiter.put(report)
+                waiter.take(report)
 
     def run(
         self,
@@ -138,71 +184,125 @@ class Zygote:
         language: bool = True,
         want_frames: bool = False,
         cancelled: Callable[[], bool] | None = None,
+        on_exit: Callable[[float], None] | None = None,
     ) -> RunOutcome:
         """Run ``code`` in a fresh jailed child; never raises for what the code does.
 
+        The host enforces the limits itself: it counts ``call_tool`` requests and
+        ends the run past ``limits.max_tool_calls``, checks every frame
+        (protocol.parse_run_frame) and ends the run on the first bad one, and
+        stops waiting (and has the run killed) after the wall-clock limit.
         With ``want_frames`` the answer also carries the result table and every
         DataFrame the code put into ``frames`` as JSON data (see runner.frame_payload).
         ``cancelled`` is polled every 50 ms while the run works; once it says so
         the child is killed (not merely abandoned) and the outcome says why.
+        ``on_exit(cpu_seconds)`` is called (on another thread) once the zygote has
+        reaped the run; the answer does not wait for that.
+        Raises SandboxUnavailable when the zygote has stopped.
         """
         started = time.perf_counter()
         run_id = uuid.uuid4().hex
-        reports: queue.SimpleQueue = queue.SimpleQueue()
+        reports = _Reports(on_exit)
         self._waiters[run_id] = reports
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        conversation = _Conversation(self, host, run_id, reports, limits, call_tool, cancelled)
         try:
             request = {"id": run_id, "limits": _limits_dict(limits)}
             with self._lock:
                 socket.send_fds(self.control, [json.dumps(request).encode()], [child.fileno()])
             child.close()
-            outcome = self._converse(
-                host, code, inputs, datasets, limits, call_tool, language, reports, run_id, cancelled,
-                want_frames,
-            )
-        except (BrokenPipeError, ConnectionResetError, OSError) as exc:
+            outcome = conversation.hold(code, inputs, datasets, language, want_frames)
+        except OSError:
             if not self.alive:
                 raise SandboxUnavailable("the sandbox zygote has stopped") from None
-            outcome = RunOutcome(ok=False, error=f"the run's channel failed: {exc.strerror or exc}", stopped_by="crash")
+            outcome = conversation.died()  # the run went away mid-conversation: the zygote says how
         finally:
             host.close()
-            self._waiters.pop(run_id, None)
+        if not reports.ended.is_set():
+            self.kill(run_id)  # whatever the run does after answering, it does no more
+        reports.started.wait(_STATUS_GRACE_SECONDS)
+        if reports.refused and outcome.stopped_by in ("crash", ""):
+            outcome = RunOutcome(ok=False, stopped_by="unavailable", error=f"the sandbox refused the run: {reports.refused}")
+        outcome.layers = {**reports.layers, "language": language} if reports.layers else {}
+        outcome.tool_calls = conversation.calls
         outcome.wall_ms = (time.perf_counter() - started) * 1000.0
         return outcome
 
-    def _converse(self, host: socket.socket, code: str, inputs: dict, datasets: dict, limits: Limits,
-                  call_tool: CallTool, language: bool, reports: queue.SimpleQueue, run_id: str,
-                  cancelled: Callable[[], bool] | None, want_frames: bool = False) -> RunOutcome:
+    def kill(self, run_id: str) -> None:
+        """Have the zygote kill the run now (it reports ``killed`` and then ``exit``)."""
+        try:
+            with self._lock:
+                self.control.send(json.dumps({"cancel": run_id}).encode())
+        except OSError:  # the zygote is gone, and its runs with it
+            pass
+
+
+class _Conversation:
+    """The host's side of one run's socket: requests in, answers out, limits held."""
+
+    def __init__(self, zygote: Zygote, host: socket.socket, run_id: str, reports: _Reports, limits: Limits,
+                 call_tool: CallTool, cancelled: Callable[[], bool] | None) -> None:
+        self.zygote, self.host, self.run_id, self.reports = zygote, host, run_id, reports
+        self.limits, self.call_tool, self.cancelled = limits, call_tool, cancelled
+        self.calls = 0
+
+    def hold(self, code: str, inputs: dict, datasets: dict, language: bool, want_frames: bool) -> RunOutcome:
+        limits = self.limits
         deadline = time.monotonic() + limits.wall_seconds + 1.0
-        send_json(host, {"code": code, "inputs": inputs, "language": language, "has_data": bool(datasets),
-                         "want_frames": want_frames})
+        send_json(self.host, {"code": code, "inputs": inputs, "language": language,
+                              "has_data": bool(datasets), "want_frames": want_frames})
         if datasets:
-            send_frame(host, pickle.dumps(datasets, protocol=pickle.HIGHEST_PROTOCOL))
+            send_frame(self.host, pickle.dumps(datasets, protocol=pickle.HIGHEST_PROTOCOL))
         cap = limits.result_bytes + (64 << 10)
         while True:
-            if cancelled is not None and not _readable(host, deadline):
-                if cancelled():
-                    with self._lock:
-                        self.control.send(json.dumps({"cancel": run_id}).encode())
+            if not _readable(self.host, deadline):
+                if self.cancelled is not None and self.cancelled():
+                    self.zygote.kill(self.run_id)
                     return RunOutcome(ok=False, stopped_by="cancelled", error="cancelled by the user; the run was killed")
                 if time.monotonic() < deadline:
                     continue
-            host.settimeout(max(0.01, deadline - time.monotonic()))
+                return self._stop("supervisor:wall", f"the tool ran longer than {limits.wall_seconds:g} s and was stopped")
+            self.host.settimeout(max(0.01, deadline - time.monotonic()))
             try:
-                message = json.loads(recv_frame(host, cap))
+                message = parse_run_frame(recv_frame(self.host, cap))
             except FrameTooLarge as exc:
-                return RunOutcome(ok=False, stopped_by="result_cap",
-                                  error=f"the result is {exc.size:,} bytes; the limit is {limits.result_bytes:,}")
+                return self._stop("result_cap", f"the result is {exc.size:,} bytes; the limit is {limits.result_bytes:,}")
+            except ProtocolError as exc:
+                return self._stop("host:protocol", f"the tool broke the sandbox protocol: {exc}")
             except (PeerClosed, TimeoutError, ConnectionResetError):
-                return _died(reports, limits)
-            if message.get("op") == "call_tool":
-                send_json(host, {"text": call_tool(message.get("name", ""), message.get("inputs") or {})})
-                continue
-            return RunOutcome(
-                ok=bool(message.get("ok")), answer=message.get("answer"),
-                error=str(message.get("error", "")), stopped_by=str(message.get("stopped_by", "")),
-                layers=message.get("layers") or {}, tool_calls=int(message.get("tool_calls", 0)),
-            )
+                return self.died()
+            if message["op"] == "result":
+                return self._result(message)
+            self.calls += 1
+            if self.calls > limits.max_tool_calls:
+                self.calls -= 1
+                return self._stop("host:calls", f"the tool made more than {limits.max_tool_calls} call_tool calls")
+            send_json(self.host, {"text": self.call_tool(message["name"], message["inputs"])})
+
+    def _result(self, message: dict[str, Any]) -> RunOutcome:
+        return RunOutcome(ok=message["ok"], answer=message.get("answer"), error=message.get("error", ""),
+                          stopped_by=message.get("stopped_by", ""))
+
+    def _stop(self, stopped_by: str, error: str) -> RunOutcome:
+        """End the run for a limit the host enforces."""
+        self.zygote.kill(self.run_id)
+        return RunOutcome(ok=False, stopped_by=stopped_by, error=error)
+
+    def died(self) -> RunOutcome:
+        """The run ended without answering: how, the zygote says."""
+        reports, limits = self.reports, self.limits
+        reports.ended.wait(limits.wall_seconds + _STATUS_GRACE_SECONDS)
+        if reports.killed == "wall":
+            return RunOutcome(ok=False, stopped_by="supervisor:wall",
+                              error=f"the tool ran longer than {limits.wall_seconds:g} s and was stopped")
+        if reports.killed == "cancel":
+            return RunOutcome(ok=False, stopped_by="cancelled", error="cancelled by the user; the run was killed")
+        layer = _SIGNALS.get(reports.signal, "crash") if reports.ended.is_set() else "crash"
+        if layer == "os:cpu":
+            return RunOutcome(ok=False, stopped_by=layer, error=f"the tool used more than {limits.cpu_seconds} s of CPU and was stopped")
+        if reports.signal:
+            return RunOutcome(ok=False, stopped_by=layer, error="the tool crashed and was stopped")
+        return RunOutcome(ok=False, stopped_by="crash", error="the tool stopped without an answer")
 
 
 def _readable(host: socket.socket, deadline: float) -> bool:
@@ -211,29 +311,5 @@ def _readable(host: socket.socket, deadline: float) -> bool:
     return bool(ready)
 
 
-def _died(reports: queue.SimpleQueue, limits: Limits) -> RunOutcome:
-    """The run ended without answering: ask the zygote how."""
-    killed_for_wall = False
-    end = time.monotonic() + limits.wall_seconds + _STATUS_GRACE_SECONDS
-    while time.monotonic() < end:
-        try:
-            report = reports.get(timeout=max(0.01, end - time.monotonic()))
-        except queue.Empty:
-            break
-        if report.get("op") == "killed":
-            killed_for_wall = True
-        elif report.get("op") in ("exit", "zygote_gone"):
-            if killed_for_wall:
-                break
-            layer = _SIGNALS.get(report.get("signal", 0), "crash")
-            what = f"used more than {limits.cpu_seconds} s of CPU" if layer == "os:cpu" else "crashed"
-            return RunOutcome(ok=False, stopped_by=layer, error=f"the tool {what} and was stopped")
-    if killed_for_wall:
-        return RunOutcome(ok=False, stopped_by="supervisor:wall",
-                          error=f"the tool ran longer than {limits.wall_seconds:g} s and was stopped")
-    return RunOutcome(ok=False, stopped_by="crash", error="the tool stopped without an answer")
-
-
 def _limits_dict(limits: Limits) -> dict[str, Any]:
     return dataclasses.asdict(limits)
-

@@ -14,9 +14,21 @@ import errno
 import os
 import resource
 
-NOBODY = 65534
 CLONE_NEWNET = 0x40000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNS = 0x00020000
 PR_SET_NO_NEW_PRIVS = 38
+# Each concurrent run gets its own uid and gid from this range, so no run can
+# signal, ptrace or re-limit another (those need the same uid or a capability).
+RUN_ID_BASE = 600_000
+RUN_ID_SLOTS = 1024
+# Where a run finds its scratch directory inside its own root.
+RUN_SCRATCH = "/scratch"
+_DEVICES = ("null", "zero", "urandom", "random")
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MNT_DETACH = 2
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, -1)
 
 # x86_64 / aarch64 share these numbers for the Landlock syscalls.
 _SYS_LANDLOCK_CREATE_RULESET = 444
@@ -40,6 +52,8 @@ _SCRATCH_FS_RIGHTS = (
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -80,9 +94,10 @@ def unshare_network() -> bool:
 
 
 def set_limits(*, cpu_seconds: int, memory_bytes: int, file_bytes: int, open_files: int) -> None:
-    """CPU (SIGXCPU at the limit, SIGKILL one second later), address space, file size, fds."""
+    """CPU (SIGKILL at the limit: the first process of a PID namespace ignores SIGXCPU),
+    address space, file size, fds."""
     vm_now = _vm_size_bytes()
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
     resource.setrlimit(resource.RLIMIT_AS, (vm_now + memory_bytes, vm_now + memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
@@ -126,14 +141,107 @@ def landlock_confine(scratch: str) -> int:
         os.close(ruleset)
 
 
-def drop_to_nobody() -> bool:
-    """setgroups/setgid/setuid to 65534 when running as root."""
+def become(run_id: int) -> bool:
+    """setgroups/setgid/setuid to the run's own id (uid = gid) when running as root."""
     if os.geteuid() != 0:
         return False
     os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
-    return os.getuid() == NOBODY
+    os.setgid(run_id)
+    os.setuid(run_id)
+    return os.getuid() == run_id and os.getgid() == run_id
+
+
+# --- namespaces ----------------------------------------------------------------
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def next_child_in_new_pid_namespace() -> bool:
+    """Make the next fork of this process the first process of a new PID namespace.
+
+    Call ``restore_pid_namespace`` in the parent right after the fork, so that
+    every run gets a namespace of its own. Root only; False when refused.
+    """
+    return _libc.unshare(CLONE_NEWPID) == 0
+
+
+def restore_pid_namespace(own_namespace_fd: int) -> None:
+    """Put this process's future children back into its own PID namespace. Raises OSError."""
+    _check(_libc.setns(own_namespace_fd, CLONE_NEWPID), "setns(pid)")
+
+
+def jail_zygote(scratch_root: str, python_dirs: list[str]) -> None:
+    """Move the zygote, once, into a mount namespace whose root holds only what it
+    needs after its imports: ``python_dirs`` (read-only), four devices, ``/proc`` (to
+    check each run's layers) and ``scratch_root`` (read-write, at the same path).
+    The project directory and the rest of the host's filesystem are unmounted from
+    it. Root only; raises OSError.
+    """
+    mount_point = os.path.join(scratch_root, ".zygote-root")
+    os.makedirs(mount_point, mode=0o700, exist_ok=True)
+    _check(_libc.unshare(CLONE_NEWNS), "unshare(mount)")
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _mount("tmpfs", mount_point, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=256k,mode=0755")
+    _populate(mount_point, python_dirs)
+    _bind(scratch_root, mount_point + scratch_root, _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    os.mkdir(mount_point + "/proc")
+    _mount("proc", mount_point + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    _pivot(mount_point)
+    os.chdir("/")
+
+
+def _populate(mount_point: str, python_dirs: list[str]) -> None:
+    for path in python_dirs:
+        _bind(path, mount_point + path, _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    os.mkdir(mount_point + "/dev")
+    for device in _DEVICES:
+        _bind(f"/dev/{device}", f"{mount_point}/dev/{device}", _MS_RDONLY | _MS_NOSUID | _MS_NOEXEC, file=True)
+
+
+def _pivot(mount_point: str) -> None:
+    """Make ``mount_point`` (read-only from now on) this namespace's root."""
+    _mount(None, mount_point, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    os.chdir(mount_point)
+    # pivot_root(".", ".") stacks the old root under the new one; detaching it
+    # leaves nothing of the old filesystem reachable from this namespace.
+    _check(_libc.syscall(_SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", _MNT_DETACH), "umount(old root)")
+
+
+def enter_minimal_root(scratch: str, mount_point: str, python_dirs: list[str]) -> None:
+    """Move this process into a mount namespace whose root holds only ``python_dirs``
+    (read-only), four harmless devices and ``scratch`` at ``RUN_SCRATCH``; the host's
+    filesystem is unmounted from it, not merely unreadable. Root only; raises OSError.
+
+    ``mount_point`` is an empty directory; every run mounts its own tmpfs over it in
+    its own namespace, so runs never share one.
+    """
+    _check(_libc.unshare(CLONE_NEWNS), "unshare(mount)")
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _mount("tmpfs", mount_point, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=256k,mode=0755")
+    _populate(mount_point, python_dirs)
+    _bind(scratch, mount_point + RUN_SCRATCH, _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    _pivot(mount_point)
+    os.chdir(RUN_SCRATCH)
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    encode = lambda text: text.encode() if text is not None else None  # noqa: E731
+    _check(_libc.mount(encode(source), target.encode(), encode(fstype), flags, encode(data)), f"mount {target}")
+
+
+def _bind(source: str, target: str, flags: int, *, file: bool = False) -> None:
+    """Bind ``source`` at ``target`` (created), then remount it with ``flags``."""
+    if file:
+        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
+    else:
+        os.makedirs(target, exist_ok=True)
+    _mount(source, target, None, _MS_BIND)
+    _mount(None, target, None, _MS_BIND | _MS_REMOUNT | flags)
 
 
 # --- seccomp ---------------------------------------------------------------

@@ -13,14 +13,17 @@ from typing import Any
 
 from django.conf import settings
 
-from registry.contract import Err, content_for_data
+from registry.contract import Err
 from registry.handlers import HandlerFunc
-from registry.sandbox import datasets, oslayer
+from registry.sandbox import bridge, oslayer
+from registry.sandbox import datasets as run_datasets
 from registry.sandbox.client import Limits, RunOutcome, SandboxUnavailable, Zygote
 
 logger = logging.getLogger("eunice.sandbox")
 
-REQUIRED_OS_LAYERS = ("landlock", "seccomp", "network_namespace", "uid_drop")
+REQUIRED_OS_LAYERS = ("landlock", "seccomp", "network_namespace", "uid_drop", "pid_namespace", "mount_namespace")
+# Off only in tests that play an attacker who got past the language layer.
+LANGUAGE_LAYER = True
 _zygote: Zygote | None = None
 _zygote_lock = threading.Lock()
 
@@ -45,6 +48,8 @@ def missing_os_layers() -> list[str]:
         "seccomp": oslayer.seccomp_available(),
         "network_namespace": os.geteuid() == 0,
         "uid_drop": os.geteuid() == 0,
+        "pid_namespace": os.geteuid() == 0,
+        "mount_namespace": os.geteuid() == 0,
     }
     return [name for name in REQUIRED_OS_LAYERS if not available[name]]
 
@@ -67,44 +72,53 @@ def shutdown() -> None:
 
 
 def run_code(
-    code: str, inputs: dict, context: dict, *, tool_name: str = "", definition_hash: str = ""
+    code: str, inputs: dict, context: dict, *, tool_name: str = "", definition_hash: str = "",
+    dependencies: frozenset[str] = frozenset(),
 ) -> RunOutcome:
-    """Run tool code for ``context``'s caller. Refuses (ok=False, stopped_by="policy")
-    when the OS layer is incomplete and weak mode is not allowed, or nesting is too deep."""
-    refusal = _refusal(context)
-    if refusal is not None:
-        return refusal
-    depth = int(context.get("_sandbox_depth", 0))
-    try:
-        outcome = zygote().run(
-            code, inputs, _datasets(context, code), limits(), _call_tool_for(context, depth),
-            cancelled=_cancel_check(context),
-        )
-    except SandboxUnavailable as exc:
-        logger.error("sandbox unavailable: %s", exc)
-        outcome = RunOutcome(ok=False, stopped_by="unavailable", error="the sandbox is unavailable")
-    _record(outcome, tool_name, context, definition_hash)
-    return outcome
+    """Run tool code for ``context``'s caller; its ``call_tool`` may reach only
+    ``dependencies`` (and only tools sandboxed code may ever call, see bridge).
+
+    Refuses (ok=False, stopped_by="policy") when the OS layer is incomplete and
+    weak mode is not allowed, nesting is too deep or the call tree's budget is spent.
+    """
+    return _run(code, inputs, context, tool_name=tool_name, definition_hash=definition_hash,
+                allowed=dependencies)
 
 
 def run_analysis(code: str, default: Any, frames: dict[str, Any], context: dict) -> RunOutcome:
     """Run analysis code over ``frames`` (``df`` = ``default``); tables come back as data.
 
+    Called from a sandboxed run, the code may call only what that run may (it has no
+    declaration of its own); called by the model, any tool sandboxed code may call.
     Same refusals and record as ``run_code``.
     """
-    refusal = _refusal(context)
+    caller = context.get(bridge.SCOPE_KEY)
+    allowed = caller.allowed if isinstance(caller, bridge.Scope) else None
+    return _run(code, {}, context, tool_name="analyze_data", allowed=allowed,
+                datasets={"default": default, "frames": frames}, want_frames=True)
+
+
+def _run(code: str, inputs: dict, context: dict, *, tool_name: str, allowed: frozenset[str] | None,
+         definition_hash: str = "", datasets: dict[str, Any] | None = None, want_frames: bool = False) -> RunOutcome:
+    configured = limits()
+    scope, refusal = bridge.scope_for(context, configured, allowed, int(settings.SANDBOX["MAX_DEPTH"]))
+    refusal = refusal or _refusal()
     if refusal is not None:
-        return refusal
-    datasets = {"default": default, "frames": frames}
+        outcome = RunOutcome(ok=False, stopped_by="policy", error=refusal)
+        _record(outcome, tool_name, context, definition_hash)
+        return outcome
+    assert scope is not None
     try:
-        outcome = zygote().run(
-            code, {}, datasets, limits(), _call_tool_for(context, 0), want_frames=True,
-            cancelled=_cancel_check(context),
+        sandbox = zygote()  # first, so that starting it is not charged to the run's time
+        outcome = sandbox.run(
+            code, inputs, _datasets(context, code) if datasets is None else datasets, scope.limits(configured),
+            bridge.call_tool_for(context, scope), language=LANGUAGE_LAYER, want_frames=want_frames,
+            cancelled=_cancel_check(context), on_exit=scope.allowance.spend_cpu,
         )
     except SandboxUnavailable as exc:
         logger.error("sandbox unavailable: %s", exc)
         outcome = RunOutcome(ok=False, stopped_by="unavailable", error="the sandbox is unavailable")
-    _record(outcome, "analyze_data", context, "")
+    _record(outcome, tool_name, context, definition_hash)
     return outcome
 
 
@@ -114,35 +128,17 @@ def _cancel_check(context: dict):
     return (lambda: token.cancelled) if token is not None else None
 
 
-def _refusal(context: dict) -> RunOutcome | None:
-    depth = int(context.get("_sandbox_depth", 0))
-    if depth > int(settings.SANDBOX["MAX_DEPTH"]):
-        return RunOutcome(ok=False, stopped_by="policy",
-                          error=f"custom tools may nest at most {settings.SANDBOX['MAX_DEPTH']} deep")
+def _refusal() -> str | None:
     missing = missing_os_layers()
     if missing and not settings.SANDBOX["ALLOW_WEAK"]:
-        return RunOutcome(ok=False, stopped_by="policy", error=(
-            "custom tools are refused on this host: the sandbox's OS layer lacks "
-            f"{', '.join(missing)} (set EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode)"))
+        return ("custom tools are refused on this host: the sandbox's OS layer lacks "
+                f"{', '.join(missing)} (set EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode)")
     return None
 
 
 def _datasets(context: dict, code: str) -> dict[str, Any]:
     """``df`` and ``datasets`` for the run: the conversation's, if the caller may read them."""
-    return datasets.for_run(code, context, int(settings.SANDBOX["DATASET_MB"]) << 20)
-
-
-def _call_tool_for(context: dict, depth: int):
-    registry = context.get("_tool_registry")
-    caller = {key: context[key] for key in ("tenant_id", "user_id", "conversation_id") if key in context}
-
-    def call_tool(name: str, inputs: dict) -> str:
-        if registry is None:
-            return "✗ error: call_tool is unavailable here"
-        result = registry.execute_tool(name, inputs, {**caller, "_sandbox_depth": depth + 1})
-        return content_for_data(result.content)
-
-    return call_tool
+    return run_datasets.for_run(code, context, int(settings.SANDBOX["DATASET_MB"]) << 20)
 
 
 def _record(outcome: RunOutcome, tool_name: str, context: dict, definition_hash: str) -> None:
@@ -172,10 +168,12 @@ def outcome_to_return(outcome: RunOutcome) -> Any:
     return answer.get("text", "")
 
 
-def custom_handler(name: str, code: str, definition_hash: str) -> HandlerFunc:
+def custom_handler(name: str, code: str, definition_hash: str,
+                   dependencies: frozenset[str] = frozenset()) -> HandlerFunc:
     def handle(inputs: dict, context: dict) -> Any:
         return outcome_to_return(
-            run_code(code, inputs, context, tool_name=name, definition_hash=definition_hash)
+            run_code(code, inputs, context, tool_name=name, definition_hash=definition_hash,
+                     dependencies=dependencies)
         )
 
     return handle

@@ -62,6 +62,13 @@ def make_reviewer(username: str, tenant: str = "acme", *, shared: bool = True):
 
 
 @pytest.fixture
+def language_layer_bypassed(monkeypatch):
+    """Runs execute plain Python, as if an attacker had got past the language layer:
+    what holds then is the OS layer and the host alone."""
+    monkeypatch.setattr(service, "LANGUAGE_LAYER", False)
+
+
+@pytest.fixture
 def staff(django_user_model):
     return make_reviewer("reviewer")
 

@@ -35,19 +35,19 @@ def test_inputs_reach_the_code_and_are_validated_first(approved_tool, call):
 
 def test_call_tool_runs_in_the_host_with_the_callers_identity(approved_tool, call):
     approved_tool("inner", "result = 'inner ran'")
-    approved_tool("outer", "result = 'outer saw: ' + call_tool('inner', {})")
+    approved_tool("outer", "result = 'outer saw: ' + call_tool('inner', {})", dependencies=["inner"])
     assert "outer saw: inner ran" in text(call("outer"))
 
 
 def test_call_tool_cannot_reach_another_tenants_tool(approved_tool, call):
     approved_tool("theirs", "result = 'secret'", tenant=OTHER_TENANT)
-    approved_tool("probe", "result = call_tool('theirs', {})")
+    approved_tool("probe", "result = call_tool('theirs', {})", dependencies=["theirs"])
     assert "secret" not in call("probe").content
     assert "unknown tool" in call("probe").content
 
 
 def test_nesting_deeper_than_three_is_refused(approved_tool, call):
-    approved_tool("recurse", "result = call_tool('recurse', {})")
+    approved_tool("recurse", "result = call_tool('recurse', {})", dependencies=["recurse"])
     assert "nest at most 3" in call("recurse").content
 
 
@@ -63,7 +63,8 @@ def test_each_run_records_the_layers_that_were_active(approved_tool, call):
     call("noted")
     layers = SandboxRun.objects.get(tool_name="noted").layers
     assert layers["language"] and layers["seccomp"] and layers["landlock_abi"] >= 1
-    assert layers["uid"] == 65534 and layers["network_namespace"]
+    assert layers["own_uid"] and layers["uid"] >= 600_000 and layers["network_namespace"]
+    assert layers["pid_namespace"] and layers["mount_namespace"]
 
 
 def test_with_the_flag_off_custom_tools_are_unavailable(approved_tool, call, settings):
