@@ -1,6 +1,7 @@
 """Approved custom tools run through execute_tool: output handling, call_tool, flags, secrets."""
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from registry.models import SandboxRun
 from tests.conftest import OTHER_TENANT, text
@@ -41,9 +42,10 @@ def test_call_tool_runs_in_the_host_with_the_callers_identity(approved_tool, cal
 
 def test_call_tool_cannot_reach_another_tenants_tool(approved_tool, call):
     approved_tool("theirs", "result = 'secret'", tenant=OTHER_TENANT)
-    approved_tool("probe", "result = call_tool('theirs', {})", dependencies=["theirs"])
+    with pytest.raises(ValidationError, match="no tool named 'theirs' is available to tenant 'acme'"):
+        approved_tool("probe", "result = call_tool('theirs', {})", dependencies=["theirs"])
+    approved_tool("probe", "result = call_tool('theirs', {})")
     assert "secret" not in call("probe").content
-    assert "unknown tool" in call("probe").content
 
 
 def test_nesting_deeper_than_three_is_refused(approved_tool, call):
