@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from conversations.llm.cost import Usage
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from conversations.llm.provider import events_for
 from conversations.llm.types import (
     CURRENT_STATE_MARKER,
@@ -80,7 +81,9 @@ class OfflineProvider:
             )
         name, raw = match["name"], (match["args"] or "").strip()
         try:
-            inputs = json.loads(raw) if raw else {}
+            inputs = loads_bounded(raw) if raw else {}
+        except JSONTooDeep as exc:
+            return _reply(f"The arguments of /{name} are not accepted: {exc}. Write a flatter JSON object, e.g. {example}")
         except json.JSONDecodeError as exc:
             return _reply(
                 f"The arguments of /{name} are not valid JSON ({exc.msg} at line {exc.lineno}, "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from registry.sandbox.protocol import FrameTooLarge, PeerClosed, recv_frame, send_frame, send_json
 
 logger = logging.getLogger("eunice.sandbox")
@@ -189,10 +190,12 @@ class Zygote:
                     continue
             host.settimeout(max(0.01, deadline - time.monotonic()))
             try:
-                message = json.loads(recv_frame(host, cap))
+                message = loads_bounded(recv_frame(host, cap), what="the result")
             except FrameTooLarge as exc:
                 return RunOutcome(ok=False, stopped_by="result_cap",
                                   error=f"the result is {exc.size:,} bytes; the limit is {limits.result_bytes:,}")
+            except JSONTooDeep as exc:  # the run's own code chose the shape; parsing it must not recurse
+                return RunOutcome(ok=False, stopped_by="result_depth", error=str(exc))
             except (PeerClosed, TimeoutError, ConnectionResetError):
                 return _died(reports, limits)
             if message.get("op") == "call_tool":
