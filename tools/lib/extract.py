@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import PurePath
 
+from eunice.bounded_read import InputTooLarge, open_docx, pdf_page_texts
 from tools.lib.html_text import html_to_text
 
 FORMATS = ("text", "markdown", "html", "pdf", "docx")
@@ -84,12 +84,12 @@ def _markdown_title(text: str) -> tuple[str, str]:
 
 
 def _pdf_text(data: bytes) -> str:
-    from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
     try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        pages = pdf_page_texts(data)
+    except InputTooLarge as error:
+        raise UnreadableDocument(f"the PDF is refused: {error}") from None
     except (PyPdfError, ValueError, KeyError, OSError) as error:
         raise UnreadableDocument(f"the PDF cannot be read ({type(error).__name__})") from error
     return "\n\n".join(page.strip() for page in pages if page.strip())
@@ -98,10 +98,10 @@ def _pdf_text(data: bytes) -> str:
 def _docx_text(data: bytes) -> str:
     import zipfile
 
-    from docx import Document as DocxDocument
-
     try:
-        document = DocxDocument(io.BytesIO(data))
+        document = open_docx(data)
+    except InputTooLarge as error:
+        raise UnreadableDocument(f"the DOCX is refused: {error}") from None
     except (zipfile.BadZipFile, KeyError, ValueError) as error:
         raise UnreadableDocument(f"the DOCX cannot be read ({type(error).__name__})") from error
     blocks = []
