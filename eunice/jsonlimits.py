@@ -41,8 +41,8 @@ class JSONTooDeep(ValueError):
 class JSONTooLarge(ValueError):
     """The JSON text is longer than the caller's byte limit."""
 
-    def __init__(self, size: int, limit: int, what: str = "the JSON") -> None:
-        super().__init__(f"{what} is {size:,} bytes; the limit is {limit:,}")
+    def __init__(self, size: int, limit: int, what: str = "the JSON", unit: str = "bytes") -> None:
+        super().__init__(f"{what} is {size:,} {unit}; the limit is {limit:,}")
         self.size, self.limit = size, limit
 
 
@@ -57,12 +57,12 @@ def loads_bounded(
 ) -> Any:
     """``json.loads(data)`` once ``data`` is known to fit the limits.
 
-    Raises JSONTooLarge (longer than ``max_bytes``), JSONTooDeep (deeper than
+    Raises JSONTooLarge (longer than ``max_bytes``, counted in characters for a str), JSONTooDeep (deeper than
     ``max_depth``, default EUNICE_JSON_MAX_DEPTH) or json.JSONDecodeError, as
     json.loads does; never RecursionError.
     """
     if max_bytes is not None and len(data) > max_bytes:
-        raise JSONTooLarge(len(data), max_bytes, what)
+        raise JSONTooLarge(len(data), max_bytes, what, "characters" if isinstance(data, str) else "bytes")
     check_text_depth(data, max_depth, what=what)
     return json.loads(data, **json_options)
 

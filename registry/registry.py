@@ -228,7 +228,7 @@ class ToolRegistry:
         call.definition = definition
         try:
             # Before the validator, which (like every consumer of the inputs after it) recurses.
-            check_depth(inputs, what=f"the input of {name}")
+            check_depth(inputs, what="the input")
             validator_for(definition.input_schema, definition.schema_key)(inputs)
         except InputError as exc:
             call.early = _input_hint(definition, exc)

@@ -208,7 +208,10 @@ def _json(data: bytes) -> Any:
     try:
         return orjson.loads(data)  # refuses past 1024 levels itself, without recursing
     except orjson.JSONDecodeError:
-        return loads_bounded(data, what="a stream event")
+        try:
+            return loads_bounded(data, what="a stream event")
+        except JSONTooDeep as exc:
+            raise LLMResponseError(f"The model's stream is not accepted: {exc}.") from None
 
 
 def _bounded_input(name: str, value: dict[str, Any]) -> dict[str, Any]:
