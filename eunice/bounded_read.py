@@ -47,6 +47,14 @@ class InputTooLarge(ValueError):
         self.limit, self.setting = limit, setting
 
 
+class UnsupportedArchive(InputTooLarge):
+    """An archive member compressed with a method whose inflation zipfile does not bound."""
+
+    def __init__(self, message: str) -> None:
+        ValueError.__init__(self, message)
+        self.limit, self.setting = 0, ""
+
+
 def limit(name: str) -> int:
     """One of ``settings.INPUT_LIMITS`` (read per call, so tests and reloads see changes)."""
     return settings.INPUT_LIMITS[name]
@@ -61,9 +69,11 @@ _SETTINGS = {"ARCHIVE_MAX_BYTES": "EUNICE_ARCHIVE_MAX_MB", "ARCHIVE_MAX_RATIO": 
              "WORKBOOK_MAX_CELLS": "EUNICE_WORKBOOK_MAX_CELLS"}
 
 
-def _refuse_past(name: str, value: int, what: str, found: str, unit: str = "") -> None:
+def _refuse_past(name: str, value: int, what: str, found: str) -> None:
     if value > limit(name):
-        raise InputTooLarge(what, found, limit(name), _SETTINGS[name], unit)
+        if name.endswith("_BYTES"):  # set in MB, so named in MB
+            raise InputTooLarge(what, found, limit(name) >> 20, _SETTINGS[name], " MB")
+        raise InputTooLarge(what, found, limit(name), _SETTINGS[name])
 
 
 def check_zip(source: Source | IO[bytes], *, what: str = "the archive") -> zipfile.ZipFile:
@@ -100,20 +110,20 @@ def _check_member_count(handle: Any, what: str) -> None:
 
 def _check_members(members: list[zipfile.ZipInfo], what: str) -> None:
     _refuse_past("ARCHIVE_MAX_MEMBERS", len(members), what, f"{len(members):,} members")
-    total = sum(member.file_size for member in members)
-    _refuse_past("ARCHIVE_MAX_BYTES", total >> 20, what, f"{total:,} bytes once uncompressed", " MB")
     ratio_limit = limit("ARCHIVE_MAX_RATIO")
-    for member in members:
+    for member in members:  # before the total: a bomb's ratio says more than its size
         if member.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             # bzip2 and lzma members inflate without a bound per read in zipfile.
-            raise InputTooLarge(f"{what} member {member.filename[:80]!r}", "an unsupported compression method",
-                                0, "only stored and deflated members are read")
+            raise UnsupportedArchive(f"{what} member {member.filename[:80]!r} uses compression method "
+                                     f"{member.compress_type}; only stored and deflated members are read")
         if member.file_size > RATIO_FLOOR_BYTES:
             ratio = member.file_size / max(member.compress_size, 1)
             if ratio > ratio_limit:
                 raise InputTooLarge(f"{what} member {member.filename[:80]!r}",
                                     f"a compression ratio of {ratio:,.0f} to 1", ratio_limit,
                                     "EUNICE_ARCHIVE_MAX_RATIO", " to 1")
+    total = sum(member.file_size for member in members)
+    _refuse_past("ARCHIVE_MAX_BYTES", total, what, f"{total:,} bytes once uncompressed")
 
 
 def open_docx(data: bytes) -> Any:
@@ -129,14 +139,26 @@ def pdf_page_texts(data: bytes) -> list[str]:
     which inflates to at most EUNICE_PDF_MAX_STREAM_MB (pypdf's own ceilings, set to ours for
     this read only). Raises InputTooLarge, or pypdf's errors (LimitReachedError past a stream cap)."""
     from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import LimitReachedError
 
     cap = limit("PDF_MAX_STREAM_BYTES")
     with apply_configuration(disable_legacy_handling=True, **dict.fromkeys(_PDF_STREAM_CAPS, cap),
                              stream_decoding_work_maximum_length=4 * cap):
-        reader = PdfReader(io.BytesIO(data))
-        pages = len(reader.pages)
-        _refuse_past("PDF_MAX_PAGES", pages, "the PDF", f"{pages:,} pages")
-        return [page.extract_text() or "" for page in reader.pages]
+        try:
+            reader = PdfReader(io.BytesIO(data))
+            pages = len(reader.pages)
+            _refuse_past("PDF_MAX_PAGES", pages, "the PDF", f"{pages:,} pages")
+            return [_page_text(page) for page in reader.pages]
+        except LimitReachedError:
+            raise InputTooLarge("a stream of the PDF", "more bytes once decompressed than allowed", cap >> 20,
+                                "EUNICE_PDF_MAX_STREAM_MB", " MB") from None
+
+
+def _page_text(page: Any) -> str:
+    # extract_text swallows a stream past its cap (and reads the page as blank): decoding the
+    # contents first lets the cap be reported; pypdf keeps the decoded stream for extract_text.
+    page.get_contents()
+    return page.extract_text() or ""
 
 
 _PDF_STREAM_CAPS = (
@@ -165,7 +187,7 @@ def read_table(kind: str, payload: bytes, *, sep: str = ",") -> pd.DataFrame:
     Raises InputTooLarge, or the parser's own errors (ValueError, pandas'
     ParserError / EmptyDataError, zipfile.BadZipFile, OSError, KeyError).
     """
-    _refuse_past("MAX_DECODED_BYTES", len(payload) >> 20, "the file", f"{len(payload):,} bytes", " MB")
+    _refuse_past("MAX_DECODED_BYTES", len(payload), "the file", f"{len(payload):,} bytes")
     reader = {"csv": lambda: _csv(payload, sep), "excel": lambda: _excel(payload),
               "parquet": lambda: read_parquet_file(io.BytesIO(payload)), "json": lambda: _json(payload)}[kind]
     return check_frame(reader())
@@ -174,7 +196,7 @@ def read_table(kind: str, payload: bytes, *, sep: str = ",") -> pd.DataFrame:
 def read_csv_file(path: Source, *, sep: str = ",") -> pd.DataFrame:
     """A CSV file on disk, as ``read_table`` reads an uploaded one. Raises InputTooLarge or OSError."""
     size = Path(path).stat().st_size
-    _refuse_past("MAX_DECODED_BYTES", size >> 20, "the file", f"{size:,} bytes", " MB")
+    _refuse_past("MAX_DECODED_BYTES", size, "the file", f"{size:,} bytes")
     return read_table("csv", Path(path).read_bytes(), sep=sep)
 
 
@@ -185,13 +207,41 @@ def read_parquet_file(source: Source | IO[bytes]) -> pd.DataFrame:
     """
     import pyarrow.parquet as pq
 
-    meta = pq.ParquetFile(source).metadata
+    parquet = pq.ParquetFile(source)
+    meta = parquet.metadata
     check_shape(meta.num_rows, meta.num_columns, "the Parquet file")
+    # The pages' size once decompressed: what plain-encoded values occupy.
     decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    _refuse_past("MAX_DECODED_BYTES", decoded >> 20, "the Parquet file", f"{decoded:,} bytes uncompressed", " MB")
+    _refuse_past("MAX_DECODED_BYTES", decoded, "the Parquet file", f"{decoded:,} bytes uncompressed")
+    # A dictionary-encoded text column stores each value once and an index per row, so
+    # its pages say nothing of its decoded size: read it still encoded and measure.
+    expanded = _expanded_bytes(source, parquet.schema_arrow)
+    _refuse_past("MAX_DECODED_BYTES", expanded, "the Parquet file", f"{expanded:,} bytes once decoded")
     if hasattr(source, "seek"):
         source.seek(0)
     return pd.read_parquet(source)
+
+
+def _expanded_bytes(source: Source | IO[bytes], schema: Any) -> int:
+    """Bytes the file's columns take once decoded, text columns measured while still encoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    if hasattr(source, "seek"):
+        source.seek(0)
+    table = pq.ParquetFile(source, read_dictionary=text).read()
+    total = 0
+    for column in table.columns:
+        for chunk in column.chunks:
+            if pa.types.is_dictionary(chunk.type):
+                lengths = pc.binary_length(chunk.dictionary)
+                total += (pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0) + 8 * len(chunk)
+            else:
+                total += chunk.nbytes
+    return total
 
 
 def check_shape(rows: int, columns: int, what: str) -> None:
@@ -257,7 +307,7 @@ def _json_columns(records: list) -> int:
 def _excel(payload: bytes) -> pd.DataFrame:
     with check_zip(payload, what="the workbook") as archive:
         rows, columns = _sheet_extent(archive, _sheet_paths(io.BytesIO(payload))[0])
-    check_shape(rows, columns, "the workbook's first sheet")
+    check_shape(max(rows - 1, 0), columns, "the workbook's first sheet")  # the first row is the header
     return pd.read_excel(io.BytesIO(payload), engine="openpyxl")
 
 
@@ -294,7 +344,8 @@ def _sheet_extent(archive: zipfile.ZipFile, path: str) -> tuple[int, int]:
 
 def _sheet_scan(archive: zipfile.ZipFile, path: str) -> tuple[int, int, int, bytes]:
     """Row tags, cell tags, the highest row reference and the widest column letters of a sheet;
-    stops (InputTooLarge) once the cells are past EUNICE_DATASET_MAX_CELLS."""
+    stops (InputTooLarge) once the cells are past EUNICE_DATASET_MAX_CELLS and a header row."""
+    cap = limit("MAX_CELLS") + limit("MAX_COLUMNS")
     rows = cells = max_row = 0
     widest = b""
     for chunk in _tag_chunks(archive, path):
@@ -302,7 +353,9 @@ def _sheet_scan(archive: zipfile.ZipFile, path: str) -> tuple[int, int, int, byt
         cells += len(_CELL.findall(chunk))
         max_row = max([max_row, *map(int, _REF_ROW.findall(chunk))])
         widest = max([widest, *_REF_CELL.findall(chunk)], key=lambda letters: (len(letters), letters))
-        _refuse_past("MAX_CELLS", cells, f"the sheet {path!r}", f"over {cells:,} cells")
+        if cells > cap:
+            raise InputTooLarge(f"the sheet {path!r}", f"over {cells:,} cells", limit("MAX_CELLS"),
+                                "EUNICE_DATASET_MAX_CELLS")
     return rows, cells, max_row, widest
 
 

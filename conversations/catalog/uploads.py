@@ -56,7 +56,8 @@ def parse(kind: str, payload: bytes, filename: str) -> pd.DataFrame:
         raise UploadError(f"{filename!r} is refused: {exc}") from None
     except pd.errors.EmptyDataError:
         raise UploadError(f"{filename!r} is empty") from None
-    except (ValueError, pd.errors.ParserError, zipfile.BadZipFile, OSError, KeyError) as exc:
+    # SyntaxError: what XML parsers raise for a broken sheet (ElementTree's ParseError, lxml's).
+    except (ValueError, pd.errors.ParserError, zipfile.BadZipFile, OSError, KeyError, SyntaxError) as exc:
         raise UploadError(f"{filename!r} is not a readable {kind} file: {_reason(exc)}") from None
 
 

@@ -102,7 +102,7 @@ def _docx_text(data: bytes) -> str:
         document = open_docx(data)
     except InputTooLarge as error:
         raise UnreadableDocument(f"the DOCX is refused: {error}") from None
-    except (zipfile.BadZipFile, KeyError, ValueError) as error:
+    except (zipfile.BadZipFile, KeyError, ValueError, SyntaxError) as error:  # SyntaxError: lxml's XMLSyntaxError
         raise UnreadableDocument(f"the DOCX cannot be read ({type(error).__name__})") from error
     blocks = []
     for paragraph in document.paragraphs:
