@@ -274,6 +274,12 @@ def _csv(payload: bytes, sep: str) -> pd.DataFrame:
 def _json(payload: bytes) -> pd.DataFrame:
     # Every value but the last is followed by a comma: an upper bound on cells before parsing.
     _refuse_past("MAX_CELLS", payload.count(b",") + 1, "the JSON file", f"up to {payload.count(b',') + 1:,} values")
+    # Keys per object on average (a key is a string then a colon; counted in C, strings and
+    # all): past the column limit, some object is wider than a dataset may be. A wide object
+    # padded with nested ones is found once parsed, at the cost of parsing it.
+    keys, objects = payload.count(b'":') + payload.count(b'" :'), payload.count(b"{")
+    if objects and keys // objects > limit("MAX_COLUMNS"):
+        _refuse_past("MAX_COLUMNS", keys // objects, "the JSON file", f"objects of {keys // objects:,} keys on average")
     value = loads_bounded(payload, what="the JSON file")
     if isinstance(value, dict):
         # {"rows": [...]} or {"data": [...]}: the one list inside is the table.
@@ -294,6 +300,8 @@ def _json_columns(records: list) -> int:
         stack = [((), record)] if isinstance(record, dict) else []
         while stack:
             prefix, node = stack.pop()
+            if len(node) > cap:  # one object wider than the limit: no need to name its keys
+                return len(node)
             for key, child in node.items():
                 if isinstance(child, dict) and child:
                     stack.append(((*prefix, key), child))

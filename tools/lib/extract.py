@@ -30,6 +30,10 @@ class UnreadableDocument(ValueError):
     """The bytes do not parse as the format they claim (a corrupt PDF, say)."""
 
 
+class RefusedDocument(UnreadableDocument):
+    """The document is past an input limit (eunice.bounded_read); the message names it."""
+
+
 def detect_format(name: str = "", mime_type: str = "", data: bytes = b"") -> str:
     """The format of a document from its name, MIME type or first bytes. Raises UnsupportedFormat."""
     by_name = _BY_EXTENSION.get(PurePath(name).suffix.lower()) if name else None
@@ -89,7 +93,7 @@ def _pdf_text(data: bytes) -> str:
     try:
         pages = pdf_page_texts(data)
     except InputTooLarge as error:
-        raise UnreadableDocument(f"the PDF is refused: {error}") from None
+        raise RefusedDocument(f"the PDF is refused: {error}") from None
     except (PyPdfError, ValueError, KeyError, OSError) as error:
         raise UnreadableDocument(f"the PDF cannot be read ({type(error).__name__})") from error
     return "\n\n".join(page.strip() for page in pages if page.strip())
@@ -101,7 +105,7 @@ def _docx_text(data: bytes) -> str:
     try:
         document = open_docx(data)
     except InputTooLarge as error:
-        raise UnreadableDocument(f"the DOCX is refused: {error}") from None
+        raise RefusedDocument(f"the DOCX is refused: {error}") from None
     except (zipfile.BadZipFile, KeyError, ValueError, SyntaxError) as error:  # SyntaxError: lxml's XMLSyntaxError
         raise UnreadableDocument(f"the DOCX cannot be read ({type(error).__name__})") from error
     blocks = []
