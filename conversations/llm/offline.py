@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from conversations.llm.cost import Usage
-from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from conversations.llm.provider import events_for
 from conversations.llm.types import (
     CURRENT_STATE_MARKER,
@@ -36,6 +35,7 @@ from conversations.llm.types import (
     TextBlock,
     ToolUseBlock,
 )
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
 
 MODEL_NAME = "offline"
 _COMMAND = re.compile(r"\A\s*/(?P<name>[A-Za-z0-9_-]{1,128})(?:\s+(?P<args>.*))?\Z", re.DOTALL)
