@@ -21,6 +21,7 @@ from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
 from conversations.state import clear_cancel, request_cancel
+from eunice.jsonlimits import loads_bounded
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -73,6 +74,20 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def send_chunk_text(self, text: str) -> None:
         """A chunk of a turn running in this process, already encoded (straight to the server's send)."""
         await self.base_send({"type": "websocket.send", "text": text})
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs) -> None:
+        """A frame: JSON text within the size and depth limits, else an error frame (the socket stays open)."""
+        if text_data is None:
+            await self.send_json({"type": "error", "message": "send JSON as text frames"})
+            return
+        # A message's text may be escaped (up to 6 characters each, \uXXXX) plus the frame's own keys.
+        limit = 6 * settings.EUNICE_MAX_MESSAGE_CHARS + 1024
+        try:
+            content = loads_bounded(text_data, max_bytes=limit, what="the frame")
+        except ValueError as exc:  # invalid JSON, too deep (JSONTooDeep) or too long (JSONTooLarge)
+            await self.send_json({"type": "error", "message": f"unreadable frame: {exc}"})
+            return
+        await self.receive_json(content)
 
     async def receive_json(self, content: dict, **kwargs) -> None:
         conversation = await database_sync_to_async(owned_conversation)(self.user, self.conversation_id)

@@ -184,6 +184,12 @@ REST_FRAMEWORK = {
     # Every list is paged: ?limit= (default 100, at most 1000) and ?offset=.
     "DEFAULT_PAGINATION_CLASS": "eunice.pagination.Paging",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON bodies are depth-checked before parsing (a 400 naming the limit, never a 500).
+    "DEFAULT_PARSER_CLASSES": [
+        "eunice.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(
     0, "rest_framework.authentication.TokenAuthentication"
@@ -284,6 +290,30 @@ DATA = {
 }
 if DATA["ANALYZE_DATA_FOR"] not in ("staff", "all"):
     raise ImproperlyConfigured("EUNICE_ANALYZE_DATA_FOR must be 'staff' or 'all'")
+
+# --- Input limits (docs/security.md) ------------------------------------------
+# Checked before a parser allocates: a file past one is refused with a message
+# naming the limit and its variable (eunice/bounded_read.py, eunice/jsonlimits.py).
+INPUT_LIMITS = {
+    # A dataset (upload, datasource file, stored Parquet): its shape.
+    "MAX_COLUMNS": env_int("EUNICE_DATASET_MAX_COLUMNS", 2_000, minimum=1),
+    "MAX_ROWS": env_int("EUNICE_DATASET_MAX_ROWS", 1_000_000, minimum=1),
+    "MAX_CELLS": env_int("EUNICE_DATASET_MAX_CELLS", 20_000_000, minimum=1),
+    # Bytes of data behind a dataset once decoded (a Parquet file's uncompressed pages).
+    "MAX_DECODED_BYTES": env_int("EUNICE_DATASET_MAX_MB", 256, minimum=1) << 20,
+    # Archives (xlsx, docx, any zip): what the central directory declares.
+    "ARCHIVE_MAX_BYTES": env_int("EUNICE_ARCHIVE_MAX_MB", 100, minimum=1) << 20,
+    "ARCHIVE_MAX_RATIO": env_int("EUNICE_ARCHIVE_MAX_RATIO", 100, minimum=1),
+    "ARCHIVE_MAX_MEMBERS": env_int("EUNICE_ARCHIVE_MAX_MEMBERS", 10_000, minimum=1),
+    # A workbook openpyxl loads whole (manipulate_excel) keeps every cell as an object.
+    "WORKBOOK_MAX_CELLS": env_int("EUNICE_WORKBOOK_MAX_CELLS", 1_000_000, minimum=1),
+    # PDF: pages read, and bytes any one stream may decompress to.
+    "PDF_MAX_PAGES": env_int("EUNICE_PDF_MAX_PAGES", 2_000, minimum=1),
+    "PDF_MAX_STREAM_BYTES": env_int("EUNICE_PDF_MAX_STREAM_MB", 20, minimum=1) << 20,
+}
+# How deep JSON from outside may nest: REST bodies, websocket frames, tool
+# arguments, model output, MCP and sandbox results, uploaded JSON.
+JSON_MAX_DEPTH = env_int("EUNICE_JSON_MAX_DEPTH", 64, minimum=2)
 
 # --- Models ------------------------------------------------------------------
 # Read once here and never logged or echoed (Django's error reports already

@@ -19,6 +19,7 @@ from conversations.llm import LLMConfigError, LLMError, LLMRequest
 from conversations.llm.offline import OfflineProvider
 from conversations.llm.provider import Provider
 from conversations.llm.roles import create_llm_client_for_role, get_model_for_role
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from registry.models import ModelConfig
 
 BUILDER_ROLE = "tool_builder"
@@ -165,7 +166,9 @@ def _json_object(reply: str, role: str, expected: str) -> dict[str, Any]:
     if text.startswith("```") and text.endswith("```"):
         text = text[3:-3].removeprefix("json").strip()
     try:
-        data = json.loads(text)
+        data = loads_bounded(text, what=f"the {role} model's reply")
+    except JSONTooDeep as exc:
+        raise BuildFailed(f"{exc}. Expected one object: {expected}") from None
     except json.JSONDecodeError as exc:
         raise BuildFailed(f"the {role} model's reply is not JSON ({exc.msg} at line {exc.lineno}, "
                           f"column {exc.colno}). Expected one object: {expected}") from None

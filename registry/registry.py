@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
+from eunice.jsonlimits import JSONTooDeep, check_depth
 from registry import aio
 from registry.contract import (
     Envelope,
@@ -226,9 +227,14 @@ class ToolRegistry:
             return call
         call.definition = definition
         try:
+            # Before the validator, which (like every consumer of the inputs after it) recurses.
+            check_depth(inputs, what="the input")
             validator_for(definition.input_schema, definition.schema_key)(inputs)
         except InputError as exc:
             call.early = _input_hint(definition, exc)
+            return call
+        except JSONTooDeep as exc:
+            call.early = Hint("schema", f"invalid input for {name}: {exc}; pass a flatter object")
             return call
         call.handler, why_not = self._route(definition)
         if call.handler is None:

@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from registry.execlog import writer
 from registry.models import ToolDefinition, ToolExecutionLog
 from registry.registry import get_registry
@@ -42,7 +43,10 @@ def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
         raw = request.POST.get("inputs", "{}")
         context["inputs"] = raw
         try:
-            inputs = json.loads(raw)
+            inputs = loads_bounded(raw, what="inputs")
+        except JSONTooDeep as exc:
+            context["input_error"] = str(exc)
+            return render(request, "eunice/playground_tool.html", context, status=400)
         except json.JSONDecodeError as exc:
             context["input_error"] = f"inputs are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
             return render(request, "eunice/playground_tool.html", context, status=400)

@@ -74,6 +74,16 @@ def test_settings_name_a_bad_environment_variable():
     assert "EUNICE_TOOL_TIMEOUT='soon' is not a number" in result.stderr
 
 
+@pytest.mark.parametrize(("variable", "value", "said"), [
+    ("EUNICE_DATASET_MAX_COLUMNS", "wide", "is not a whole number"),
+    ("EUNICE_ARCHIVE_MAX_RATIO", "0", "must be at least 1"),
+    ("EUNICE_JSON_MAX_DEPTH", "1", "must be at least 2"),
+])
+def test_an_input_limit_that_is_not_a_positive_number_stops_the_process(variable, value, said):
+    result = settings_import(SECRET_KEY="k", **{variable: value})
+    assert result.returncode != 0 and variable in result.stderr and said in result.stderr
+
+
 def test_settings_load_with_only_a_secret_key():
     assert settings_import(SECRET_KEY="k").returncode == 0
 

@@ -7,7 +7,6 @@ New frames the code puts into ``frames`` are saved to the catalog.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pandas as pd
@@ -15,6 +14,7 @@ from django.conf import settings
 
 from conversations.catalog.access import is_staff
 from conversations.catalog.store import NAME_RULE
+from eunice.jsonlimits import loads_bounded
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
 from registry.sandbox import service
 from tools.datacommon import catalog, catalog_errors, quality_warnings, table_ok
@@ -71,7 +71,7 @@ def _save_frames(books: Any, payloads: dict[str, dict]) -> tuple[dict[str, pd.Da
 
 def rebuild(payload: dict) -> pd.DataFrame:
     """The DataFrame a run sent as JSON data (runner.frame_payload), with dates restored."""
-    split = json.loads(payload["split"])
+    split = loads_bounded(payload["split"], what="the frame a run sent")
     frame = pd.DataFrame(split["data"], columns=split["columns"])
     for column, dtype in (payload.get("dtypes") or {}).items():
         if column in frame.columns and dtype.startswith("datetime64"):

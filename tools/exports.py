@@ -12,6 +12,7 @@ from conversations.catalog.access import readable_files
 from conversations.catalog.files import is_tenant_file
 from conversations.catalog.uploads import EXCEL_MIME
 from conversations.models import GeneratedFile
+from eunice.bounded_read import InputTooLarge, open_workbook
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
 from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, ranked
 
@@ -98,10 +99,11 @@ def _format(worksheet, frame: pd.DataFrame, sheet: dict) -> None:  # noqa: ANN00
 @catalog_errors
 def manipulate_excel(inputs: dict, context: dict) -> Ok:
     """Read or edit a workbook of this tenant (an upload or an earlier export); edits make a new file."""
-    from openpyxl import load_workbook
-
     generated = _workbook_file(inputs["file_id"], context)
-    workbook = load_workbook(generated.path)
+    try:
+        workbook = open_workbook(generated.path)
+    except InputTooLarge as exc:
+        raise HintException("schema", f"file_id {generated.pk} ({generated.filename}) is refused: {exc}") from None
     operations = inputs.get("operations") or []
     if not operations:
         return Ok(rows=len(workbook.sheetnames), data=_read(workbook, inputs.get("sheet"), inputs.get("range")))

@@ -21,6 +21,7 @@ import pandas as pd
 
 from conversations.catalog.secrets import unseal
 from conversations.models import DataSource
+from eunice.bounded_read import InputTooLarge, read_csv_file, read_parquet_file
 from registry.contract import HintException
 
 _MISSING = re.compile(r'(?:relation|column|table|no such table:|no such column:)\s+"?([\w.]+)"?', re.I)
@@ -63,7 +64,9 @@ def schema_of(source: DataSource, timeout: float = 10.0) -> dict[str, list[str]]
 def read_file(source: DataSource) -> pd.DataFrame:
     path = source.location.get("path", "")
     try:
-        return pd.read_parquet(path) if source.kind == DataSource.Kind.PARQUET else pd.read_csv(path)
+        return read_parquet_file(path) if source.kind == DataSource.Kind.PARQUET else read_csv_file(path)
+    except InputTooLarge as exc:
+        raise SourceError(f"datasource {source.name!r}: {exc}") from None
     except (OSError, ValueError) as exc:
         raise SourceError(f"datasource {source.name!r}: the file cannot be read ({type(exc).__name__})") from None
 

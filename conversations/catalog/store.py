@@ -16,6 +16,7 @@ import pandas as pd
 
 from conversations.catalog.files import tenant_dir
 from conversations.models import CatalogDataset, Conversation
+from eunice.bounded_read import InputTooLarge, check_frame, read_parquet_file
 
 NAME_RULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 SAVED_MARK = "eunice_catalog_saved"
@@ -92,7 +93,7 @@ class ConversationCatalog:
     def load(self, name: str | None = None) -> pd.DataFrame:
         """The dataset as a DataFrame (the default one without a name). Raises UnknownDataset."""
         entry = self.entry(self.resolve(name))
-        frame = pd.read_parquet(entry.path)
+        frame = read_parquet_file(entry.path)
         frame.attrs[SAVED_MARK] = True
         return frame
 
@@ -100,11 +101,16 @@ class ConversationCatalog:
         rows = CatalogDataset.objects.in_conversation(self.tenant_id, self.conversation_id)
         if names is not None:
             rows = rows.filter(name__in=names)
-        return {row.name: pd.read_parquet(row.path) for row in rows}
+        return {row.name: read_parquet_file(row.path) for row in rows}
 
     def save(self, name: str, frame: pd.DataFrame, *, source: str, source_detail: str = "") -> CatalogDataset:
-        """Store ``frame`` as ``name`` (replacing one of that name). Raises CatalogError for a bad name."""
+        """Store ``frame`` as ``name`` (replacing one of that name). Raises CatalogError for a bad name
+        or a frame past the dataset limits (so every stored dataset can be loaded again)."""
         check_name(name)
+        try:
+            check_frame(frame, f"dataset {name!r}")
+        except InputTooLarge as exc:
+            raise CatalogError(str(exc)) from None
         frame = _parquet_ready(frame)
         path = tenant_dir(self.tenant_id, "datasets", self.conversation_id) / f"{name}.parquet"
         frame.to_parquet(path, index=False)

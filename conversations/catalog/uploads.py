@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import zipfile
 from pathlib import PurePath
 
@@ -12,6 +11,7 @@ from django.conf import settings
 from conversations.catalog.files import register_export, safe_name
 from conversations.catalog.store import CatalogError, ConversationCatalog
 from conversations.models import CatalogDataset
+from eunice.bounded_read import InputTooLarge, read_table
 
 FORMATS = {".csv": "csv", ".tsv": "csv", ".xlsx": "excel", ".parquet": "parquet", ".json": "json"}
 EXCEL_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -47,34 +47,18 @@ def upload_dataset(
 
 
 def parse(kind: str, payload: bytes, filename: str) -> pd.DataFrame:
-    """Read ``payload`` as ``kind``; raises UploadError with the reader's reason (no traceback)."""
-    buffer = io.BytesIO(payload)
+    """Read ``payload`` as ``kind`` within the dataset limits (eunice.bounded_read); raises
+    UploadError with the limit or the reader's reason (no traceback)."""
+    sep = "\t" if filename.lower().endswith(".tsv") else ","
     try:
-        if kind == "csv":
-            sep = "\t" if filename.lower().endswith(".tsv") else ","
-            return pd.read_csv(buffer, sep=sep)
-        if kind == "excel":
-            return pd.read_excel(buffer, engine="openpyxl")
-        if kind == "parquet":
-            return pd.read_parquet(buffer)
-        return _json_frame(payload)
+        return read_table(kind, payload, sep=sep)
+    except InputTooLarge as exc:
+        raise UploadError(f"{filename!r} is refused: {exc}") from None
     except pd.errors.EmptyDataError:
         raise UploadError(f"{filename!r} is empty") from None
-    except (ValueError, pd.errors.ParserError, zipfile.BadZipFile, OSError, KeyError) as exc:
+    # SyntaxError: what XML parsers raise for a broken sheet (ElementTree's ParseError, lxml's).
+    except (ValueError, pd.errors.ParserError, zipfile.BadZipFile, OSError, KeyError, SyntaxError) as exc:
         raise UploadError(f"{filename!r} is not a readable {kind} file: {_reason(exc)}") from None
-
-
-def _json_frame(payload: bytes) -> pd.DataFrame:
-    import json
-
-    value = json.loads(payload)
-    if isinstance(value, dict):
-        # {"rows": [...]} or {"data": [...]}: the one list inside is the table.
-        lists = [v for v in value.values() if isinstance(v, list)]
-        value = lists[0] if len(lists) == 1 else [value]
-    if not isinstance(value, list):
-        raise ValueError("expected a list of records or an object holding one")
-    return pd.json_normalize(value)
 
 
 def _reason(exc: Exception) -> str:

@@ -25,6 +25,7 @@ from conversations.llm.types import (
     ToolUseStop,
     UsageUpdate,
 )
+from eunice.jsonlimits import JSONTooDeep, check_depth, loads_bounded
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
@@ -50,7 +51,7 @@ def response_from_message(message: Any) -> LLMResponse:
         elif block.type == "thinking":
             content.append(ThinkingBlock(block.thinking, block.signature))
         elif block.type == "tool_use":
-            content.append(ToolUseBlock(block.id, block.name, dict(block.input or {})))
+            content.append(ToolUseBlock(block.id, block.name, _bounded_input(block.name, dict(block.input or {}))))
     return LLMResponse(
         content=tuple(content),
         stop_reason=message.stop_reason or "end_turn",
@@ -205,16 +206,30 @@ def _json(data: bytes) -> Any:
     """orjson (a fifth of json's cost for a delta event), or json for what orjson
     refuses and json reads (an escaped lone surrogate, NaN)."""
     try:
-        return orjson.loads(data)
+        return orjson.loads(data)  # refuses past 1024 levels itself, without recursing
     except orjson.JSONDecodeError:
-        return json.loads(data)
+        try:
+            return loads_bounded(data, what="a stream event")
+        except JSONTooDeep as exc:
+            raise LLMResponseError(f"The model's stream is not accepted: {exc}.") from None
+
+
+def _bounded_input(name: str, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` (tool input the SDK already parsed) if it is within the depth limit. Raises LLMResponseError."""
+    try:
+        check_depth(value, what=f"the input for tool {name!r}")
+    except JSONTooDeep as exc:
+        raise LLMResponseError(f"The model sent input that is not accepted: {exc}.") from None
+    return value
 
 
 def _tool_input(name: str, raw: str) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = loads_bounded(raw)
+    except JSONTooDeep as exc:
+        raise LLMResponseError(f"The model sent input for tool {name!r} that is not accepted: {exc}.") from None
     except json.JSONDecodeError as exc:
         raise LLMResponseError(f"The model sent unreadable input for tool {name!r} ({exc.msg}).") from None
     if not isinstance(value, dict):

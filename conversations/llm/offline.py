@@ -35,6 +35,7 @@ from conversations.llm.types import (
     TextBlock,
     ToolUseBlock,
 )
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
 
 MODEL_NAME = "offline"
 _COMMAND = re.compile(r"\A\s*/(?P<name>[A-Za-z0-9_-]{1,128})(?:\s+(?P<args>.*))?\Z", re.DOTALL)
@@ -80,7 +81,9 @@ class OfflineProvider:
             )
         name, raw = match["name"], (match["args"] or "").strip()
         try:
-            inputs = json.loads(raw) if raw else {}
+            inputs = loads_bounded(raw) if raw else {}
+        except JSONTooDeep as exc:
+            return _reply(f"The arguments of /{name} are not accepted: {exc}. Write a flatter JSON object, e.g. {example}")
         except json.JSONDecodeError as exc:
             return _reply(
                 f"The arguments of /{name} are not valid JSON ({exc.msg} at line {exc.lineno}, "

@@ -8,7 +8,6 @@ answers from the bundled catalog. Installing shows the exact argv first; see
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import urllib.error
@@ -19,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
+from eunice.jsonlimits import loads_bounded
 from registry.mcp.services import Actor, connect_server, create_server
 
 SEARCH_TIMEOUT = 5.0
@@ -104,7 +104,7 @@ def _search_registry(query: str, limit: int) -> list[Listing]:
         {"search": query, "limit": limit}
     )
     with urllib.request.urlopen(url, timeout=SEARCH_TIMEOUT) as response:  # noqa: S310 - configured URL
-        body = json.loads(response.read(2_000_000))
+        body = loads_bounded(response.read(2_000_000), what="the registry's answer")
     return [listing for item in body.get("servers", []) if (listing := _listing(item)) is not None]
 
 

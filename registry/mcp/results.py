@@ -6,6 +6,7 @@ import base64
 import json
 from typing import Any
 
+from eunice.jsonlimits import JSONTooDeep, check_depth
 from registry.contract import Effects, Err, Ok
 
 MAX_TEXT = 200_000
@@ -18,6 +19,12 @@ def to_envelope(conn: str, tool: str, result: Any) -> Ok | Err:
     for block in result.content or []:
         parts.append(_render_block(block, cards))
     structured = getattr(result, "structured_content", None)
+    try:
+        # The SDK parsed it (pydantic stops at 200 levels); json.dumps, the cards and
+        # every reader after us recurse, so the deployment's own limit applies here.
+        check_depth(structured, what=f"the structured result of MCP tool {tool!r}")
+    except JSONTooDeep as exc:
+        return Err(f"MCP tool {tool!r} on {conn!r} returned a result that is not accepted: {exc}", "MCPResultTooDeep")
     if structured is not None and not parts:
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))
     text = "\n".join(part for part in parts if part)

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from registry.sandbox.protocol import (
     FrameTooLarge,
     PeerClosed,
     ProtocolError,
-    parse_run_frame,
+    check_run_frame,
     recv_frame,
     send_frame,
     send_json,
@@ -190,7 +191,7 @@ class Zygote:
 
         The host enforces the limits itself: it counts ``call_tool`` requests and
         ends the run past ``limits.max_tool_calls``, checks every frame
-        (protocol.parse_run_frame) and ends the run on the first bad one, and
+        (protocol.check_run_frame) and ends the run on the first bad one, and
         stops waiting (and has the run killed) after the wall-clock limit.
         With ``want_frames`` the answer also carries the result table and every
         DataFrame the code put into ``frames`` as JSON data (see runner.frame_payload).
@@ -264,11 +265,14 @@ class _Conversation:
                 return self._stop("supervisor:wall", f"the tool ran longer than {limits.wall_seconds:g} s and was stopped")
             self.host.settimeout(max(0.01, deadline - time.monotonic()))
             try:
-                message = parse_run_frame(recv_frame(self.host, cap))
+                raw = recv_frame(self.host, cap)
+                message = check_run_frame(loads_bounded(raw, what="the result", parse_constant=_no_constant), len(raw))
             except FrameTooLarge as exc:
                 return self._stop("result_cap", f"the result is {exc.size:,} bytes; the limit is {limits.result_bytes:,}")
-            except ProtocolError as exc:
-                return self._stop("host:protocol", f"the tool broke the sandbox protocol: {exc}")
+            except JSONTooDeep as exc:  # the run's own code chose the shape; parsing it must not recurse
+                return self._stop("result_depth", str(exc))
+            except (ValueError, ProtocolError) as exc:
+                return self._stop("host:protocol", f"the tool broke the sandbox protocol: {_protocol_reason(exc)}")
             except (PeerClosed, TimeoutError, ConnectionResetError):
                 return self.died()
             if message["op"] == "result":
@@ -303,6 +307,14 @@ class _Conversation:
         if reports.signal:
             return RunOutcome(ok=False, stopped_by=layer, error="the tool crashed and was stopped")
         return RunOutcome(ok=False, stopped_by="crash", error="the tool stopped without an answer")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _protocol_reason(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, ProtocolError) else f"a frame is not JSON ({type(exc).__name__})"
 
 
 def _readable(host: socket.socket, deadline: float) -> bool:

@@ -80,30 +80,23 @@ class ProtocolError(Exception):
     """A run sent a frame the host does not accept; the message says which rule it broke."""
 
 
-def parse_run_frame(raw: bytes) -> dict[str, Any]:
-    """A run's frame as a checked ``call_tool`` request or ``result``.
+def check_run_frame(message: Any, size: int) -> dict[str, Any]:
+    """A run's frame (parsed by the host's depth-bounded parser; ``size`` bytes on the
+    wire) as a checked ``call_tool`` request or ``result``.
 
-    Raises ProtocolError naming the first rule broken: not JSON, not an object,
-    an unknown op, missing or unknown keys, a value of the wrong type or size.
+    Raises ProtocolError naming the first rule broken: not an object, an unknown
+    op, missing or unknown keys, a value of the wrong type or size.
     """
-    try:
-        message = json.loads(raw, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
-        raise ProtocolError(f"a frame is not JSON ({type(exc).__name__})") from None
     if not isinstance(message, dict):
         raise ProtocolError("a frame is not a JSON object")
     op = message.get("op")
     if op == "call_tool":
-        _check_call(message, len(raw))
+        _check_call(message, size)
     elif op == "result":
         _check_result(message)
     else:
         raise ProtocolError(f"unknown op {str(op)[:40]!r}")
     return message
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _keys(message: dict, allowed: frozenset[str], required: frozenset[str], what: str) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import PurePath
 
+from eunice.bounded_read import InputTooLarge, open_docx, pdf_page_texts
 from tools.lib.html_text import html_to_text
 
 FORMATS = ("text", "markdown", "html", "pdf", "docx")
@@ -28,6 +28,10 @@ class UnsupportedFormat(ValueError):
 
 class UnreadableDocument(ValueError):
     """The bytes do not parse as the format they claim (a corrupt PDF, say)."""
+
+
+class RefusedDocument(UnreadableDocument):
+    """The document is past an input limit (eunice.bounded_read); the message names it."""
 
 
 def detect_format(name: str = "", mime_type: str = "", data: bytes = b"") -> str:
@@ -84,12 +88,12 @@ def _markdown_title(text: str) -> tuple[str, str]:
 
 
 def _pdf_text(data: bytes) -> str:
-    from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
     try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        pages = pdf_page_texts(data)
+    except InputTooLarge as error:
+        raise RefusedDocument(f"the PDF is refused: {error}") from None
     except (PyPdfError, ValueError, KeyError, OSError) as error:
         raise UnreadableDocument(f"the PDF cannot be read ({type(error).__name__})") from error
     return "\n\n".join(page.strip() for page in pages if page.strip())
@@ -98,11 +102,11 @@ def _pdf_text(data: bytes) -> str:
 def _docx_text(data: bytes) -> str:
     import zipfile
 
-    from docx import Document as DocxDocument
-
     try:
-        document = DocxDocument(io.BytesIO(data))
-    except (zipfile.BadZipFile, KeyError, ValueError) as error:
+        document = open_docx(data)
+    except InputTooLarge as error:
+        raise RefusedDocument(f"the DOCX is refused: {error}") from None
+    except (zipfile.BadZipFile, KeyError, ValueError, SyntaxError) as error:  # SyntaxError: lxml's XMLSyntaxError
         raise UnreadableDocument(f"the DOCX cannot be read ({type(error).__name__})") from error
     blocks = []
     for paragraph in document.paragraphs:

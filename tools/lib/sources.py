@@ -6,7 +6,14 @@ from dataclasses import dataclass
 
 from registry.contract import HintException
 from tools.lib import files
-from tools.lib.extract import FORMATS, UnreadableDocument, UnsupportedFormat, detect_format, extract_text
+from tools.lib.extract import (
+    FORMATS,
+    RefusedDocument,
+    UnreadableDocument,
+    UnsupportedFormat,
+    detect_format,
+    extract_text,
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,8 @@ def load_item(item: dict, context: dict) -> LoadedDocument:
         found_title, text = extract_text(data, fmt)
     except UnsupportedFormat as error:
         raise HintException("schema", f"{name or 'item'}: {error}", [{"label": f, "score": 0.5} for f in FORMATS]) from None
+    except RefusedDocument as error:
+        raise HintException("schema", f"{name or 'item'}: {error}") from None
     except UnreadableDocument as error:
         raise HintException("schema", f"{name or 'item'}: {error}; upload a text, Markdown, HTML, PDF or DOCX file") from None
     if not text.strip():
