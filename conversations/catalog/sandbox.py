@@ -19,6 +19,7 @@ from django.db.models import Q
 from conversations.catalog.access import caller_is, is_staff
 from conversations.catalog.store import ConversationCatalog
 from conversations.models import CatalogDataset
+from eunice.bounded_read import read_parquet_file
 from registry.sandbox.datasets import StoredDataset
 
 _BYTES_PER_CELL = 8  # a lower bound of a loaded cell, to refuse a huge dataset before reading it
@@ -67,7 +68,7 @@ class _RecentFrames:
             if key in self._frames:
                 self._frames.move_to_end(key)
                 return self._frames[key]
-        frame = pd.read_parquet(path)
+        frame = read_parquet_file(path)  # the catalog stored it within the limits; checked again all the same
         loaded = (frame, int(frame.memory_usage(index=True, deep=True).sum()))
         with self._lock:
             self._frames[key] = loaded
