@@ -311,5 +311,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "eunice": {"handlers": ["console"], "level": env_str("EUNICE_LOG_LEVEL", "INFO")},
+        # Django logs an unhandled exception of a view (a 500) to django.request
+        # with its traceback; its default handlers print only under DEBUG, so a
+        # production 500 left no trace. The client still sees the plain 500 page.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        # A websocket consumer's crash and the servers' own errors.
+        "django.channels": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "daphne": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "uvicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }
