@@ -188,6 +188,9 @@ REST_FRAMEWORK = {
 REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(
     0, "rest_framework.authentication.TokenAuthentication"
 )
+# The OpenAPI schema and its UI describe every endpoint and field: served to
+# signed-in users only unless a deployment chooses to publish them.
+EUNICE_OPENAPI_PUBLIC = env_bool("EUNICE_OPENAPI_PUBLIC", False)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Eunice API",
     "DESCRIPTION": "Conversations, MCP servers and their tools.",
