@@ -18,6 +18,13 @@ def is_staff(context: dict) -> bool:
     return users.filter(caller_is(context, "")).exists()
 
 
+def is_superuser(context: dict) -> bool:
+    """Whether the caller behind ``context`` is an active superuser: the only role that
+    sees past its tenant (registry.tenancy.tenant_scope)."""
+    users = get_user_model().objects.filter(is_superuser=True, is_active=True)
+    return users.filter(caller_is(context, "")).exists()
+
+
 def caller_is(context: dict, prefix: str = "user__") -> Q:
     """A filter for rows whose user (reached through ``prefix``) is the caller behind
     ``context``; matches nothing when the context names no caller. A numeric id is
