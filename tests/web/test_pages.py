@@ -121,14 +121,22 @@ def test_the_conversation_view_replays_events_in_order(client, staff):
     assert page.index("1.1 user_message") < page.index("1.2 tool_call") < page.index("1.3 done")
 
 
-def test_a_document_upload_lands_in_my_tenants_uploads_for_indexing(client, member, settings, tmp_path):
+def test_a_document_upload_lands_in_my_own_uploads_for_indexing(client, member, settings, tmp_path):
+    from pathlib import Path
+
     from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from conversations.models import GeneratedFile
 
     settings.EUNICE_FILES_DIR = str(tmp_path)
     upload = SimpleUploadedFile("../../notes.md", b"# Rain\nOslo is wet.", content_type="text/markdown")
     response = client.post("/api/documents/", {"file": upload})
     assert response.status_code == 201 and response.json()["name"] == "notes.md"
-    assert (tmp_path / TENANT / "uploads" / "notes.md").read_bytes() == b"# Rain\nOslo is wet."
+    row = GeneratedFile.objects.get(filename="notes.md")
+    assert row.user == member and row.conversation is None
+    path = Path(row.path)
+    assert path.read_bytes() == b"# Rain\nOslo is wet."
+    assert path.parent == tmp_path / TENANT / "users" / str(member.pk) / "uploads"
     assert client.get("/api/documents/").json() == {"uploads": ["notes.md"]}
 
 
