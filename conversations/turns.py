@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -37,7 +38,7 @@ def begin_turn(
         conversation, user=user, turn=turn, display=display, mode=mode, user_message=user_message,
         interactive=interactive,
     )
-    kept = redact_command(user_message, runtime.registry.definitions())
+    kept = redact_command(user_message, runtime.registry.definitions)
     insert_rows([ChatMessage(
         conversation=conversation, message_id=uuid.uuid4().hex, tenant_id=conversation.tenant_id,
         role=ChatMessage.Role.USER, text=kept,
@@ -58,7 +59,7 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
         conversation_id=runtime.conversation.pk,
         tenant_id=runtime.tenant_id,
         final_text=final_text,
-        structured_content=_without_secrets(structured_content or [], runtime.registry.definitions()),
+        structured_content=_without_secrets(structured_content or [], runtime.registry.definitions),
         cards=merge_cards(attach_citations(final_text, runtime.cards)),
         cost_usd=round(runtime.cost.total, 6),
     )
@@ -73,13 +74,19 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
     return message
 
 
-def _without_secrets(messages: list[dict], definitions: dict[str, Definition]) -> list[dict]:
+def _without_secrets(messages: list[dict], definitions: Callable[[], dict[str, Definition]]) -> list[dict]:
     """The turn's messages as they are stored: each tool call's secret inputs redacted, as in
-    its ``tool_call`` event (the in-memory messages the model saw are left alone)."""
+    its ``tool_call`` event (the in-memory messages the model saw are left alone).
+    ``definitions`` (the registry's) is called only when a message holds a tool call."""
+    calls = [b for m in messages if isinstance(m.get("content"), list) for b in m["content"] if b.get("type") == "tool_use"]
+    if not calls:
+        return list(messages)
+    known = definitions()
+
     def block(b: dict) -> dict:
         if b.get("type") != "tool_use":
             return b
-        kept = redacted(b.get("input") or {}, definitions.get(b.get("name", "")))
+        kept = redacted(b.get("input") or {}, known.get(b.get("name", "")))
         return b if kept is b.get("input") else {**b, "input": kept}
 
     return [

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from conversations.llm.cost import Usage
@@ -93,14 +93,16 @@ class OfflineProvider:
         return LLMResponse((block,), "tool_use", Usage(), MODEL_NAME)
 
 
-def redact_command(text: str, definitions: Mapping[str, Definition]) -> str:
+def redact_command(text: str, definitions: Callable[[], Mapping[str, Definition]]) -> str:
     """``text`` as it may be stored: a slash command for a tool whose schema marks inputs
     ``writeOnly`` keeps ``"[redacted]"`` in their place (the message row, the
     ``user_message`` event and the turn record never hold what was typed); any other
     text is returned unchanged. A command to such a tool whose arguments do not parse
-    as an object keeps only the tool's name: whatever it held may be the secret."""
+    as an object keeps only the tool's name: whatever it held may be the secret.
+    ``definitions`` (the registry's) is called only for a slash command, so a plain
+    message never loads the registry."""
     match = _COMMAND.match(text)
-    definition = definitions.get(match["name"]) if match else None
+    definition = definitions().get(match["name"]) if match else None
     if definition is None or not definition.secret_inputs:
         return text
     try:

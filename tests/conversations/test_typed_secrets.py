@@ -93,9 +93,9 @@ def test_a_staff_members_register_datasource_password_never_shows_in_get_events(
     f'/login ["{SECRET}"]',  # not an object
 ])
 def test_a_malformed_command_to_a_tool_with_secrets_keeps_only_its_name(login_tool, registry, typed):
-    assert redact_command(typed, registry.definitions()) == f"/login {REDACTED}"
+    assert redact_command(typed, registry.definitions) == f"/login {REDACTED}"
 
 
 @pytest.mark.parametrize("typed", ["hello", '/login {"user": "ann"}', '/search_tools {"query": "password"}', "/nope {"])
 def test_text_without_a_secret_is_stored_as_typed(login_tool, registry, typed):
-    assert redact_command(typed, registry.definitions()) == typed
+    assert redact_command(typed, registry.definitions) == typed

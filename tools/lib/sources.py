@@ -21,7 +21,7 @@ def load_item(item: dict, context: dict) -> LoadedDocument:
     """Read and extract one ``{upload | file_id | text}`` item for the caller behind the tool
     ``context`` (a file_id only if the file is theirs: conversations.catalog.access.readable_files).
     Raises HintException for a bad item."""
-    tenant_id, conversation_id = context["tenant_id"], str(context.get("conversation_id") or "")
+    conversation_id = str(context.get("conversation_id") or "")
     given = [key for key in ("upload", "file_id", "text") if key in item]
     if len(given) != 1:
         raise HintException(
