@@ -22,7 +22,7 @@ from registry.tenancy import in_scope, tenant_of, tenant_scope
 
 @staff_member_required
 def playground(request: HttpRequest) -> HttpResponse:
-    """Every tool the registry knows, by type."""
+    """The live tools of the user's tenant scope (superusers: every tool), by type."""
     tools = _playground_tools(request).order_by("tool_type", "name").values(
         "name", "tool_type", "status", "enabled", "tenant_id", "description"
     )
@@ -46,8 +46,9 @@ def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
             context["input_error"] = 'inputs must be a JSON object, e.g. {"query": "chart"}'
             return render(request, "eunice/playground_tool.html", context, status=400)
         tenant = request.POST.get("tenant") or tenant_of(request.user) or tool.tenant_id.replace("*", "") or "default"
-        if tenant_scope(request.user) not in (None, tenant):
-            context["input_error"] = f"tenant: you act only for your own tenant ({tenant_scope(request.user) or 'none'})"
+        scope = tenant_scope(request.user)
+        if scope not in (None, tenant):
+            context["input_error"] = f"tenant: you act only for your own tenant ({scope or 'none'})"
             return render(request, "eunice/playground_tool.html", context, status=403)
         result = get_registry().execute_tool(
             name, inputs, {"tenant_id": tenant, "user_id": str(request.user.pk), "conversation_id": ""}
