@@ -10,10 +10,11 @@ from conversations.models import (
     PolicyRule,
     UsageLog,
 )
+from registry.admin_scope import TenantScopedAdmin
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records written by the platform: staff read them, nobody edits them."""
+class ReadOnlyAdmin(TenantScopedAdmin):
+    """Records written by the platform: staff read their tenant's, nobody edits them."""
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -23,7 +24,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(TenantScopedAdmin):
     list_display = ("id", "title", "tenant_id", "user", "mode", "updated_at")
     list_filter = ("mode", "tenant_id")
     search_fields = ("id", "title")
@@ -32,6 +33,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
 @admin.register(ConversationEvent)
 class ConversationEventAdmin(ReadOnlyAdmin):
+    tenant_field = "conversation__tenant_id"
     list_display = ("conversation", "turn", "sequence", "event_type", "created_at")
     list_filter = ("event_type",)
     search_fields = ("conversation__id",)
@@ -46,7 +48,7 @@ class ChatMessageAdmin(ReadOnlyAdmin):
 
 
 @admin.register(PolicyRule)
-class PolicyRuleAdmin(admin.ModelAdmin):
+class PolicyRuleAdmin(TenantScopedAdmin):
     list_display = ("name", "tool_name", "kind", "parameter", "action", "tenant_id", "enabled")
     list_filter = ("kind", "action", "enabled", "tenant_id")
     search_fields = ("name", "tool_name")

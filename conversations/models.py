@@ -172,8 +172,18 @@ class TurnRecord(models.Model):
 
 
 class GeneratedFile(models.Model):
+    """A file on the tenant's disk: an export, a generated document or a user's upload.
+
+    Whose it is (conversations.catalog.access.readable_files): the user who
+    uploaded it (``user``), else the owner of the conversation it was made in;
+    neither (made outside any conversation, by no user): the tenant's.
+    """
+
     tenant_id = models.CharField(max_length=64, db_index=True)
     conversation = models.ForeignKey(Conversation, null=True, on_delete=models.SET_NULL, related_name="files")
+    # CASCADE, not SET_NULL: a deleted user's upload must not become the whole tenant's.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="+")
     filename = models.CharField(max_length=255)
     path = models.CharField(max_length=500)
     mime_type = models.CharField(max_length=128, blank=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -13,7 +14,9 @@ from conversations.effects import PersistAssistantMessage, effect_to_dict
 from conversations.inserts import insert_rows
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import Runtime, start_run
+from conversations.llm.offline import redact_command
 from conversations.side_effects import merge_cards
+from registry.snapshot import Definition, redacted
 
 
 def begin_turn(
@@ -25,17 +28,22 @@ def begin_turn(
     mode: str | None = None,
     interactive: bool = False,
 ) -> Runtime:
-    """Open the next turn of ``conversation``; the user's message is its first event."""
+    """Open the next turn of ``conversation``; the user's message is its first event.
+
+    What is stored of the message has a slash command's secret inputs redacted
+    (``redact_command``); the turn itself (the model, the tool) gets the text as typed.
+    """
     turn = (conversation.turns.aggregate(n=Max("turn"))["n"] or 0) + 1
-    insert_rows([ChatMessage(
-        conversation=conversation, message_id=uuid.uuid4().hex, tenant_id=conversation.tenant_id,
-        role=ChatMessage.Role.USER, text=user_message,
-    )])
     runtime = start_run(
         conversation, user=user, turn=turn, display=display, mode=mode, user_message=user_message,
         interactive=interactive,
     )
-    runtime.recorder.record("user_message", {"text": user_message, "turn": turn})
+    kept = redact_command(user_message, runtime.registry.definitions)
+    insert_rows([ChatMessage(
+        conversation=conversation, message_id=uuid.uuid4().hex, tenant_id=conversation.tenant_id,
+        role=ChatMessage.Role.USER, text=kept,
+    )])
+    runtime.recorder.record("user_message", {"text": kept, "turn": turn})
     return runtime
 
 
@@ -51,7 +59,7 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
         conversation_id=runtime.conversation.pk,
         tenant_id=runtime.tenant_id,
         final_text=final_text,
-        structured_content=list(structured_content or []),
+        structured_content=_without_secrets(structured_content or [], runtime.registry.definitions),
         cards=merge_cards(attach_citations(final_text, runtime.cards)),
         cost_usd=round(runtime.cost.total, 6),
     )
@@ -64,3 +72,24 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
         effects=[effect_to_dict(effect) for effect in runtime.log.close()],
     )])
     return message
+
+
+def _without_secrets(messages: list[dict], definitions: Callable[[], dict[str, Definition]]) -> list[dict]:
+    """The turn's messages as they are stored: each tool call's secret inputs redacted, as in
+    its ``tool_call`` event (the in-memory messages the model saw are left alone).
+    ``definitions`` (the registry's) is called only when a message holds a tool call."""
+    calls = [b for m in messages if isinstance(m.get("content"), list) for b in m["content"] if b.get("type") == "tool_use"]
+    if not calls:
+        return list(messages)
+    known = definitions()
+
+    def block(b: dict) -> dict:
+        if b.get("type") != "tool_use":
+            return b
+        kept = redacted(b.get("input") or {}, known.get(b.get("name", "")))
+        return b if kept is b.get("input") else {**b, "input": kept}
+
+    return [
+        {**m, "content": [block(b) for b in m["content"]]} if isinstance(m.get("content"), list) else m
+        for m in messages
+    ]

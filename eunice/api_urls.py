@@ -1,11 +1,23 @@
 """URLs under /api/: every REST resource, the OpenAPI schema and its browsable UI (local assets)."""
 
+from django.conf import settings
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 from rest_framework.routers import DefaultRouter
 
 from conversations.api import ConversationViewSet
 from registry.mcp.api import MCPServerViewSet
+
+
+class SchemaAccess(BasePermission):
+    """The schema and its UI: for signed-in users, or anyone when EUNICE_OPENAPI_PUBLIC is on
+    (read on each request, so the setting can change without re-importing the URLconf)."""
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        return settings.EUNICE_OPENAPI_PUBLIC or bool(request.user and request.user.is_authenticated)
+
 
 router = DefaultRouter()
 router.register("mcp/servers", MCPServerViewSet, basename="mcp-server")
@@ -13,6 +25,7 @@ router.register("conversations", ConversationViewSet, basename="conversation")
 
 urlpatterns = [
     path("", include(router.urls)),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("schema/ui/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-ui"),
+    path("schema/", SpectacularAPIView.as_view(permission_classes=[SchemaAccess]), name="schema"),
+    path("schema/ui/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[SchemaAccess]),
+         name="schema-ui"),
 ]

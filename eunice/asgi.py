@@ -8,11 +8,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eunice.settings")
 django_http = get_asgi_application()  # sets Django up before the imports below
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
+from eunice.origins import CsrfOriginValidator  # noqa: E402
 from eunice.websocket_auth import WebsocketAuthMiddlewareStack  # noqa: E402
 
 # The embedded product serves its own static files (admin CSS, the chat page's
@@ -22,7 +22,8 @@ http_app = ASGIStaticFilesHandler(django_http) if settings.EUNICE_SERVE_STATIC e
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        "websocket": AllowedHostsOriginValidator(
+        # The Origin must match as HTTP's CSRF check would have it: scheme, host and port.
+        "websocket": CsrfOriginValidator(
             WebsocketAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }

@@ -194,6 +194,9 @@ REST_FRAMEWORK = {
 REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(
     0, "rest_framework.authentication.TokenAuthentication"
 )
+# The OpenAPI schema and its UI describe every endpoint and field: served to
+# signed-in users only unless a deployment chooses to publish them.
+EUNICE_OPENAPI_PUBLIC = env_bool("EUNICE_OPENAPI_PUBLIC", False)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Eunice API",
     "DESCRIPTION": "Conversations, MCP servers and their tools.",
@@ -343,5 +346,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "eunice": {"handlers": ["console"], "level": env_str("EUNICE_LOG_LEVEL", "INFO")},
+        # Django logs an unhandled exception of a view (a 500) to django.request
+        # with its traceback; its default handlers print only under DEBUG, so a
+        # production 500 left no trace. The client still sees the plain 500 page.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        # A websocket consumer's crash and the servers' own errors.
+        "django.channels": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "daphne": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "uvicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
     },
 }

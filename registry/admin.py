@@ -6,6 +6,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest
 from django.shortcuts import redirect
@@ -13,7 +15,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from registry import custom_tools
-from registry.tenancy import tenant_of
+from registry.admin_scope import PlatformAdmin, TenantScopedAdmin
 from registry.models import (
     ModelConfig,
     SandboxRun,
@@ -159,7 +161,7 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
 
 
 @admin.register(ToolExecutionLog)
-class ToolExecutionLogAdmin(admin.ModelAdmin):
+class ToolExecutionLogAdmin(TenantScopedAdmin):
     list_display = ("created_at", "tool_name", "tenant_id", "user_id", "success", "outcome", "execution_ms")
     list_filter = ("success", "outcome", "outcome_kind", "tool_name", "tenant_id")
     search_fields = ("tool_name", "error", "conversation_id", "user_id")
@@ -177,7 +179,7 @@ class ToolExecutionLogAdmin(admin.ModelAdmin):
 
 
 @admin.register(ToolJob)
-class ToolJobAdmin(admin.ModelAdmin):
+class ToolJobAdmin(TenantScopedAdmin):
     list_display = ("id", "tool_name", "job_type", "status", "progress", "outcome", "tenant_id", "created_at")
 
     @admin.display(description="progress", ordering="progress_pct")
@@ -197,27 +199,24 @@ class ToolJobAdmin(admin.ModelAdmin):
     search_fields = ("id", "tool_name")
     readonly_fields = ("created_at", "updated_at")
 
-    def get_queryset(self, request: HttpRequest):  # noqa: ANN201
-        # A job's spec is another tenant's request text: staff see their own tenant's.
-        queryset = super().get_queryset(request)
-        return queryset if request.user.is_superuser else queryset.for_tenant(tenant_of(request.user) or "")
-
 
 @admin.register(ModelConfig)
-class ModelConfigAdmin(admin.ModelAdmin):
+class ModelConfigAdmin(PlatformAdmin):
     list_display = ("role", "provider", "model", "max_output_tokens", "is_active")
     list_filter = ("provider", "is_active")
 
 
 @admin.register(SeedLog)
-class SeedLogAdmin(admin.ModelAdmin):
+class SeedLogAdmin(PlatformAdmin):
     list_display = ("key", "pinned", "updated_at")
     search_fields = ("key",)
 
 
 @admin.register(ToolReview)
-class ToolReviewAdmin(admin.ModelAdmin):
+class ToolReviewAdmin(TenantScopedAdmin):
     """The review history: read-only, never deleted, and only of tools the viewer may review."""
+
+    tenant_field = "tool__tenant_id"
 
     list_display = ("created_at", "tool", "action", "acting_user", "definition_hash", "reason")
     list_filter = ("action",)
@@ -236,7 +235,7 @@ class ToolReviewAdmin(admin.ModelAdmin):
 
 
 @admin.register(SandboxRun)
-class SandboxRunAdmin(admin.ModelAdmin):
+class SandboxRunAdmin(TenantScopedAdmin):
     list_display = ("created_at", "tool_name", "tenant_id", "ok", "stopped_by", "wall_ms")
     list_filter = ("ok", "stopped_by", "tool_name")
 
@@ -245,5 +244,19 @@ class SandboxRunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+class TenantUserAdmin(TenantScopedAdmin, UserAdmin):
+    """Staff see and edit the users of their tenant only; superusers every user."""
+
+    tenant_field = "tenant_membership__tenant_id"
+
+    def get_readonly_fields(self, request, obj=None):
+        # Only a superuser makes a superuser: one would see every tenant.
+        fields = super().get_readonly_fields(request, obj)
+        return fields if request.user.is_superuser else (*fields, "is_superuser")
+
+
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), TenantUserAdmin)
 
 from registry.mcp import admin as _mcp_admin  # noqa: E402,F401  (registers My Connections and Marketplace)

@@ -18,12 +18,12 @@ from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from registry.execlog import writer
 from registry.models import ToolDefinition, ToolExecutionLog
 from registry.registry import get_registry
-from registry.tenancy import tenant_of
+from registry.tenancy import in_scope, tenant_of, tenant_scope
 
 
 @staff_member_required
 def playground(request: HttpRequest) -> HttpResponse:
-    """Every tool the registry knows that this staff member may administer, by type."""
+    """The live tools this staff member may administer (superusers: every tool), by type."""
     tools = ToolDefinition.objects.live().administrable_by(request.user).order_by("tool_type", "name").values(
         "name", "tool_type", "status", "enabled", "tenant_id", "description"
     )
@@ -34,7 +34,7 @@ def playground(request: HttpRequest) -> HttpResponse:
 def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
     """A form from the tool's input schema; running it goes through execute_tool.
 
-    Staff run tools as their own tenant; only a superuser may pick another.
+    Staff run tools as their own tenant (another is a 403); only a superuser may pick one.
     Raises Http404 for a tool outside what they may administer.
     """
     tool = get_object_or_404(ToolDefinition.objects.live().administrable_by(request.user), name=name)
@@ -53,8 +53,11 @@ def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
         if not isinstance(inputs, dict):
             context["input_error"] = 'inputs must be a JSON object, e.g. {"query": "chart"}'
             return render(request, "eunice/playground_tool.html", context, status=400)
-        chosen = request.POST.get("tenant") if request.user.is_superuser else None
-        tenant = chosen or tenant_of(request.user) or tool.tenant_id.replace("*", "") or "default"
+        tenant = request.POST.get("tenant") or tenant_of(request.user) or tool.tenant_id.replace("*", "") or "default"
+        scope = tenant_scope(request.user)
+        if scope not in (None, tenant):
+            context["input_error"] = f"tenant: you act only for your own tenant ({scope or 'none'})"
+            return render(request, "eunice/playground_tool.html", context, status=403)
         result = get_registry().execute_tool(
             name, inputs, {"tenant_id": tenant, "user_id": str(request.user.pk), "conversation_id": ""}
         )
@@ -75,7 +78,7 @@ def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
 @staff_member_required
 def telemetry(request: HttpRequest) -> HttpResponse:
     """The execution log with filters, per-tool outcomes and latency, and cost."""
-    logs = ToolExecutionLog.objects.all()
+    logs = in_scope(ToolExecutionLog.objects.all(), request.user)
     filters = {key: request.GET.get(key, "").strip() for key in ("tool", "tenant", "user", "success", "days")}
     if filters["tool"]:
         logs = logs.filter(tool_name=filters["tool"])
@@ -92,8 +95,8 @@ def telemetry(request: HttpRequest) -> HttpResponse:
         "filters": {**filters, "days": days},
         "page": page,
         "per_tool": _per_tool(logs),
-        "cost_by_tool": _cost("name", days),
-        "cost_by_tenant": _cost("tenant_id", days),
+        "cost_by_tool": _cost(request, "name", days),
+        "cost_by_tenant": _cost(request, "tenant_id", days),
     })
 
 
@@ -111,13 +114,12 @@ def _per_tool(logs) -> list[dict]:
     return rows
 
 
-def _cost(field: str, days: int) -> list[dict]:
+def _cost(request: HttpRequest, field: str, days: int) -> list[dict]:
     from conversations.models import UsageLog
 
     since = timezone.now() - timedelta(days=days)
-    return list(
-        UsageLog.objects.filter(created_at__gte=since).values(field).annotate(cost=Sum("cost_usd")).order_by("-cost")[:20]
-    )
+    usage = in_scope(UsageLog.objects.filter(created_at__gte=since), request.user)
+    return list(usage.values(field).annotate(cost=Sum("cost_usd")).order_by("-cost")[:20])
 
 
 @staff_member_required
@@ -125,7 +127,7 @@ def telemetry_conversation(request: HttpRequest, conversation_id: str) -> HttpRe
     """A conversation's events in the order they happened."""
     from conversations.models import Conversation, ConversationEvent
 
-    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    conversation = in_scope(Conversation.objects.filter(pk=conversation_id), request.user).first()
     if conversation is None:
         raise Http404("No such conversation.")
     events = ConversationEvent.objects.filter(conversation=conversation).order_by("turn", "sequence")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
+
 from registry.models import TenantMembership
 
 
@@ -18,3 +20,19 @@ def tenant_of(user: object) -> str | None:
         .values_list("tenant_id", flat=True)
         .first()
     )
+
+
+def tenant_scope(user: object) -> str | None:
+    """The tenant whose rows ``user`` may see on staff pages and in the admin: None for an
+    active superuser (every tenant: the platform's operators), else the user's own
+    tenant ("" without a membership, which matches no row). Staff are never wider
+    than their tenant."""
+    if getattr(user, "is_superuser", False) and getattr(user, "is_active", False):
+        return None
+    return tenant_of(user) or ""
+
+
+def in_scope(queryset: QuerySet, user: object, field: str = "tenant_id") -> QuerySet:
+    """``queryset`` cut to the rows of ``user``'s tenant scope, the tenant read through ``field``."""
+    scope = tenant_scope(user)
+    return queryset if scope is None else queryset.filter(**{field: scope})

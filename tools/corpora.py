@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import difflib
 
+from django.db.models import Q
+
+from conversations.catalog.access import caller_user
 from conversations.citations import PASSAGES_CARD
 from registry.contract import Effects, HintException, Ok, uniform_contract
-from tools.lib.passages import search_passages, store_document
+from tools.lib.passages import readable_documents, search_passages, store_document
 from tools.lib.sources import load_item
 from tools.models import Corpus, Document
 
@@ -28,7 +31,7 @@ def create_corpus(inputs: dict, context: dict) -> Ok:
         tenant_id=context["tenant_id"], name=name,
         defaults={"description": inputs.get("description", ""), "created_by": str(context.get("user_id") or "")},
     )
-    count = corpus.documents.count()
+    count = readable_documents(context).filter(corpus=corpus).count()
     verb = "Created" if created else "Already exists:"
     return Ok(rows=1, data=f"{verb} corpus {corpus.name!r} (id {corpus.pk}, {count} document(s)).")
 
@@ -40,10 +43,11 @@ def index_content(inputs: dict, context: dict) -> Ok:
     corpus = resolve_corpus(tenant_id, inputs["corpus"])
     conversation_id = str(context.get("conversation_id") or "")
     loaded = [load_item(item, context) for item in inputs["items"]]
+    owner = caller_user(context)
     lines = []
     for document_input in loaded:
         document, status = store_document(
-            corpus, document_input, conversation_id=conversation_id,
+            corpus, document_input, owner=owner, conversation_id=conversation_id,
             tool_call_id=str(context.get("_current_tool_use_id") or ""),
         )
         passages = document.chunks.count()
@@ -55,7 +59,7 @@ def index_content(inputs: dict, context: dict) -> Ok:
 @uniform_contract(name="get_document_text", is_tabular=False)
 def get_document_text(inputs: dict, context: dict) -> Ok:
     """The whole extracted text of one document (never cut)."""
-    document = resolve_document(context["tenant_id"], inputs["document_id"])
+    document = resolve_document(context, inputs["document_id"])
     header = f"Document {document.pk} {document.title!r} in corpus {document.corpus.name!r} ({document.source}):"
     return Ok(rows=1, data=f"{header}\n\n{document.text}")
 
@@ -65,12 +69,14 @@ def move_documents(inputs: dict, context: dict) -> Ok:
     """Move documents (by id) into another corpus of the same tenant."""
     tenant_id = context["tenant_id"]
     target = resolve_corpus(tenant_id, inputs["to_corpus"])
-    documents = [resolve_document(tenant_id, pk) for pk in dict.fromkeys(inputs["document_ids"])]
-    clashes = Document.objects.filter(corpus=target, source__in=[d.source for d in documents]).exclude(
-        pk__in=[d.pk for d in documents]
-    )
-    if clashes.exists():
-        clash = clashes.first()
+    documents = [resolve_document(context, pk) for pk in dict.fromkeys(inputs["document_ids"])]
+    # A corpus holds one document per source and owner (tools.models.Document).
+    same = Q(pk__in=[])
+    for d in documents:
+        same |= Q(source=d.source, owner=d.owner_id) if d.owner_id else Q(source=d.source, owner__isnull=True)
+    clashes = Document.objects.filter(same, corpus=target).exclude(pk__in=[d.pk for d in documents])
+    clash = clashes.first()
+    if clash is not None:
         raise HintException(
             "ambiguous",
             f"corpus {target.name!r} already holds document {clash.pk} from the same source ({clash.source})",
@@ -86,13 +92,15 @@ def search_documents(inputs: dict, context: dict) -> Ok:
     """Hybrid (lexical + dense) passage search; passages are labelled for citation."""
     tenant_id = context["tenant_id"]
     names = inputs.get("corpora")
-    corpora = [resolve_corpus(tenant_id, name) for name in names] if names else None
-    if not Document.objects.for_tenant(tenant_id).filter(**({"corpus__in": corpora} if corpora else {})).exists():
+    documents = readable_documents(context)
+    if names:
+        documents = documents.filter(corpus__in=[resolve_corpus(tenant_id, name) for name in names])
+    if not documents.exists():
         raise HintException(
             "fetch", "there are no documents to search yet",
             add="index documents first with index_content (create_corpus makes a corpus)",
         )
-    hits = search_passages(tenant_id, inputs["query"], inputs.get("limit", 5), corpora)
+    hits = search_passages(documents, inputs["query"], inputs.get("limit", 5))
     if not hits:
         raise HintException(
             "fetch", f"no passage matches {inputs['query']!r}",
@@ -121,11 +129,13 @@ def resolve_corpus(tenant_id: str, name: str) -> Corpus:
     )
 
 
-def resolve_document(tenant_id: str, document_id: int) -> Document:
-    """The tenant's document ``document_id``. Raises HintException listing the tenant's documents."""
-    document = Document.objects.for_tenant(tenant_id).select_related("corpus").filter(pk=document_id).first()
+def resolve_document(context: dict, document_id: int) -> Document:
+    """Document ``document_id``, if the caller may read it (``readable_documents``).
+    Raises HintException listing the caller's recent documents."""
+    readable = readable_documents(context)
+    document = readable.select_related("corpus").filter(pk=document_id).first()
     if document is not None:
         return document
-    recent = Document.objects.for_tenant(tenant_id).order_by("-updated_at")[:5]
+    recent = readable.order_by("-updated_at")[:5]
     alternatives = [{"label": f"document {d.pk}: {d.title}", "score": 0.5} for d in recent]
     raise HintException("schema", f"document_id {document_id} is not one of your documents", alternatives)

@@ -8,6 +8,7 @@ text (see ``tools.lib.hybrid``), so any process can reuse them.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -45,6 +46,10 @@ class Document(models.Model):
     text = models.TextField()
     conversation_id = models.CharField(max_length=64, blank=True)
     tool_call_id = models.CharField(max_length=128, blank=True)
+    # Who indexed it: theirs (and their tenant's staff'); None (indexed by no user): the tenant's.
+    # CASCADE, not SET_NULL: a deleted user's document must not become the whole tenant's.
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                              related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -53,7 +58,14 @@ class Document(models.Model):
     class Meta:
         db_table = "knowledge_documents"
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["corpus", "source"], name="document_source_unique")]
+        # One document per source and owner in a corpus: a colleague indexing a file of the
+        # same name gets a document of their own instead of replacing another's.
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "source", "owner"], condition=models.Q(owner__isnull=False),
+                                    name="document_source_unique_per_owner"),
+            models.UniqueConstraint(fields=["corpus", "source"], condition=models.Q(owner__isnull=True),
+                                    name="document_source_unique_for_tenant"),
+        ]
 
     def __str__(self) -> str:
         return self.title

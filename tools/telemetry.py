@@ -1,10 +1,11 @@
-"""Handler of query_telemetry: a conversation's events and execution log, for its owner (staff: the tenant's)."""
+"""Handler of query_telemetry: a conversation's events and execution log, for its owner (staff: the
+tenant's; superusers may ask for every tenant's execution log)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from conversations.catalog.access import caller_is, is_staff
+from conversations.catalog.access import caller_is, is_staff, is_superuser
 from conversations.models import Conversation, ConversationEvent
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.models import ToolExecutionLog
@@ -15,11 +16,12 @@ from tools.datacommon import quality_warnings, table_ok
 def query_telemetry(inputs: dict, context: dict) -> Ok | Err:
     """The execution log (``what: tool_calls``) or the events (``what: events``) of a conversation.
 
-    Staff may pass ``all_tenants`` for the execution log of every tenant.
+    A superuser may pass ``all_tenants`` for the execution log of every tenant; staff
+    act within their tenant like everyone else.
     """
     everywhere = bool(inputs.get("all_tenants"))
-    if everywhere and not is_staff(context):
-        return Err("all_tenants is for staff only", "PermissionDenied")
+    if everywhere and not is_superuser(context):
+        return Err("all_tenants is for superusers only: staff see their own tenant", "PermissionDenied")
     # Across tenants the question is about the platform, not the caller's conversation.
     conversation_id = inputs.get("conversation_id") or (None if everywhere else context.get("conversation_id"))
     limit = inputs.get("limit", 100)

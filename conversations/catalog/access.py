@@ -1,4 +1,4 @@
-"""Who the caller of a data tool is: staff checks, and what of a conversation's is theirs.
+"""Who the caller of a tool is: staff checks, and what of a tenant's files and documents is theirs.
 
 A tool context names its caller by ``user_id``: the user's primary key (every
 turn, REST call and websocket), or a username (``call_tool --user``).
@@ -7,7 +7,7 @@ turn, REST call and websocket), or a username (``call_tool --user``).
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 
 def is_staff(context: dict) -> bool:
@@ -24,6 +24,13 @@ def is_staff(context: dict) -> bool:
     return users.filter(caller_is(context, "")).exists()
 
 
+def is_superuser(context: dict) -> bool:
+    """Whether the caller behind ``context`` is an active superuser: the only role that
+    sees past its tenant (registry.tenancy.tenant_scope)."""
+    users = get_user_model().objects.filter(is_superuser=True, is_active=True)
+    return users.filter(caller_is(context, "")).exists()
+
+
 def caller_is(context: dict, prefix: str = "user__") -> Q:
     """A filter for rows whose user (reached through ``prefix``) is the caller behind
     ``context``; matches nothing when the context names no caller. A numeric id is
@@ -34,16 +41,53 @@ def caller_is(context: dict, prefix: str = "user__") -> Q:
     return Q(**{f"{prefix}pk": int(key)}) if key.isdigit() else Q(**{f"{prefix}username": key})
 
 
-def readable_files(context: dict):  # noqa: ANN201 - a GeneratedFile QuerySet
-    """The files the caller may read: those made in the conversation they are in, in
-    their other conversations, and outside any conversation, in their tenant (staff:
-    all of the tenant's)."""
+def caller_user(context: dict):  # noqa: ANN201 - a User or None
+    """The user behind ``context`` (None when it names none, or one that does not exist)."""
+    if not context.get("user_id"):
+        return None
+    return get_user_model().objects.filter(caller_is(context, "")).first()
+
+
+def owned_rows(rows: QuerySet, context: dict, *owners: str, also: Q | None = None) -> QuerySet:
+    """The one ownership rule for uploads, files and documents.
+
+    ``rows`` (already cut to the caller's tenant) that the caller may see: every one for
+    staff of the tenant; for anyone else, those whose ``owners`` relations (user foreign
+    keys, e.g. ``"user"`` or ``"conversation__user"``) name the caller, those that no
+    owner relation claims (made outside any conversation by no user: the tenant's), and
+    those matching ``also``.
+    """
+    if is_staff(context):
+        return rows
+    theirs = Q(pk__in=[])
+    unclaimed = Q()
+    for owner in owners:
+        theirs |= caller_is(context, f"{owner}__")
+        unclaimed &= Q(**{f"{owner}__isnull": True})
+    return rows.filter(theirs | unclaimed | (also or Q(pk__in=[])))
+
+
+def readable_files(context: dict) -> QuerySet:
+    """The files the caller may read (``owned_rows``): their uploads, files made in the
+    conversation they are in or in their other conversations, and the tenant's files
+    (made outside any conversation by no user); staff: all of the tenant's."""
     from conversations.models import GeneratedFile
 
     rows = GeneratedFile.objects.filter(tenant_id=context["tenant_id"])
-    if is_staff(context):
-        return rows
-    theirs = Q(conversation__isnull=True) | caller_is(context, "conversation__user__")
-    if context.get("conversation_id"):
-        theirs |= Q(conversation_id=context["conversation_id"])
-    return rows.filter(theirs)
+    here = Q(conversation_id=context["conversation_id"]) if context.get("conversation_id") else None
+    return owned_rows(rows, context, "user", "conversation__user", also=here)
+
+
+def own_uploads(context: dict) -> QuerySet:
+    """The documents the caller uploaded (their names are theirs: a colleague's upload of the
+    same name is another file), newest first; a subset of ``readable_files``."""
+    from conversations.catalog.files import UPLOAD_TOOL
+
+    return readable_files(context).filter(caller_is(context, "user__"), source_tool=UPLOAD_TOOL).order_by("-created_at")
+
+
+def upload_names(context: dict) -> list[str]:
+    """What ``{"upload": NAME}`` may name for the caller: their uploads and the tenant's folder."""
+    from tools.lib.files import list_uploads
+
+    return sorted({*own_uploads(context).values_list("filename", flat=True), *list_uploads(context["tenant_id"])})

@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 
 from conversations.models import GeneratedFile
 
@@ -36,6 +38,38 @@ def is_tenant_file(tenant_id: str, path: str) -> bool:
         return False
     roots = (tenant_dir(tenant_id).resolve(), tools_tenant_dir(tenant_id).resolve())
     return real.is_file() and any(real.is_relative_to(root) for root in roots)
+
+
+UPLOAD_TOOL = "document_upload"  # GeneratedFile.source_tool of a document a user uploaded
+
+
+@transaction.atomic
+def save_upload(tenant_id: str, *, acting_user: object, name: str, chunks: Iterable[bytes], mime_type: str = "") -> GeneratedFile:
+    """Store ``chunks`` as ``acting_user``'s upload ``name`` (replacing their own upload of that
+    name, never anyone else's: a colleague's file of the same name is a separate file).
+
+    Returns the GeneratedFile row (``user`` set: the upload is the user's alone, and their
+    tenant's staff'). Raises OSError when the disk refuses the write.
+    """
+    from tools.lib.files import user_uploads_dir
+
+    folder = user_uploads_dir(tenant_id, acting_user.pk)  # type: ignore[attr-defined]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{uuid.uuid4().hex[:12]}-{safe_name(name)}"
+    size = 0
+    with open(path, "wb") as target:
+        for chunk in chunks:
+            target.write(chunk)
+            size += len(chunk)
+    previous = GeneratedFile.objects.select_for_update().filter(
+        tenant_id=tenant_id, user=acting_user, source_tool=UPLOAD_TOOL, filename=name)
+    for old in previous:
+        Path(old.path).unlink(missing_ok=True)
+    previous.delete()
+    return GeneratedFile.objects.create(
+        tenant_id=tenant_id, user=acting_user, filename=name, path=str(path), mime_type=mime_type,
+        size_bytes=size, source_tool=UPLOAD_TOOL,
+    )
 
 
 def safe_name(name: str) -> str:

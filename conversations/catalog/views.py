@@ -1,14 +1,15 @@
-"""REST views of the catalog: upload and list a conversation's datasets; download a file.
+"""REST views of the catalog: upload and list a conversation's datasets; download a file;
+upload and list documents.
 
 A conversation's datasets and the files made in it are its owner's alone,
 within the owner's tenant (as the conversation itself: conversations.access);
-a file made outside any conversation belongs to its tenant. Another user's
-conversation or file answers 404, exactly like one that does not exist.
+an uploaded document is its uploader's; a file made outside any conversation by
+no user belongs to its tenant; staff read all of their tenant's (docs/access.md).
+Another user's conversation or file answers 404, exactly like one that does not exist.
 """
 
 from __future__ import annotations
 
-from django.db.models import Q
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -20,10 +21,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.access import owned_conversation
-from conversations.catalog.files import is_tenant_file
+from conversations.catalog.access import readable_files, upload_names
+from conversations.catalog.files import is_tenant_file, save_upload
 from conversations.catalog.store import CatalogError, ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
-from conversations.models import CatalogDataset, GeneratedFile
+from conversations.models import CatalogDataset
 from registry.tenancy import tenant_of
 
 
@@ -95,19 +97,16 @@ class ConversationDatasetsView(APIView):
 
 
 class FileDownloadView(APIView):
-    """GET /files/<id>/: the file, for the owner of the conversation it was made in (any user of
-    its tenant when it was made outside a conversation)."""
+    """GET /files/<id>/: the file, for whoever may read it (conversations.catalog.access.readable_files:
+    its uploader, the owner of the conversation it was made in, the tenant's staff; any user of
+    the tenant for a file made outside any conversation by no user)."""
 
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request: Request, file_id: int) -> FileResponse:
         tenant = tenant_of(request.user)
-        generated = (
-            GeneratedFile.objects.filter(pk=file_id, tenant_id=tenant)
-            .filter(Q(conversation__isnull=True) | Q(conversation__user=request.user))
-            .first() if tenant else None
-        )
+        generated = readable_files(_caller(request, tenant)).filter(pk=file_id).first() if tenant else None
         if generated is None or not is_tenant_file(generated.tenant_id, generated.path):
             raise Http404("no such file")
         try:
@@ -122,9 +121,11 @@ DOCUMENT_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx
 
 
 class DocumentUploadView(APIView):
-    """POST (multipart ``file``): put a document in your tenant's uploads, for ``index_content``.
+    """POST (multipart ``file``): upload a document for ``index_content``. It is yours (and your
+    tenant's staff'): a colleague never lists, indexes or replaces it, and their upload of the
+    same name is a file of their own. Uploading a name again replaces your earlier file.
 
-    GET: the names of your uploads.
+    GET: the names you may index: your uploads and the tenant's shared folder.
     """
 
     permission_classes = [IsAuthenticated]
@@ -133,9 +134,7 @@ class DocumentUploadView(APIView):
     @extend_schema(responses={200: inline_serializer("UploadList", {"uploads": serializers.ListField(
         child=serializers.CharField())})})
     def get(self, request: Request) -> Response:
-        from tools.lib.files import list_uploads
-
-        return Response({"uploads": list_uploads(_tenant(request))})
+        return Response({"uploads": upload_names(_caller(request, _tenant(request)))})
 
     @extend_schema(request=_upload_form("DocumentUpload"), responses={
         201: inline_serializer("UploadedDocument", {"name": serializers.CharField(),
@@ -145,8 +144,6 @@ class DocumentUploadView(APIView):
         from pathlib import PurePath
 
         from django.conf import settings
-
-        from tools.lib.files import uploads_dir
 
         tenant = _tenant(request)
         upload = request.FILES.get("file")
@@ -160,12 +157,9 @@ class DocumentUploadView(APIView):
         if upload.size > limit:
             return Response({"error": f"{name!r} is {upload.size:,} bytes; the upload limit is {limit:,}"},
                             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
-        folder = uploads_dir(tenant)
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / name, "wb") as target:
-            for chunk in upload.chunks():
-                target.write(chunk)
-        return Response({"name": name, "size_bytes": upload.size}, status=status.HTTP_201_CREATED)
+        saved = save_upload(tenant, acting_user=request.user, name=name, chunks=upload.chunks(),
+                            mime_type=upload.content_type or "")
+        return Response({"name": name, "size_bytes": saved.size_bytes}, status=status.HTTP_201_CREATED)
 
 
 def _tenant(request: Request) -> str:
@@ -173,3 +167,8 @@ def _tenant(request: Request) -> str:
     if tenant is None:
         raise Http404("your account belongs to no tenant")
     return tenant
+
+
+def _caller(request: Request, tenant: str) -> dict:
+    """The request's user as a tool context names a caller, for the access rules."""
+    return {"tenant_id": tenant, "user_id": request.user.pk}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from conversations.llm.cost import Usage
@@ -36,6 +36,7 @@ from conversations.llm.types import (
     ToolUseBlock,
 )
 from eunice.jsonlimits import JSONTooDeep, loads_bounded
+from registry.snapshot import REDACTED, Definition, redacted
 
 MODEL_NAME = "offline"
 _COMMAND = re.compile(r"\A\s*/(?P<name>[A-Za-z0-9_-]{1,128})(?:\s+(?P<args>.*))?\Z", re.DOTALL)
@@ -93,6 +94,28 @@ class OfflineProvider:
             return _reply(f"The arguments of /{name} must be a JSON object in braces, e.g. {example}")
         block = ToolUseBlock(f"toolu_offline_{secrets.token_hex(8)}", name, inputs)
         return LLMResponse((block,), "tool_use", Usage(), MODEL_NAME)
+
+
+def redact_command(text: str, definitions: Callable[[], Mapping[str, Definition]]) -> str:
+    """``text`` as it may be stored: a slash command for a tool whose schema marks inputs
+    ``writeOnly`` keeps ``"[redacted]"`` in their place (the message row, the
+    ``user_message`` event and the turn record never hold what was typed); any other
+    text is returned unchanged. A command to such a tool whose arguments do not parse
+    as an object keeps only the tool's name: whatever it held may be the secret.
+    ``definitions`` (the registry's) is called only for a slash command, so a plain
+    message never loads the registry."""
+    match = _COMMAND.match(text)
+    definition = definitions().get(match["name"]) if match else None
+    if definition is None or not definition.secret_inputs:
+        return text
+    try:
+        inputs = json.loads((match["args"] or "").strip() or "{}")
+    except json.JSONDecodeError:
+        inputs = None
+    if not isinstance(inputs, dict):
+        return f"/{match['name']} {REDACTED}"
+    kept = redacted(inputs, definition)
+    return text if kept is inputs else f"/{match['name']} {json.dumps(kept, ensure_ascii=False)}"
 
 
 def _reply(text: str) -> LLMResponse:

@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from registry.admin_scope import TenantScopedAdmin
 from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import tool_state
 from registry.tenancy import tenant_of
@@ -164,7 +165,7 @@ class MCPServerAdmin(admin.ModelAdmin):
 
 
 @admin.register(MCPAuditLog)
-class MCPAuditLogAdmin(admin.ModelAdmin):
+class MCPAuditLogAdmin(TenantScopedAdmin):
     list_display = ("created_at", "actor", "action", "server_name", "tenant_id")
     list_filter = ("action", "tenant_id")
 
@@ -186,6 +187,6 @@ def _summary(result: object) -> str:
 
 
 @admin.register(TenantMembership)
-class TenantMembershipAdmin(admin.ModelAdmin):
+class TenantMembershipAdmin(TenantScopedAdmin):
     list_display = ("user", "tenant_id")
     search_fields = ("user__username", "tenant_id")

@@ -27,7 +27,7 @@ def cookie_for(user) -> bytes:
 
 
 def socket(conversation_id, cookie=b"", origin=b"http://localhost"):
-    headers = [(b"origin", origin)] + ([(b"cookie", cookie)] if cookie else [])
+    headers = [(b"host", b"localhost"), (b"origin", origin)] + ([(b"cookie", cookie)] if cookie else [])
     return WebsocketCommunicator(application, f"/ws/conversations/{conversation_id}/", headers=headers)
 
 

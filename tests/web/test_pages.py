@@ -121,14 +121,22 @@ def test_the_conversation_view_replays_events_in_order(client, staff):
     assert page.index("1.1 user_message") < page.index("1.2 tool_call") < page.index("1.3 done")
 
 
-def test_a_document_upload_lands_in_my_tenants_uploads_for_indexing(client, member, settings, tmp_path):
+def test_a_document_upload_lands_in_my_own_uploads_for_indexing(client, member, settings, tmp_path):
+    from pathlib import Path
+
     from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from conversations.models import GeneratedFile
 
     settings.EUNICE_FILES_DIR = str(tmp_path)
     upload = SimpleUploadedFile("../../notes.md", b"# Rain\nOslo is wet.", content_type="text/markdown")
     response = client.post("/api/documents/", {"file": upload})
     assert response.status_code == 201 and response.json()["name"] == "notes.md"
-    assert (tmp_path / TENANT / "uploads" / "notes.md").read_bytes() == b"# Rain\nOslo is wet."
+    row = GeneratedFile.objects.get(filename="notes.md")
+    assert row.user == member and row.conversation is None
+    path = Path(row.path)
+    assert path.read_bytes() == b"# Rain\nOslo is wet."
+    assert path.parent == tmp_path / TENANT / "users" / str(member.pk) / "uploads"
     assert client.get("/api/documents/").json() == {"uploads": ["notes.md"]}
 
 
@@ -150,5 +158,5 @@ def test_the_playground_keeps_staff_to_their_own_tenant(client, staff, settings)
     assert "their_secret" not in client.get("/playground/").content.decode()
     response = client.post("/playground/their_secret/", {"inputs": "{}", "tenant": OTHER_TENANT})
     assert response.status_code == 404 and not ToolExecutionLog.objects.filter(tool_name="their_secret").exists()
-    client.post("/playground/search_tools/", {"inputs": '{"query": "plan"}', "tenant": OTHER_TENANT})
-    assert ToolExecutionLog.objects.get(tool_name="search_tools").tenant_id == TENANT
+    refused = client.post("/playground/search_tools/", {"inputs": '{"query": "plan"}', "tenant": OTHER_TENANT})
+    assert refused.status_code == 403 and not ToolExecutionLog.objects.filter(tool_name="search_tools").exists()

@@ -1,4 +1,9 @@
-"""Where a tenant's files live: ``EUNICE_FILES_DIR/<tenant>/{uploads,generated}``.
+"""Where a tenant's files live: ``EUNICE_FILES_DIR/<tenant>/{uploads,users/<id>/uploads,generated}``.
+
+``uploads/`` holds the tenant's own documents (put there by an operator, outside
+the app: every user of the tenant may index them); ``users/<id>/uploads/`` holds
+what a user uploaded through the API, recorded as GeneratedFile rows with their
+``user`` (theirs alone, and their tenant's staff': conversations.catalog.access).
 
 Every path a tool reads or writes is resolved here and must stay inside its
 tenant's directory: no absolute names, no ``..``, no symlink out.
@@ -32,6 +37,12 @@ def tenant_dir(tenant_id: str) -> Path:
 
 def uploads_dir(tenant_id: str) -> Path:
     return tenant_dir(tenant_id) / "uploads"
+
+
+def user_uploads_dir(tenant_id: str, user_pk: int) -> Path:
+    """Where the API keeps one user's uploads (not created). Never inside ``uploads/``,
+    so no upload name of the tenant's folder can reach it."""
+    return tenant_dir(tenant_id) / "users" / str(int(user_pk)) / "uploads"
 
 
 def resolve_upload(tenant_id: str, name: str) -> Path:

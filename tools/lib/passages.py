@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, QuerySet
 
 from tools.lib.chunking import chunk_text
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
@@ -25,17 +25,28 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def readable_documents(context: dict) -> QuerySet:
+    """The documents of the caller's tenant they may read, search, move or replace: those they
+    indexed and those indexed by no user (the tenant's); staff: all of the tenant's.
+    The same rule as for files (conversations.catalog.access.owned_rows)."""
+    from conversations.catalog.access import owned_rows
+
+    return owned_rows(Document.objects.for_tenant(context["tenant_id"]), context, "owner")
+
+
 def store_document(
-    corpus: Corpus, loaded: LoadedDocument, *, conversation_id: str = "", tool_call_id: str = ""
+    corpus: Corpus, loaded: LoadedDocument, *, owner: object = None, conversation_id: str = "", tool_call_id: str = ""
 ) -> tuple[Document, str]:
-    """Insert or replace the document of ``loaded.source`` in ``corpus``; ``(document, status)``.
+    """Insert or replace ``owner``'s document of ``loaded.source`` in ``corpus``; ``(document, status)``.
 
     Status is ``unchanged`` (same text: nothing is done), ``replaced`` or
-    ``indexed``. Passages are embedded before the transaction opens, so the
-    write is short. Raises EmbedderUnavailable if the model cannot load.
+    ``indexed``. Only the owner's own document of that source is replaced (None:
+    the tenant's): a colleague indexing the same source gets a document of their
+    own. Passages are embedded before the transaction opens, so the write is
+    short. Raises EmbedderUnavailable if the model cannot load.
     """
     digest = content_hash(loaded.text)
-    existing = Document.objects.filter(corpus=corpus, source=loaded.source).first()
+    existing = Document.objects.filter(corpus=corpus, source=loaded.source, owner=owner).first()
     if existing is not None and existing.content_hash == digest and existing.title == loaded.title:
         return existing, "unchanged"
     passages = chunk_text(loaded.text)
@@ -52,7 +63,7 @@ def store_document(
         else:
             document, status = Document.objects.create(
                 tenant_id=corpus.tenant_id, corpus=corpus, title=loaded.title, source=loaded.source,
-                format=loaded.format, content_hash=digest, text=loaded.text,
+                format=loaded.format, content_hash=digest, text=loaded.text, owner=owner,
                 conversation_id=conversation_id or "", tool_call_id=tool_call_id,
             ), "indexed"
         Chunk.objects.bulk_create([
@@ -81,18 +92,22 @@ class PassageHit:
         }
 
 
-def search_passages(tenant_id: str, query: str, limit: int, corpora: list[Corpus] | None) -> list[PassageHit]:
-    """The ``limit`` best passages of the tenant's documents (in ``corpora`` when given), best first.
+def search_passages(documents: QuerySet, query: str, limit: int) -> list[PassageHit]:
+    """The ``limit`` best passages of ``documents`` (of one tenant: ``readable_documents``,
+    perhaps cut to some corpora), best first.
 
-    Passages sharing no word with the query and further in meaning than the
-    tool-search threshold are left out, so an unrelated query finds nothing.
+    The index holds the whole tenant's passages (built once per change); only
+    those of ``documents`` may be found. Passages sharing no word with the query
+    and further in meaning than the tool-search threshold are left out, so an
+    unrelated query finds nothing.
     """
+    tenant_id = documents.values_list("tenant_id", flat=True).first()
+    if tenant_id is None:
+        return []
     index = _tenant_index(tenant_id)
-    allowed = None
-    if corpora is not None:
-        ids = Chunk.objects.for_tenant(tenant_id).filter(document__corpus__in=corpora).values_list("id", flat=True)
-        allowed = {str(i) for i in ids}
-    if len(index) == 0 or allowed == set():
+    ids = Chunk.objects.for_tenant(tenant_id).filter(document__in=documents).values_list("id", flat=True)
+    allowed = {str(i) for i in ids}
+    if len(index) == 0 or not allowed:
         return []
     hits = index.search(query, limit, allowed, min_similarity=MIN_SIMILARITY)
     chunks = Chunk.objects.for_tenant(tenant_id).select_related("document__corpus").in_bulk(

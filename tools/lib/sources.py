@@ -28,7 +28,7 @@ def load_item(item: dict, context: dict) -> LoadedDocument:
     """Read and extract one ``{upload | file_id | text}`` item for the caller behind the tool
     ``context`` (a file_id only if the file is theirs: conversations.catalog.access.readable_files).
     Raises HintException for a bad item."""
-    tenant_id, conversation_id = context["tenant_id"], str(context.get("conversation_id") or "")
+    conversation_id = str(context.get("conversation_id") or "")
     given = [key for key in ("upload", "file_id", "text") if key in item]
     if len(given) != 1:
         raise HintException(
@@ -38,7 +38,7 @@ def load_item(item: dict, context: dict) -> LoadedDocument:
              {"label": '{"text": "…", "title": "Notes", "format": "markdown"}', "score": 0.7}],
         )
     if "upload" in item:
-        data, name, mime, source = _upload(item["upload"], tenant_id)
+        data, name, mime, source = _upload(item["upload"], context)
     elif "file_id" in item:
         data, name, mime, source = _generated(item["file_id"], context, conversation_id)
     else:
@@ -61,18 +61,31 @@ def load_item(item: dict, context: dict) -> LoadedDocument:
                           format=fmt, text=text)
 
 
-def _upload(name: str, tenant_id: str) -> tuple[bytes, str, str, str]:
+def _upload(name: str, context: dict) -> tuple[bytes, str, str, str]:
+    """The caller's own upload ``name`` (conversations.catalog.access.own_uploads), else the file
+    of that name in the tenant's folder. A colleague's upload is never found by name."""
+    from conversations.catalog.access import own_uploads, upload_names
+    from conversations.catalog.files import is_tenant_file
+
+    tenant_id = context["tenant_id"]
+    row = own_uploads(context).filter(filename=name).first()
     try:
+        if row is not None and is_tenant_file(tenant_id, row.path):
+            return _read(row.path), row.filename, row.mime_type, f"upload:{name}"
         path = files.resolve_upload(tenant_id, name)
     except files.UnsafePath as error:
         raise HintException("schema", f"upload: {error}") from None
     except FileNotFoundError:
-        known = files.list_uploads(tenant_id)
         raise HintException(
             "schema", f"upload {name!r} does not exist in your uploads folder",
-            _closest(name, known),
+            _closest(name, upload_names(context)),
         ) from None
     return path.read_bytes(), path.name, "", f"upload:{name}"
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 def _generated(file_id: int, context: dict, conversation_id: str | None) -> tuple[bytes, str, str, str]:

@@ -157,7 +157,7 @@ TOOLS = [
         "name": "query_telemetry",
         "description": (
             "Look at what happened in this conversation: its tool calls (tool, outcome, time) or "
-            "its events. Staff may pass all_tenants for every tenant's tool calls."
+            "its events. A superuser may pass all_tenants for every tenant's tool calls."
         ),
         "input_schema": {
             "type": "object",
