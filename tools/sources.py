@@ -1,9 +1,14 @@
 """Connections to registered datasources, each read-only by the database session itself.
 
-PostgreSQL: the session starts with ``default_transaction_read_only`` and a
-``statement_timeout``, and psycopg opens read-only transactions. SQLite: the
-file is opened with ``mode=ro`` and ``query_only``, and a progress handler
-enforces the time cap. CSV/Parquet files are read into DuckDB (sqlengine).
+Every connect first checks what the datasource may reach
+(``tools.lib.datasource_reach``), so a datasource stored before a rule existed
+stops working when it breaks one. PostgreSQL: the connection goes to the
+address pinned by that check; the session starts with
+``default_transaction_read_only`` and a ``statement_timeout``, and psycopg
+opens read-only transactions. SQLite: the file is opened with ``mode=ro`` and
+``query_only``, ATTACH is refused (it would open any other file), and a
+progress handler enforces the time cap. CSV/Parquet files are read by the host
+and handed to a locked DuckDB connection (sqlengine).
 Errors that the model can fix become schema/fetch Hints with alternatives taken
 from the real schema; nothing here returns a password or a traceback.
 """
@@ -14,7 +19,6 @@ import difflib
 import re
 import sqlite3
 import time
-from pathlib import Path
 from urllib.parse import quote
 
 import pandas as pd
@@ -22,6 +26,7 @@ import pandas as pd
 from conversations.catalog.secrets import unseal
 from conversations.models import DataSource
 from registry.contract import HintException
+from tools.lib.datasource_reach import IDENTITY_SQL, check_connected, postgres_target, tenant_file
 
 _MISSING = re.compile(r'(?:relation|column|table|no such table:|no such column:)\s+"?([\w.]+)"?', re.I)
 
@@ -61,7 +66,8 @@ def schema_of(source: DataSource, timeout: float = 10.0) -> dict[str, list[str]]
 
 
 def read_file(source: DataSource) -> pd.DataFrame:
-    path = source.location.get("path", "")
+    """The CSV or Parquet file of ``source`` as a frame. Raises SourceRefused, SourceError."""
+    path = tenant_file(source.tenant_id, str(source.location.get("path", "")))
     try:
         return pd.read_parquet(path) if source.kind == DataSource.Kind.PARQUET else pd.read_csv(path)
     except (OSError, ValueError) as exc:
@@ -91,11 +97,12 @@ def _missing_hint(source: DataSource, message: str, what: str) -> HintException:
 def _postgres_connect(source: DataSource, timeout: float):  # noqa: ANN202 - a psycopg connection
     import psycopg
 
-    where = source.location
+    target = postgres_target(source.location)
     try:
+        # hostaddr: libpq connects to the address checked above and never resolves the name again.
         connection = psycopg.connect(
-            host=where.get("host"), port=int(where.get("port") or 5432), dbname=where.get("database"),
-            user=where.get("user"), password=unseal(source.secret) or None, connect_timeout=5,
+            host=target.host, hostaddr=target.address, port=target.port, dbname=target.database,
+            user=target.user or None, password=unseal(source.secret) or None, connect_timeout=5,
             options=f"-c default_transaction_read_only=on -c statement_timeout={int(timeout * 1000)}",
             application_name="eunice-datasource",
         )
@@ -103,6 +110,11 @@ def _postgres_connect(source: DataSource, timeout: float):  # noqa: ANN202 - a p
         reason = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else "connection failed"
         raise SourceError(f"datasource {source.name!r}: cannot connect ({reason})") from None
     connection.read_only = True
+    try:
+        check_connected(connection.execute(IDENTITY_SQL).fetchone())
+    except BaseException:
+        connection.close()
+        raise
     return connection
 
 
@@ -137,15 +149,23 @@ def _postgres(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd
 
 
 def _sqlite_connection(source: DataSource, timeout: float) -> sqlite3.Connection:
-    path = Path(source.location.get("path", ""))
-    if not path.is_file():
-        raise SourceError(f"datasource {source.name!r}: the file no longer exists")
+    path = tenant_file(source.tenant_id, str(source.location.get("path", "")))
     connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=timeout)
+    # ATTACH (and VACUUM INTO, which attaches) would open any file the server can read.
+    connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    connection.set_authorizer(_sqlite_authorizer)
     connection.execute("PRAGMA query_only = ON")
     deadline = time.monotonic() + timeout
     # Returning non-zero aborts the statement: the time cap, enforced by SQLite itself.
     connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     return connection
+
+
+_SQLITE_REFUSED = frozenset({sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH})
+
+
+def _sqlite_authorizer(action: int, *_: object) -> int:
+    return sqlite3.SQLITE_DENY if action in _SQLITE_REFUSED else sqlite3.SQLITE_OK
 
 
 def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.DataFrame:
@@ -163,6 +183,9 @@ def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.D
         if "interrupted" in message:
             raise HintException("fetch", f"the query ran longer than {timeout:g} s and was stopped",
                                 narrow="filter with WHERE, or aggregate") from None
+        if "not authorized" in message or "too many attached" in message:
+            raise HintException("schema", f"datasource {source.name!r}: sql may read only this file "
+                                "(ATTACH is not available)") from None
         if "readonly" in message or "query_only" in message or "read-only" in message:
             raise HintException("schema", f"datasource {source.name!r} is read-only: only queries (SELECT) run") from None
         raise HintException("schema", f"sql: {message[:300]}") from None

@@ -22,6 +22,7 @@ SALES_CSV = (
 @pytest.fixture(autouse=True)
 def files_dir(settings, tmp_path):
     settings.FILES_DIR = tmp_path / "files"
+    settings.EUNICE_FILES_DIR = settings.FILES_DIR  # the tools' uploads and generated files, read from the same variable
     return settings.FILES_DIR
 
 
