@@ -168,6 +168,11 @@ def _sqlite_authorizer(action: int, *_: object) -> int:
     return sqlite3.SQLITE_DENY if action in _SQLITE_REFUSED else sqlite3.SQLITE_OK
 
 
+def _only_this_file(source: DataSource) -> HintException:
+    return HintException("schema", f"datasource {source.name!r}: sql may read only this file "
+                         "(ATTACH and VACUUM INTO are not available)")
+
+
 def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.DataFrame:
     connection = _sqlite_connection(source, timeout)
     try:
@@ -183,12 +188,15 @@ def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.D
         if "interrupted" in message:
             raise HintException("fetch", f"the query ran longer than {timeout:g} s and was stopped",
                                 narrow="filter with WHERE, or aggregate") from None
-        if "not authorized" in message or "too many attached" in message:
-            raise HintException("schema", f"datasource {source.name!r}: sql may read only this file "
-                                "(ATTACH is not available)") from None
+        if "too many attached" in message:
+            raise _only_this_file(source) from None
         if "readonly" in message or "query_only" in message or "read-only" in message:
             raise HintException("schema", f"datasource {source.name!r} is read-only: only queries (SELECT) run") from None
         raise HintException("schema", f"sql: {message[:300]}") from None
+    except sqlite3.DatabaseError as exc:  # the authorizer's refusal
+        if "not authorized" in str(exc):
+            raise _only_this_file(source) from None
+        raise HintException("schema", f"sql: {str(exc)[:300]}") from None
     except sqlite3.Warning as exc:
         raise HintException("schema", f"sql: {str(exc)[:300]}") from None
     finally:

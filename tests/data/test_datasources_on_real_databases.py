@@ -11,12 +11,10 @@ tenant's uploads, the only place a file datasource may be.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 
 import psycopg
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 
 from conversations.models import DataSource
 from tests.conftest import OTHER_TENANT, TENANT, text
@@ -24,43 +22,10 @@ from tools.lib.files import uploads_dir
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-
 
 @pytest.fixture(autouse=True)
 def loopback_allowed(settings):
     settings.DATA = {**settings.DATA, "DATASOURCE_ALLOW_PRIVATE": True}
-
-
-@pytest.fixture
-def scratch_postgres():
-    """A database and a login role (not a superuser) created for the test and dropped after it.
-
-    Not the app's database: a database of its own on the same server, with one
-    table the role may read and (to show the session, not a grant, refuses
-    writes) write.
-    """
-    name = f"eunice_ds_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        admin.execute(f'CREATE ROLE "{name}" LOGIN NOSUPERUSER')
-    try:
-        with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{name}", autocommit=True) as db:
-            db.execute("CREATE TABLE customers (id int, full_name text, country text)")
-            db.execute("INSERT INTO customers VALUES (1, 'Ada', 'NO'), (2, 'Linus', 'FI'), (3, 'Grace', 'US')")
-            db.execute(f'GRANT ALL ON customers TO "{name}"')
-        yield name
-    finally:
-        with psycopg.connect(ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.execute(f'DROP ROLE IF EXISTS "{name}"')
-
-
-@pytest.fixture
-def staff_context(django_user_model):
-    user = django_user_model.objects.create_user("boss", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(codename__in=["add_datasource", "change_datasource"]))
-    return {"user_id": str(user.pk)}
 
 
 @pytest.fixture
