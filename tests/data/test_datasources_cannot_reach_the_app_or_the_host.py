@@ -93,18 +93,23 @@ def test_a_socket_a_host_list_or_a_connection_string_is_refused(register, allow_
     assert not DataSource.objects.exists()
 
 
-def test_the_connection_goes_to_the_checked_address_not_to_a_second_lookup(register, allow_private,
+def test_the_connection_goes_to_the_checked_address_not_to_a_second_lookup(in_conversation, allow_private,
                                                                              scratch_postgres, monkeypatch):
-    # Only our resolver knows this name: libpq, resolving on its own, could not find it.
-    real = socket.getaddrinfo
+    # A name whose answer changes after the first lookup (DNS rebinding): 127.0.0.3 has no
+    # server, so a connection that looked the name up again would fail.
+    real, lookups = socket.getaddrinfo, []
 
-    def resolve(host, *args, **kwargs):
-        return real("127.0.0.1" if host == "crm.eunice.test" else host, *args, **kwargs)
+    def rebinding(host, *args, **kwargs):
+        if host != "crm.eunice.test":
+            return real(host, *args, **kwargs)
+        lookups.append(host)
+        return real("127.0.0.1" if len(lookups) == 1 else "127.0.0.3", *args, **kwargs)
 
-    monkeypatch.setattr(socket, "getaddrinfo", resolve)
-    result = register(kind="postgres", host="crm.eunice.test", database=scratch_postgres, user=scratch_postgres)
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    stored("postgres", host="crm.eunice.test", port=5432, database=scratch_postgres, user=scratch_postgres)
+    result = in_conversation("query_datasource", name="old", sql="SELECT full_name FROM customers ORDER BY id")
     assert result.error is None, result.content
-    assert "customers (3 columns)" in result.content
+    assert "Ada" in text(result) and len(lookups) == 1
 
 
 def test_a_role_that_can_read_the_servers_files_is_refused(register, allow_private, scratch_postgres, in_conversation):
