@@ -103,7 +103,8 @@ def run_select(frames: dict[str, pd.DataFrame], sql: str, *, max_rows: int, time
 
 def _reaches_outside(exc: duckdb.Error) -> bool:
     """Whether DuckDB refused a file/network access, or a function that lives in an extension."""
-    return isinstance(exc, duckdb.PermissionException) or "extension" in str(exc)
+    message = str(exc)
+    return isinstance(exc, duckdb.PermissionException) or ("exists in the" in message and " extension" in message)
 
 
 def _one_select(connection: duckdb.DuckDBPyConnection, sql: str) -> str:

@@ -42,7 +42,8 @@ def test_no_table_function_opens_a_server_file(sales, in_conversation, reader):
 
 
 def test_a_file_named_as_a_table_or_a_url_is_not_read(sales, in_conversation):
-    for source in ("'/etc/passwd'", "'https://example.com/data.parquet'", "read_csv('http://127.0.0.1:9/x.csv')"):
+    for source in ("'/etc/passwd'", "'https://example.com/data.parquet'", "read_csv('http://127.0.0.1:9/x.csv')",
+                   "query_table('/etc/passwd')", "read_csv(['/etc/hostname', '/etc/passwd'])"):
         result = in_conversation("query", sql=f"SELECT * FROM {source}")
         assert result.content.startswith("⚠ schema hint:"), result.content
         assert "root:" not in result.content
