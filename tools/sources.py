@@ -26,7 +26,7 @@ import pandas as pd
 from conversations.catalog.secrets import unseal
 from conversations.models import DataSource
 from registry.contract import HintException
-from tools.lib.datasource_reach import IDENTITY_SQL, check_connected, postgres_target, tenant_file
+from tools.lib.datasource_reach import check_connected, postgres_target, tenant_file
 
 _MISSING = re.compile(r'(?:relation|column|table|no such table:|no such column:)\s+"?([\w.]+)"?', re.I)
 
@@ -111,7 +111,10 @@ def _postgres_connect(source: DataSource, timeout: float):  # noqa: ANN202 - a p
         raise SourceError(f"datasource {source.name!r}: cannot connect ({reason})") from None
     connection.read_only = True
     try:
-        check_connected(connection.execute(IDENTITY_SQL).fetchone())
+        check_connected(connection)
+    except psycopg.Error as exc:
+        connection.close()
+        raise SourceError(f"datasource {source.name!r}: cannot check who answered ({type(exc).__name__})") from None
     except BaseException:
         connection.close()
         raise

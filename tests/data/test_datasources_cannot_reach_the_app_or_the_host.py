@@ -144,7 +144,6 @@ def test_the_apps_own_database_is_refused_by_any_alias_of_its_host(register, all
 def port_forward(target: tuple[str, int]) -> Iterator[int]:
     """A loopback TCP forwarder to ``target``: the app's server behind a port nobody configured."""
     listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(10)
 
     def pump(source: socket.socket, sink: socket.socket) -> None:
         with source, sink:
@@ -155,7 +154,7 @@ def port_forward(target: tuple[str, int]) -> Iterator[int]:
         while True:
             try:
                 client, _ = listener.accept()
-            except OSError:  # closed, or no client within the bound
+            except OSError:  # shut down: the test is over
                 return
             upstream = socket.create_connection(target, timeout=10)
             for a, b in ((client, upstream), (upstream, client)):
@@ -166,8 +165,10 @@ def port_forward(target: tuple[str, int]) -> Iterator[int]:
     try:
         yield listener.getsockname()[1]
     finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
         listener.close()
         thread.join(timeout=15)
+        assert not thread.is_alive()
 
 
 def _quietly(function, *args) -> None:  # noqa: ANN001 - a pump that ends when either side closes
@@ -177,10 +178,26 @@ def _quietly(function, *args) -> None:  # noqa: ANN001 - a pump that ends when e
         pass
 
 
+@contextmanager
+def server_identifier_hidden(hidden: bool) -> Iterator[None]:
+    """The app's (test) database with pg_control_system() revoked from ordinary roles, as some servers have it."""
+    if hidden:
+        with app_connection.cursor() as cursor:
+            cursor.execute("REVOKE EXECUTE ON FUNCTION pg_catalog.pg_control_system() FROM PUBLIC")
+    try:
+        yield
+    finally:
+        if hidden:
+            with app_connection.cursor() as cursor:
+                cursor.execute("GRANT EXECUTE ON FUNCTION pg_catalog.pg_control_system() TO PUBLIC")
+
+
 @on_postgres
-def test_the_apps_own_database_is_refused_behind_a_port_forward(register, allow_private, scratch_postgres):
+@pytest.mark.parametrize("identifier", ["readable", "revoked"])
+def test_the_apps_own_database_is_refused_behind_a_port_forward(register, allow_private, scratch_postgres, identifier):
     app = app_database()
-    with port_forward((app["HOST"] or "127.0.0.1", int(app["PORT"] or 5432))) as port:
+    with server_identifier_hidden(identifier == "revoked"), \
+            port_forward((app["HOST"] or "127.0.0.1", int(app["PORT"] or 5432))) as port:
         result = register(kind="postgres", host="127.0.0.1", port=port, database=app["NAME"], user=scratch_postgres)
     assert refused(result, "app's own database"), result.content
     assert not DataSource.objects.exists()

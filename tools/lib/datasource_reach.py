@@ -4,9 +4,10 @@
   connecting when its pinned address, port and database name are those of a
   database in ``DATABASES`` (any address of this machine counts as the local
   server's), and after connecting when the server's system identifier and
-  database name are the app's, whatever alias, port or proxy led there. A
-  file is refused when it is the app's SQLite file (or its journal), by
-  inode, so a link under another name is caught.
+  database name, or the address and port it took the connection on, are the
+  app's, whatever alias, port or proxy led there. A file is refused when it
+  is the app's SQLite file (or its journal), by inode, so a link under
+  another name is caught.
 - Loopback, private and link-local hosts only when
   ``EUNICE_DATASOURCE_ALLOW_PRIVATE`` is on. The host is resolved once by the
   same helper as fetch_url and MCP (``registry.mcp.urls.pinned_address``) and
@@ -28,6 +29,7 @@ import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -39,14 +41,17 @@ _SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 # libpq reads a dbname holding "=" or a URI as a whole connection string.
 _CONNINFO_LIKE = re.compile(r"=|^postgres(ql)?:", re.IGNORECASE)
 
-# One statement after connecting: who is this server, and may this role read its files?
-IDENTITY_SQL = (
-    "SELECT CASE WHEN has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') "
-    "THEN (SELECT system_identifier::text FROM pg_catalog.pg_control_system()) END, "
-    "current_database(), "
+# After connecting: which server and database answered (the address and port it took the
+# connection on, which a port forward or a proxy does not change), may this role read the
+# server's files, and may it read the server's identifier? (pg_control_system() is checked
+# for EXECUTE when a statement starts, even in a CASE branch, hence a second statement.)
+_WHO_ANSWERED_SQL = (
+    "SELECT current_database(), host(inet_server_addr()), inet_server_port(), "
     "current_setting('is_superuser') = 'on' OR pg_has_role('pg_read_server_files', 'MEMBER') "
-    "OR pg_has_role('pg_write_server_files', 'MEMBER') OR pg_has_role('pg_execute_server_program', 'MEMBER')"
+    "OR pg_has_role('pg_write_server_files', 'MEMBER') OR pg_has_role('pg_execute_server_program', 'MEMBER'), "
+    "has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')"
 )
+_SERVER_ID_SQL = "SELECT system_identifier::text FROM pg_catalog.pg_control_system()"
 
 
 class SourceRefused(Exception):
@@ -80,17 +85,23 @@ def postgres_target(location: dict) -> PostgresTarget:
     try:
         address = pinned_address(host.strip("[]"), port, allow_private=settings.DATA["DATASOURCE_ALLOW_PRIVATE"])
     except UnsafeURL as exc:
-        raise SourceRefused(f"{exc} (private hosts need EUNICE_DATASOURCE_ALLOW_PRIVATE)") from None
+        private = "resolves to" in str(exc)
+        raise SourceRefused(f"{exc}{' (private hosts need EUNICE_DATASOURCE_ALLOW_PRIVATE)' if private else ''}") from None
     if _is_app_postgres(address, port, database):
         raise SourceRefused(f"{host}:{port}/{database} is the app's own database")
     return PostgresTarget(host=host.strip("[]"), address=address, port=port, database=database, user=user)
 
 
-def check_connected(identity: tuple[str | None, str, bool]) -> None:
-    """Judge the row ``IDENTITY_SQL`` returned on a fresh datasource connection. Raises SourceRefused."""
-    system_identifier, database, reads_server_files = identity
-    if system_identifier is not None and (system_identifier, database) in _app_identities():
+def check_connected(connection: Any) -> None:
+    """Judge a fresh datasource connection (psycopg) by who answered it. Raises SourceRefused."""
+    database, server_address, server_port, reads_server_files, may_identify = connection.execute(
+        _WHO_ANSWERED_SQL).fetchone()
+    if server_address is not None and _is_app_postgres(server_address, int(server_port or 0), database):
         raise SourceRefused("the server answering is the app's own database")
+    if may_identify:
+        (system_identifier,) = connection.execute(_SERVER_ID_SQL).fetchone()
+        if (system_identifier, database) in _app_identities():
+            raise SourceRefused("the server answering is the app's own database")
     if reads_server_files:
         raise SourceRefused("the datasource's role can read the database server's files (a superuser or a "
                             "member of pg_read_server_files); register a role that may only SELECT")
@@ -211,6 +222,9 @@ def _identity_of(alias: str, name: str) -> tuple[str | None, str]:
     from django.db import connections
 
     with connections[alias].cursor() as cursor:
-        cursor.execute(IDENTITY_SQL)
-        system_identifier, database, _ = cursor.fetchone()
-    return system_identifier, database
+        cursor.execute(_WHO_ANSWERED_SQL)
+        database, *_, may_identify = cursor.fetchone()
+        if not may_identify:
+            return None, database
+        cursor.execute(_SERVER_ID_SQL)
+        return cursor.fetchone()[0], database
