@@ -288,6 +288,11 @@ DATA = {
     # Rows a query may save as a dataset (save_as) and an external source may return.
     "SAVE_MAX_ROWS": env_int("EUNICE_QUERY_SAVE_MAX_ROWS", 1_000_000, minimum=1),
     "DATASOURCE_TIMEOUT_SECONDS": env_float("EUNICE_DATASOURCE_TIMEOUT", 15.0, minimum=0.1),
+    # Memory and threads one DuckDB query may use (its own default is 80 % of RAM and every core).
+    "DUCKDB_MEMORY_MB": env_int("EUNICE_DUCKDB_MEMORY_MB", 1024, minimum=64),
+    "DUCKDB_THREADS": env_int("EUNICE_DUCKDB_THREADS", 2, minimum=1),
+    # Datasources on loopback, private or link-local addresses (development and tests only).
+    "DATASOURCE_ALLOW_PRIVATE": env_bool("EUNICE_DATASOURCE_ALLOW_PRIVATE", False),
     # analyze_data runs model-written code in the sandbox: "staff" (default) or "all" users.
     "ANALYZE_DATA_FOR": env_str("EUNICE_ANALYZE_DATA_FOR", "staff"),
 }

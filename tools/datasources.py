@@ -1,54 +1,76 @@
 """Handlers of register_datasource, set_datasource_auth and query_datasource.
 
-Registering a source or changing its password is staff-only: it points the
-platform at a database or a file on the server. Querying a registered source is
-open to the tenant's users. Passwords are sealed at rest and never echoed.
+Registering a source or changing its password points the platform at a
+database or a file on the server: it takes a staff member holding the Django
+permission (``conversations.add_datasource`` to add one,
+``conversations.change_datasource`` to replace one or change its password).
+What a source may reach (never the app's own database, private hosts only
+where the deployment allows them, files only in the tenant's folders) is
+checked here before anything is stored, and again at every connect
+(``tools.lib.datasource_reach``). Querying a registered source is open to the
+tenant's users; sources are scoped to one tenant. Passwords are sealed at rest
+and never echoed.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.conf import settings
 from django.db import transaction
 
-from conversations.catalog.access import is_staff
 from conversations.catalog.secrets import seal
 from conversations.models import DataSource
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
+from tools.actors import staff_user
 from tools.datacommon import catalog, catalog_errors, quality_warnings, table_ok
+from tools.lib.datasource_reach import SourceRefused, postgres_target, tenant_file
 from tools.sources import SourceError, ranked_names, run_sql, schema_of
 
 _POSTGRES_FIELDS = ("host", "port", "database", "user")
+ADD, CHANGE = "conversations.add_datasource", "conversations.change_datasource"
 
 
 @uniform_contract(name="register_datasource", is_tabular=False)
 def register_datasource(inputs: dict, context: dict) -> Ok | Err:
-    """Create or replace a datasource of the caller's tenant, check it answers, list its tables."""
-    if not is_staff(context):
-        return Err("registering a datasource needs a staff member", "PermissionDenied")
+    """Create or replace a datasource of the caller's tenant, check it answers, list its tables.
+
+    A source that breaks a reach rule, before or once connected, is not stored.
+    """
+    existing = DataSource.objects.for_tenant(context["tenant_id"]).filter(name=inputs["name"]).first()
+    needed = CHANGE if existing else ADD
+    if not _staff_with(context, needed):
+        return Err(f"registering a datasource needs a staff member with the {needed} permission", "PermissionDenied")
     kind = inputs["kind"]
-    location = _location(kind, inputs)
+    secret = seal(inputs["password"]) if inputs.get("password") else (existing.secret if existing else "")
+    try:
+        location = _location(kind, inputs, context["tenant_id"])
+        candidate = DataSource(tenant_id=context["tenant_id"], name=inputs["name"], kind=kind,
+                               location=location, secret=secret)
+        tables = _tables(candidate)
+    except SourceRefused as exc:
+        return Err(f"datasource {inputs['name']!r} refused: {exc}", "DatasourceRefused")
     with transaction.atomic():
         source, created = DataSource.objects.update_or_create(
             tenant_id=context["tenant_id"], name=inputs["name"],
-            defaults={"kind": kind, "location": location, "created_by": str(context.get("user_id", ""))},
+            defaults={"kind": kind, "location": location, "secret": secret,
+                      "created_by": str(context.get("user_id", ""))},
         )
-        if inputs.get("password"):
-            source.secret = seal(inputs["password"])
-            source.save(update_fields=["secret"])
-    return _checked(source, "registered" if created else "updated")
+    return _report(source, "registered" if created else "updated", tables)
 
 
 @uniform_contract(name="set_datasource_auth", is_tabular=False)
 def set_datasource_auth(inputs: dict, context: dict) -> Ok | Err:
     """Replace the stored password of a datasource and check it connects."""
-    if not is_staff(context):
-        return Err("changing a datasource's credentials needs a staff member", "PermissionDenied")
+    if not _staff_with(context, CHANGE):
+        return Err(f"changing a datasource's credentials needs a staff member with the {CHANGE} permission",
+                   "PermissionDenied")
     source = _source(inputs["name"], context)
     source.secret = seal(inputs["password"])
     source.save(update_fields=["secret", "updated_at"])
-    return _checked(source, "credentials updated for")
+    try:
+        tables = _tables(source)
+    except SourceRefused as exc:
+        return Err(f"credentials updated for datasource {source.name!r}, but it is refused: {exc}", "DatasourceRefused")
+    return _report(source, "credentials updated for", tables)
 
 
 @uniform_contract(name="query_datasource", is_tabular=True)
@@ -60,6 +82,8 @@ def query_datasource(inputs: dict, context: dict) -> Ok | Err:
     cap = settings.DATA["SAVE_MAX_ROWS"] if save_as else inputs.get("max_rows", settings.DATA["QUERY_MAX_ROWS"])
     try:
         frame = run_sql(source, inputs["sql"], max_rows=cap, timeout=settings.DATA["DATASOURCE_TIMEOUT_SECONDS"])
+    except SourceRefused as exc:
+        return Err(f"datasource {source.name!r} refused: {exc}", "DatasourceRefused")
     except SourceError as exc:
         return Err(str(exc), "DatasourceUnavailable")
     if len(frame) > cap:
@@ -83,6 +107,8 @@ def describe_source(name: str, tenant_id: str) -> dict | None:
         return None
     try:
         tables: dict | str = schema_of(source)
+    except SourceRefused as exc:
+        tables = f"refused: {exc}"
     except SourceError as exc:
         tables = str(exc)
     return {"kind": "datasource", "name": source.name, "source_kind": source.kind,
@@ -90,18 +116,28 @@ def describe_source(name: str, tenant_id: str) -> dict | None:
             "how_to_use": f"query_datasource {{name: {name!r}, sql: 'SELECT …'}} (read-only)"}
 
 
-def _location(kind: str, inputs: dict) -> dict:
+def _staff_with(context: dict, permission: str) -> bool:
+    """Whether the caller is an active staff member holding ``permission`` ("app.codename")."""
+    capabilities = context.get("capabilities")
+    if capabilities:
+        return "staff" in capabilities and permission in capabilities
+    user = staff_user(context.get("user_id"))
+    return user is not None and user.has_perm(permission)
+
+
+def _location(kind: str, inputs: dict, tenant_id: str) -> dict:
+    """The location to store, once it passes the reach rules. Raises HintException, SourceRefused."""
     if kind == DataSource.Kind.POSTGRES:
         missing = [field for field in ("host", "database", "user") if not inputs.get(field)]
         if missing:
             raise HintException("schema", f"a postgres datasource needs {', '.join(missing)}")
-        return {field: inputs[field] for field in _POSTGRES_FIELDS if inputs.get(field)}
+        location = {field: inputs[field] for field in _POSTGRES_FIELDS if inputs.get(field)}
+        postgres_target(location)
+        return location
     path = inputs.get("path")
     if not path:
-        raise HintException("schema", f"a {kind} datasource needs `path`: the file on the server")
-    if not Path(path).is_file():
-        raise HintException("schema", f"path: no file at {path!r}")
-    return {"path": str(Path(path).resolve())}
+        raise HintException("schema", f"a {kind} datasource needs `path`: a file in this tenant's uploads")
+    return {"path": str(tenant_file(tenant_id, path))}
 
 
 def _source(name: str, context: dict) -> DataSource:
@@ -112,10 +148,16 @@ def _source(name: str, context: dict) -> DataSource:
     return source
 
 
-def _checked(source: DataSource, verb: str) -> Ok | Err:
+def _tables(source: DataSource) -> dict[str, list[str]] | SourceError:
+    """The source's tables, or why it cannot be read now. Raises SourceRefused."""
     try:
-        tables = schema_of(source)
+        return schema_of(source)
     except SourceError as exc:
-        return Err(f"{verb} datasource {source.name!r}, but {exc}", "DatasourceUnavailable")
+        return exc
+
+
+def _report(source: DataSource, verb: str, tables: dict[str, list[str]] | SourceError) -> Ok | Err:
+    if isinstance(tables, SourceError):
+        return Err(f"{verb} datasource {source.name!r}, but {tables}", "DatasourceUnavailable")
     listing = ", ".join(f"{t} ({len(c)} columns)" for t, c in list(tables.items())[:30])
     return Ok(rows=len(tables), data=f"{verb} datasource {source.name!r} ({source.kind}); tables: {listing or 'none'}")

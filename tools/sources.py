@@ -1,9 +1,14 @@
 """Connections to registered datasources, each read-only by the database session itself.
 
-PostgreSQL: the session starts with ``default_transaction_read_only`` and a
-``statement_timeout``, and psycopg opens read-only transactions. SQLite: the
-file is opened with ``mode=ro`` and ``query_only``, and a progress handler
-enforces the time cap. CSV/Parquet files are read into DuckDB (sqlengine).
+Every connect first checks what the datasource may reach
+(``tools.lib.datasource_reach``), so a datasource stored before a rule existed
+stops working when it breaks one. PostgreSQL: the connection goes to the
+address pinned by that check; the session starts with
+``default_transaction_read_only`` and a ``statement_timeout``, and psycopg
+opens read-only transactions. SQLite: the file is opened with ``mode=ro`` and
+``query_only``, ATTACH is refused (it would open any other file), and a
+progress handler enforces the time cap. CSV/Parquet files are read by the host
+and handed to a locked DuckDB connection (sqlengine).
 Errors that the model can fix become schema/fetch Hints with alternatives taken
 from the real schema; nothing here returns a password or a traceback.
 """
@@ -14,7 +19,6 @@ import difflib
 import re
 import sqlite3
 import time
-from pathlib import Path
 from urllib.parse import quote
 
 import pandas as pd
@@ -23,6 +27,7 @@ from conversations.catalog.secrets import unseal
 from conversations.models import DataSource
 from eunice.bounded_read import InputTooLarge, read_csv_file, read_parquet_file
 from registry.contract import HintException
+from tools.lib.datasource_reach import check_connected, postgres_target, tenant_file
 
 _MISSING = re.compile(r'(?:relation|column|table|no such table:|no such column:)\s+"?([\w.]+)"?', re.I)
 
@@ -62,7 +67,8 @@ def schema_of(source: DataSource, timeout: float = 10.0) -> dict[str, list[str]]
 
 
 def read_file(source: DataSource) -> pd.DataFrame:
-    path = source.location.get("path", "")
+    """The CSV or Parquet file of ``source`` as a frame. Raises SourceRefused, SourceError."""
+    path = tenant_file(source.tenant_id, str(source.location.get("path", "")))
     try:
         return read_parquet_file(path) if source.kind == DataSource.Kind.PARQUET else read_csv_file(path)
     except InputTooLarge as exc:
@@ -94,11 +100,12 @@ def _missing_hint(source: DataSource, message: str, what: str) -> HintException:
 def _postgres_connect(source: DataSource, timeout: float):  # noqa: ANN202 - a psycopg connection
     import psycopg
 
-    where = source.location
+    target = postgres_target(source.location)
     try:
+        # hostaddr: libpq connects to the address checked above and never resolves the name again.
         connection = psycopg.connect(
-            host=where.get("host"), port=int(where.get("port") or 5432), dbname=where.get("database"),
-            user=where.get("user"), password=unseal(source.secret) or None, connect_timeout=5,
+            host=target.host, hostaddr=target.address, port=target.port, dbname=target.database,
+            user=target.user or None, password=unseal(source.secret) or None, connect_timeout=5,
             options=f"-c default_transaction_read_only=on -c statement_timeout={int(timeout * 1000)}",
             application_name="eunice-datasource",
         )
@@ -106,6 +113,14 @@ def _postgres_connect(source: DataSource, timeout: float):  # noqa: ANN202 - a p
         reason = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else "connection failed"
         raise SourceError(f"datasource {source.name!r}: cannot connect ({reason})") from None
     connection.read_only = True
+    try:
+        check_connected(connection)
+    except psycopg.Error as exc:
+        connection.close()
+        raise SourceError(f"datasource {source.name!r}: cannot check who answered ({type(exc).__name__})") from None
+    except BaseException:
+        connection.close()
+        raise
     return connection
 
 
@@ -140,15 +155,28 @@ def _postgres(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd
 
 
 def _sqlite_connection(source: DataSource, timeout: float) -> sqlite3.Connection:
-    path = Path(source.location.get("path", ""))
-    if not path.is_file():
-        raise SourceError(f"datasource {source.name!r}: the file no longer exists")
+    path = tenant_file(source.tenant_id, str(source.location.get("path", "")))
     connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=timeout)
+    # ATTACH (and VACUUM INTO, which attaches) would open any file the server can read.
+    connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    connection.set_authorizer(_sqlite_authorizer)
     connection.execute("PRAGMA query_only = ON")
     deadline = time.monotonic() + timeout
     # Returning non-zero aborts the statement: the time cap, enforced by SQLite itself.
     connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     return connection
+
+
+_SQLITE_REFUSED = frozenset({sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH})
+
+
+def _sqlite_authorizer(action: int, *_: object) -> int:
+    return sqlite3.SQLITE_DENY if action in _SQLITE_REFUSED else sqlite3.SQLITE_OK
+
+
+def _only_this_file(source: DataSource) -> HintException:
+    return HintException("schema", f"datasource {source.name!r}: sql may read only this file "
+                         "(ATTACH and VACUUM INTO are not available)")
 
 
 def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.DataFrame:
@@ -166,9 +194,15 @@ def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.D
         if "interrupted" in message:
             raise HintException("fetch", f"the query ran longer than {timeout:g} s and was stopped",
                                 narrow="filter with WHERE, or aggregate") from None
+        if "too many attached" in message:
+            raise _only_this_file(source) from None
         if "readonly" in message or "query_only" in message or "read-only" in message:
             raise HintException("schema", f"datasource {source.name!r} is read-only: only queries (SELECT) run") from None
         raise HintException("schema", f"sql: {message[:300]}") from None
+    except sqlite3.DatabaseError as exc:  # the authorizer's refusal
+        if "not authorized" in str(exc):
+            raise _only_this_file(source) from None
+        raise HintException("schema", f"sql: {str(exc)[:300]}") from None
     except sqlite3.Warning as exc:
         raise HintException("schema", f"sql: {str(exc)[:300]}") from None
     finally:

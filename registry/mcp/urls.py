@@ -48,6 +48,18 @@ def check_url(url: str, *, allow_private: bool = False) -> PinnedURL:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise UnsafeURL("the URL's port is not a number between 0 and 65535") from None
+    address = pinned_address(host, port, allow_private=allow_private)
+    return PinnedURL(url=url.strip(), scheme=parts.scheme, host=host, port=port, address=address)
+
+
+def pinned_address(host: str, port: int, *, allow_private: bool = False) -> str:
+    """The one address to connect to for ``host``, resolved once here.
+
+    The same rules for every outbound connection (MCP servers, fetch_url,
+    datasources): a name or a dotted-quad/IPv6 literal, never a decimal, hex
+    or octal form; unless ``allow_private``, every address the name resolves
+    to must be public. Raises UnsafeURL saying why not.
+    """
     literal = _literal_address(host)
     addresses = [literal] if literal else _resolve(host, port)
     if not allow_private:
@@ -55,7 +67,7 @@ def check_url(url: str, *, allow_private: bool = False) -> PinnedURL:
             reason = private_reason(address)
             if reason:
                 raise UnsafeURL(f"{host} resolves to {address}, a {reason} address")
-    return PinnedURL(url=url.strip(), scheme=parts.scheme, host=host, port=port, address=str(addresses[0]))
+    return str(addresses[0])
 
 
 def _literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -1,8 +1,13 @@
-"""Data-tool helpers: a conversation per tenant, files in a temporary directory, uploads."""
+"""Data-tool helpers: a conversation per tenant, files in a temporary directory, uploads,
+a scratch PostgreSQL database with a role of its own, a staff member who may register datasources."""
 
 from __future__ import annotations
 
+import uuid
+
+import psycopg
 import pytest
+from django.contrib.auth.models import Permission
 
 from conversations.catalog import ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
@@ -19,9 +24,13 @@ SALES_CSV = (
 )
 
 
+ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
 @pytest.fixture(autouse=True)
 def files_dir(settings, tmp_path):
     settings.FILES_DIR = tmp_path / "files"
+    settings.EUNICE_FILES_DIR = settings.FILES_DIR  # the tools' uploads and generated files, read from the same variable
     return settings.FILES_DIR
 
 
@@ -52,3 +61,34 @@ def in_conversation(registry, conversation):
         return registry.execute_tool(tool, inputs, {"tenant_id": tenant, "user_id": "u1", **ctx})
 
     return run
+
+
+@pytest.fixture
+def scratch_postgres():
+    """A database and a login role (not a superuser) created for the test and dropped after it.
+
+    Not the app's database: a database of its own on the same server, with one
+    table the role may read and (to show the session, not a grant, refuses
+    writes) write.
+    """
+    name = f"eunice_ds_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE ROLE "{name}" LOGIN NOSUPERUSER')
+    try:
+        with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{name}", autocommit=True) as db:
+            db.execute("CREATE TABLE customers (id int, full_name text, country text)")
+            db.execute("INSERT INTO customers VALUES (1, 'Ada', 'NO'), (2, 'Linus', 'FI'), (3, 'Grace', 'US')")
+            db.execute(f'GRANT ALL ON customers TO "{name}"')
+        yield name
+    finally:
+        with psycopg.connect(ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+
+
+@pytest.fixture
+def staff_context(django_user_model):
+    user = django_user_model.objects.create_user("boss", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["add_datasource", "change_datasource"]))
+    return {"user_id": str(user.pk)}

@@ -1,48 +1,37 @@
-"""Datasources: a scratch PostgreSQL database on this machine and an SQLite file, read-only."""
+"""Datasources: a scratch PostgreSQL database on this machine and an SQLite file, read-only.
+
+The scratch database is another database on the same loopback server as the
+app's (when the app runs on PostgreSQL), never the app's own: loopback hosts
+are allowed here only because the tests switch EUNICE_DATASOURCE_ALLOW_PRIVATE
+on, and the datasource logs in as a role of its own that is not a superuser
+(a superuser's session could read the server's files). Files live in the
+tenant's uploads, the only place a file datasource may be.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-import uuid
 
 import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 
 from conversations.models import DataSource
-from tests.conftest import OTHER_TENANT, text
+from tests.conftest import OTHER_TENANT, TENANT, text
+from tools.lib.files import uploads_dir
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
-
-@pytest.fixture
-def scratch_postgres():
-    """A database created for the test and dropped after it, with one table."""
-    name = f"eunice_ds_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{name}", autocommit=True) as db:
-            db.execute("CREATE TABLE customers (id int, full_name text, country text)")
-            db.execute("INSERT INTO customers VALUES (1, 'Ada', 'NO'), (2, 'Linus', 'FI'), (3, 'Grace', 'US')")
-        yield name
-    finally:
-        with psycopg.connect(ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
-def staff_context(django_user_model):
-    user = django_user_model.objects.create_user("boss", is_staff=True)
-    return {"user_id": str(user.pk)}
+@pytest.fixture(autouse=True)
+def loopback_allowed(settings):
+    settings.DATA = {**settings.DATA, "DATASOURCE_ALLOW_PRIVATE": True}
 
 
 @pytest.fixture
 def pg_source(in_conversation, scratch_postgres, staff_context):
     result = in_conversation("register_datasource", context=staff_context, name="crm", kind="postgres",
-                             host="127.0.0.1", port=5432, database=scratch_postgres, user="postgres",
+                             host="127.0.0.1", port=5432, database=scratch_postgres, user=scratch_postgres,
                              password="hunter2-secret")
     assert result.error is None, result.content
     return result
@@ -111,13 +100,14 @@ def test_another_tenant_cannot_see_or_query_the_datasource(pg_source, in_convers
     assert "no datasource 'crm'" in result.content
 
 
-def test_an_sqlite_file_is_opened_read_only(in_conversation, staff_context, tmp_path):
-    path = tmp_path / "shop.db"
+def test_an_sqlite_file_is_opened_read_only(in_conversation, staff_context):
+    path = uploads_dir(TENANT) / "shop.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE orders (id int, amount real)")
         db.execute("INSERT INTO orders VALUES (1, 9.5)")
     assert in_conversation("register_datasource", context=staff_context, name="shop", kind="sqlite",
-                           path=str(path)).error is None
+                           path="shop.db").error is None
     assert "9.5" in text(in_conversation("query_datasource", name="shop", sql="SELECT amount FROM orders"))
     refused = in_conversation("query_datasource", name="shop", sql="DELETE FROM orders")
     assert refused.content.startswith("⚠ schema hint:") and "read-only" in refused.content
@@ -127,8 +117,9 @@ def test_an_sqlite_file_is_opened_read_only(in_conversation, staff_context, tmp_
     assert "amount" in hint.content
 
 
-def test_a_csv_file_datasource_is_queried_with_sql(in_conversation, staff_context, tmp_path):
-    path = tmp_path / "rates.csv"
+def test_a_csv_file_datasource_is_queried_with_sql(in_conversation, staff_context):
+    path = uploads_dir(TENANT) / "rates.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("currency,rate\nEUR,1.0\nNOK,11.5\n")
     in_conversation("register_datasource", context=staff_context, name="rates", kind="csv", path=str(path))
     result = in_conversation("query_datasource", name="rates", sql="SELECT rate FROM rates WHERE currency='NOK'")

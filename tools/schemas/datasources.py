@@ -8,7 +8,7 @@ TOOLS = [
         "description": (
             "Register a database or file the conversation's tools may query read-only: a "
             "PostgreSQL database (host, port, database, user, password), an SQLite file, or a "
-            "CSV/Parquet file (path on the server). Staff only. Checks the connection and lists "
+            "CSV/Parquet file in the tenant's uploads. Staff only. Checks the connection and lists "
             "the tables; the password is stored encrypted and never shown again."
         ),
         "input_schema": {
@@ -21,7 +21,7 @@ TOOLS = [
                 "database": {"type": "string"},
                 "user": {"type": "string"},
                 "password": {"type": "string", "writeOnly": True, "description": "Stored encrypted; never echoed."},
-                "path": {"type": "string", "description": "File path for sqlite, csv and parquet."},
+                "path": {"type": "string", "description": "For sqlite, csv and parquet: the upload's name or path."},
             },
             "required": ["name", "kind"],
             "additionalProperties": False,
