@@ -109,8 +109,8 @@ def redact_command(text: str, definitions: Callable[[], Mapping[str, Definition]
     if definition is None or not definition.secret_inputs:
         return text
     try:
-        inputs = json.loads((match["args"] or "").strip() or "{}")
-    except json.JSONDecodeError:
+        inputs = loads_bounded((match["args"] or "").strip() or "{}", what="the arguments")
+    except ValueError:  # not JSON, or nested past the limit (JSONTooDeep)
         inputs = None
     if not isinstance(inputs, dict):
         return f"/{match['name']} {REDACTED}"

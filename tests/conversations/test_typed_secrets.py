@@ -91,6 +91,7 @@ def test_a_staff_members_register_datasource_password_never_shows_in_get_events(
 @pytest.mark.parametrize("typed", [
     f'/login {{"password": "{SECRET}", "user": "ann"',  # not valid JSON: the name alone is kept
     f'/login ["{SECRET}"]',  # not an object
+    "/login " + "[" * 20_000 + f'"{SECRET}"' + "]" * 20_000,  # nested past the depth limit: never a RecursionError
 ])
 def test_a_malformed_command_to_a_tool_with_secrets_keeps_only_its_name(login_tool, registry, typed):
     assert redact_command(typed, registry.definitions) == f"/login {REDACTED}"
