@@ -1,7 +1,7 @@
 """MCP call latency through execute_tool vs a raw SDK session, same server, same run.
 
 For stdio and Streamable HTTP (loopback) it prints, per transport:
-  registry_ms   median per-call latency of execute_tool("mcp_bench_add", …) (p95 beside it)
+  registry_ms   median per-call latency of execute_tool on the bench server's add (p95 beside it)
   raw_ms        median of ClientSession.call_tool("add", …) on a session of our own, timed
                 inside its event loop (no thread hop)
 The two take turns in batches of 100 calls, so both see the same load on a shared machine.
@@ -50,19 +50,21 @@ def registry_server(transport: str, target: str):
     MCPServer.objects.filter(name="bench").delete()
     fields = {"command": sys.executable, "args": [DEMO]} if transport == "stdio" else {"url": target}
     server = MCPServer.objects.create(name="bench", tenant_id="bench", transport=transport,
-                                      allow_private_network=True, **fields)
+                                      allow_private_network=True, approval_policy="auto", **fields)
     get_manager().connect(ServerConfig.from_model(server))
     return server
 
 
 def registry_calls(count: int) -> list[float]:
+    from registry.mcp.naming import tool_name
     from registry.registry import get_registry
 
     registry, context = get_registry(), {"tenant_id": "bench", "user_id": "bench"}
+    name = tool_name("bench", "bench", "add")
     samples = []
     for _ in range(count):
         start = time.perf_counter()
-        result = registry.execute_tool("mcp_bench_add", {"a": 1, "b": 2}, context)
+        result = registry.execute_tool(name, {"a": 1, "b": 2}, context)
         samples.append(time.perf_counter() - start)
     assert result.error is None, result.content
     return samples
@@ -136,7 +138,7 @@ def measure(transport: str, target: str, calls: int) -> dict:
             registry_samples += registry_calls(BATCH)
     finally:
         raw.close()
-        get_manager().disconnect("bench")
+        get_manager().disconnect(server.pk)
         server.delete()
     registry_ms, registry_p95 = summary(registry_samples)
     raw_ms, raw_p95 = summary(raw_samples)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from registry.mcp import manager as manager_module
+from registry.mcp.naming import tool_name
 from registry.models import MCPServer
 from tests.conftest import TENANT
 
@@ -32,13 +33,45 @@ def manager(monkeypatch, settings):
 
 
 def add_server(name: str = "demo", **fields) -> MCPServer:
+    """A server row made by staff. Its tools are approved as they appear unless a test
+    asks for ``approval_policy="manual"`` (the product's default): most tests here are
+    about calling tools, the approval tests say so."""
     defaults = {
         "tenant_id": TENANT,
         "transport": "stdio",
         "command": sys.executable,
         "args": [DEMO],
+        "approval_policy": "auto",
     }
     return MCPServer.objects.create(name=name, **{**defaults, **fields})
+
+
+def mcp(tool: str, server: str = "demo", tenant: str = TENANT) -> str:
+    """The registered name of a server's tool."""
+    return tool_name(tenant, server, tool)
+
+
+def reviewer(username: str = "rita"):
+    """A staff member holding the permission to approve MCP tools."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    user, _ = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True})
+    user.user_permissions.add(Permission.objects.get(codename="approve_mcp_tool"))
+    return get_user_model().objects.get(pk=user.pk)  # a fresh object: permissions are cached per instance
+
+
+def approve(registered_name: str) -> None:
+    """Staff approve the tool as its row shows it (what the review page shows)."""
+    from registry.mcp import services
+    from registry.models import ToolDefinition
+
+    row = ToolDefinition.objects.live().get(name=registered_name)
+    services.approve_tool(row, acting_user=reviewer(), shown_hash=row.test_results["hash"])
+
+
+def server_id(name: str = "demo", tenant: str = TENANT) -> int:
+    return MCPServer.objects.get(name=name, tenant_id=tenant).pk
 
 
 def free_port() -> int:
