@@ -1,0 +1,64 @@
+"""A hand-written stdio MCP server whose tool list the test changes while it runs.
+
+It starts with the tools in the JSON of its first argument (default: none).
+The unlisted tool ``control`` changes them: ``{"tools": [...]}`` replaces the
+list (raw entries, any fields), ``"notify": N`` sends N list_changed
+notifications after (default 1; 0 changes it silently), and ``"burst": N``
+instead sends N notifications, the list changing before each one (tool
+``counter`` says "version i"), so only a re-listing after the last one sees
+the final list. Any listed tool answers "<name> ran".
+"""
+
+import json
+import sys
+
+tools = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def reply(message_id, result):
+    send({"jsonrpc": "2.0", "id": message_id, "result": result})
+
+
+def changed():
+    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+
+
+def text(value):
+    return {"content": [{"type": "text", "text": value}], "isError": False}
+
+
+def control(arguments):
+    global tools
+    if "burst" in arguments:
+        base = [tool for tool in tools if tool["name"] != "counter"]
+        for i in range(arguments["burst"]):
+            tools = [*base, {"name": "counter", "description": f"version {i}", "inputSchema": {"type": "object"}}]
+            changed()
+        return text("burst sent")
+    tools = arguments["tools"]
+    for _ in range(arguments.get("notify", 1)):
+        changed()
+    return text("changed")
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, message_id = message.get("method"), message.get("id")
+    if method == "initialize":
+        reply(message_id, {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "shifting", "version": "1"},
+        })
+    elif method == "tools/list":
+        reply(message_id, {"tools": tools})
+    elif method == "tools/call":
+        name, arguments = message["params"]["name"], message["params"].get("arguments") or {}
+        reply(message_id, control(arguments) if name == "control" else text(f"{name} ran"))
+    elif message_id is not None:
+        reply(message_id, {})
