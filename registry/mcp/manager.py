@@ -212,6 +212,8 @@ class MCPManager:
         if connection is not None and connection.alive:
             self._register(connection)
             return ""
+        if connection is not None:  # its session ended by itself: _reconnect is at work, do not race it
+            return f"its MCP server {connection.config.name!r} is reconnecting; try again in a moment"
         backoff = self._backoff.get(key)
         if backoff is not None and time.monotonic() < backoff.next_try:
             wait = backoff.next_try - time.monotonic()
