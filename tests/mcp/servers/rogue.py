@@ -4,8 +4,9 @@ It answers initialize and tools/list correctly; calling ``garbage`` makes it
 write a non-JSON line, calling ``huge`` a 10 MB line, on its real stdout.
 """
 
-import json
 import sys
+
+from wire import serve
 
 TOOLS = [
     {"name": name, "description": f"Write a {name} line.", "inputSchema": {"type": "object"}}
@@ -13,25 +14,10 @@ TOOLS = [
 ]
 
 
-def reply(message_id, result):
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message_id, "result": result}) + "\n")
+def write_bad_line(params):
+    bad = "this is not json" if params["name"] == "garbage" else "x" * (10 * 1024 * 1024)
+    sys.stdout.write(bad + "\n")
     sys.stdout.flush()
 
 
-for line in sys.stdin:
-    message = json.loads(line)
-    method, message_id = message.get("method"), message.get("id")
-    if method == "initialize":
-        reply(message_id, {
-            "protocolVersion": message["params"]["protocolVersion"],
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "rogue", "version": "1"},
-        })
-    elif method == "tools/list":
-        reply(message_id, {"tools": TOOLS})
-    elif method == "tools/call":
-        bad = "this is not json" if message["params"]["name"] == "garbage" else "x" * (10 * 1024 * 1024)
-        sys.stdout.write(bad + "\n")
-        sys.stdout.flush()
-    elif message_id is not None:
-        reply(message_id, {})
+serve("rogue", {"tools": {}}, lambda: TOOLS, write_bad_line)

@@ -17,20 +17,13 @@ import os
 import sys
 import time
 
+from wire import send, serve
+
 tools = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
 SLOW_FLAG = sys.argv[2] if len(sys.argv) > 2 else ""
 if SLOW_FLAG and os.path.exists(SLOW_FLAG):
     os.remove(SLOW_FLAG)
     time.sleep(3)
-
-
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
-def reply(message_id, result):
-    send({"jsonrpc": "2.0", "id": message_id, "result": result})
 
 
 def changed():
@@ -59,19 +52,9 @@ def control(arguments):
     return text("changed")
 
 
-for line in sys.stdin:
-    message = json.loads(line)
-    method, message_id = message.get("method"), message.get("id")
-    if method == "initialize":
-        reply(message_id, {
-            "protocolVersion": message["params"]["protocolVersion"],
-            "capabilities": {"tools": {"listChanged": True}},
-            "serverInfo": {"name": "shifting", "version": "1"},
-        })
-    elif method == "tools/list":
-        reply(message_id, {"tools": tools})
-    elif method == "tools/call":
-        name, arguments = message["params"]["name"], message["params"].get("arguments") or {}
-        reply(message_id, control(arguments) if name == "control" else text(f"{name} ran"))
-    elif message_id is not None:
-        reply(message_id, {})
+def call(params):
+    name, arguments = params["name"], params.get("arguments") or {}
+    return control(arguments) if name == "control" else text(f"{name} ran")
+
+
+serve("shifting", {"tools": {"listChanged": True}}, lambda: tools, call)
