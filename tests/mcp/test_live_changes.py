@@ -8,7 +8,7 @@ from registry.mcp import services
 from registry.mcp.config import ServerConfig
 from registry.models import MCPAuditLog, ToolDefinition, ToolStatus
 from tests.conftest import text
-from tests.mcp.conftest import WAIT, add_server, mcp, server_id
+from tests.mcp.conftest import WAIT, add_server, approve, mcp, server_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,8 +25,7 @@ def trigger(manager, call, tool):
 
 def test_a_new_tool_waits_for_approval_under_the_manual_policy(manager, call, registry):
     connect(manager, approval_policy="manual")
-    ToolDefinition.objects.filter(name=mcp("grow")).update(status=ToolStatus.APPROVED)  # the trigger itself
-    registry.invalidate()
+    approve(mcp("grow"))  # the trigger itself
     trigger(manager, call, mcp("grow"))
     row = ToolDefinition.objects.get(name=mcp("extra"))
     assert row.status == ToolStatus.TESTING and row.status_message.startswith("pending")
