@@ -88,6 +88,14 @@ def record_failed_approach(tool_name: str, args_h: str, reason: str, state: Disp
     )
 
 
+def forget_failed_approach(tool_name: str, args_h: str, state: DispatchState) -> bool:
+    """The call succeeded: its failures no longer say it keeps failing. True when one was forgotten."""
+    kept = [a for a in state.failed_approaches if not (a["tool"] == tool_name and a["args_hash"] == args_h)]
+    forgotten = len(kept) != len(state.failed_approaches)
+    state.failed_approaches[:] = kept
+    return forgotten
+
+
 async def dispatch_tool_call(block: dict, runtime: Runtime, state: DispatchState) -> DispatchResult:
     """Run one tool_use block ``{id, name, input}``."""
     return (await dispatch_tool_calls([block], runtime, state))[0]
@@ -223,13 +231,16 @@ def _settle_group(
     planned: list[_Planned], outcomes: list[ToolResult], runtime: Runtime, state: DispatchState
 ) -> list[DispatchResult]:
     results = []
+    remembered_changed = False
     for item, result in zip(planned, outcomes):
         name = item.block["name"]
         state.calls_by_tool[name] += 1
         if result.error is None:
             state.succeeded_tools.add(name)
+            remembered_changed |= forget_failed_approach(name, item.hash, state)
         else:
             record_failed_approach(name, item.hash, result.error, state)
+            remembered_changed = True
         shown = route_side_effects(name, result, runtime)
         duration = (time.perf_counter() - item.started) * 1000
         dispatched = DispatchResult(item.block["id"], name, result, duration, item.warnings)
@@ -246,7 +257,7 @@ def _settle_group(
         for chunk in shown:  # its cards and datasets, after the result they came with
             runtime.display.send({**chunk, "tool_use_id": item.block["id"]})
         results.append(dispatched)
-    if any(r.result.error is not None for r in results):  # nothing new to remember otherwise
+    if remembered_changed:  # nothing new to remember otherwise
         _save_failed_approaches(state)
     runtime.flush_events()
     return results

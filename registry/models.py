@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from registry.fields import OrderedJSONField
+from registry.fields import OrderedJSONField, SealedJSONField
 
 ALL_TENANTS = "*"
 
@@ -457,8 +457,11 @@ class ApprovalPolicy(models.TextChoices):
 MCP_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 
 
-# ToolDefinition.created_by of a server's tools: this prefix and the server's name.
+# ToolDefinition.created_by of a server's tools: this prefix and the server row's id, so
+# a new server that reuses a deleted one's name never inherits its tools or approvals.
 MCP_CREATED_BY_PREFIX = "mcp:"
+# Who may approve an MCP server's tools (and so switch a server to approving them itself).
+MCP_APPROVE_PERMISSION = "registry.approve_mcp_tool"
 
 
 class MCPServerQuerySet(models.QuerySet):
@@ -473,11 +476,12 @@ class MCPServerQuerySet(models.QuerySet):
         ``tools_approved`` and ``tools_held`` (quarantined, pending or flagged
         for review). A list of servers then costs one query, not two per row."""
         from django.db.models import CharField, Count, OuterRef, Subquery, Value
-        from django.db.models.functions import Coalesce, Concat
+        from django.db.models.functions import Cast, Coalesce, Concat
 
+        owner = Concat(Value(MCP_CREATED_BY_PREFIX), Cast(OuterRef("pk"), CharField()), output_field=CharField())
         tools = (
             ToolDefinition.objects.live()
-            .filter(created_by=Concat(Value(MCP_CREATED_BY_PREFIX), OuterRef("name"), output_field=CharField()))
+            .filter(created_by=owner)
             .order_by()
             .values("created_by")
         )
@@ -490,26 +494,28 @@ class MCPServerQuerySet(models.QuerySet):
 
 
 class MCPServer(models.Model):
-    """One configured MCP server; its tools become ``mcp_<name>_<tool>`` rows.
+    """One configured MCP server; its tools become rows named by registry.mcp.naming.tool_name.
 
-    ``env`` and ``headers`` hold secrets: they are write-only in the API and
-    the admin. ``approved_tools`` maps each server-side tool name to the hash
-    (and copy) of the definition staff last approved: a tool whose definition
-    drifts from it is quarantined.
+    Names are unique per tenant. ``env`` and ``headers`` hold secrets: sealed
+    at rest, write-only in the API and the admin. ``approved_tools`` maps each
+    server-side tool name to the hash (and copy) of the raw definition staff
+    last approved: a tool whose definition drifts from it is quarantined. It
+    lives on this row, so approvals die with the server, whatever its name.
+    ``staff_owned``: created by staff (or the console); only staff may then
+    delete, disable, connect or disconnect it (registry.mcp.services).
     """
 
     name = models.CharField(
         max_length=32,
-        unique=True,
         validators=[RegexValidator(MCP_NAME_RE, "lower-case letters, digits, _ and -; at most 32")],
     )
     tenant_id = models.CharField(max_length=64, db_index=True)
     transport = models.CharField(max_length=16, choices=MCPTransport.choices)
     command = models.CharField(max_length=500, blank=True)
     args = models.JSONField(default=list, blank=True)
-    env = models.JSONField(default=dict, blank=True)
+    env = SealedJSONField(default=dict, blank=True, purpose=b"eunice.mcp.env")
     url = models.CharField(max_length=2000, blank=True)
-    headers = models.JSONField(default=dict, blank=True)
+    headers = SealedJSONField(default=dict, blank=True, purpose=b"eunice.mcp.headers")
     allow_private_network = models.BooleanField(
         default=False, help_text="Allow a loopback/private URL (development only; staff only)."
     )
@@ -523,6 +529,11 @@ class MCPServer(models.Model):
     call_timeout_seconds = models.FloatField(default=120.0)
     idempotent_tools = models.JSONField(default=list, blank=True)
     approved_tools = models.JSONField(default=dict, blank=True, editable=False)
+    created_by = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    # Rows from before this was recorded count as staff's: the safe side.
+    staff_owned = models.BooleanField(default=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -533,7 +544,9 @@ class MCPServer(models.Model):
         ordering = ["name"]
         verbose_name = "MCP server"
         verbose_name_plural = "My Connections"
+        permissions = [("approve_mcp_tool", "Can approve the tools of an MCP server")]
         constraints = [
+            models.UniqueConstraint(fields=["tenant_id", "name"], name="mcp_server_name_per_tenant"),
             models.CheckConstraint(
                 condition=Q(transport__in=MCPTransport.values), name="mcp_transport_known"
             ),
@@ -545,7 +558,8 @@ class MCPServer(models.Model):
 
     @property
     def created_by_tag(self) -> str:
-        return f"{MCP_CREATED_BY_PREFIX}{self.name}"
+        """ToolDefinition.created_by of this server's tools."""
+        return f"{MCP_CREATED_BY_PREFIX}{self.pk}"
 
 
 class MCPAuditLog(models.Model):

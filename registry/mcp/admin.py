@@ -18,7 +18,8 @@ from django.urls import path
 
 from registry.admin_scope import TenantScopedAdmin
 from registry.mcp import MCPError, marketplace, services
-from registry.mcp.inventory import tool_state
+from registry.mcp.inventory import server_of, tool_state
+from registry.mcp.naming import definition_hash
 from registry.tenancy import tenant_of
 from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition, ToolStatus
 
@@ -124,6 +125,9 @@ class MCPServerAdmin(admin.ModelAdmin):
                 "row": row, "state": tool_state(row),
                 "approved": json.dumps(approved, indent=2, sort_keys=True) if approved else "",
                 "current": json.dumps(remote, indent=2, sort_keys=True),
+                # The approval is bound to this: the page's copy, not what the server says at click time.
+                "shown_hash": definition_hash(remote),
+                "hints": annotation_hints(remote),
             })
         context = {**self.admin_site.each_context(request), "server": server, "tools": tools,
                    "title": f"Tools of {server.name}"}
@@ -131,10 +135,14 @@ class MCPServerAdmin(admin.ModelAdmin):
 
     def approve_view(self, request: HttpRequest, tool_pk: int) -> HttpResponse:
         row = get_object_or_404(ToolDefinition.objects.live(), pk=tool_pk, tool_type="mcp")
-        server = get_object_or_404(self.get_queryset(request), name=row.implementation.split(":")[1])
+        server = get_object_or_404(self.get_queryset(request), pk=server_of(row))
         if request.method == "POST":
-            services.approve_tool(row, acting_user=request.user)
-            self.message_user(request, f"approved {row.name}")
+            try:
+                services.approve_tool(row, acting_user=request.user, shown_hash=request.POST.get("shown_hash", ""))
+            except (PermissionDenied, ValidationError, MCPError) as exc:
+                self.message_user(request, f"{row.name} was not approved: {_reason(exc)}", messages.ERROR)
+            else:
+                self.message_user(request, f"approved {row.name}")
         return redirect("admin:mcp-server-tools", pk=server.pk)
 
     def marketplace_view(self, request: HttpRequest) -> HttpResponse:
@@ -178,6 +186,36 @@ class MCPAuditLogAdmin(TenantScopedAdmin):
 
 def _rows(server: MCPServer):  # noqa: ANN202
     return ToolDefinition.objects.live().filter(created_by=server.created_by_tag)
+
+
+ANNOTATION_HINTS = (
+    ("readOnlyHint", "read-only", "may change things"),
+    ("destructiveHint", "destructive", "not destructive"),
+    ("idempotentHint", "idempotent", "not idempotent"),
+    ("openWorldHint", "reaches the outside world", "closed world"),
+)
+
+
+def annotation_hints(remote: dict) -> list[str]:
+    """The tool's annotations (as the server claims them: hints, not guarantees) in words.
+
+    The spec's defaults apply to a hint the server leaves out, marked "(default)".
+    """
+    annotations = remote.get("annotations") or {}
+    defaults = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+    hints = []
+    for key, yes, no in ANNOTATION_HINTS:
+        value = annotations.get(key, defaults[key])
+        hints.append(f"{yes if value else no}{'' if key in annotations else ' (default)'}")
+    if annotations.get("title"):
+        hints.insert(0, f"title: {annotations['title']}")
+    return hints
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(exc.messages)
+    return str(exc)
 
 
 def _summary(result: object) -> str:

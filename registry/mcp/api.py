@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from eunice.serializers import StrictModelSerializer
 from registry.mcp import MCPError, services
 from registry.mcp.inventory import tool_state
+from registry.mcp.naming import definition_hash
 from registry.tenancy import tenant_of
 from registry.models import MCPServer, ToolDefinition
 
@@ -54,8 +55,10 @@ class MCPServerSerializer(StrictModelSerializer):
 class MCPToolSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
-    state = serializers.CharField(help_text="active, quarantined, pending or flagged")
+    state = serializers.CharField(help_text="active, quarantined, pending, flagged or unsupported")
     reason = serializers.CharField()
+    annotations = serializers.DictField(help_text="the server's hints: readOnlyHint, destructiveHint, ...")
+    definition_hash = serializers.CharField(help_text="SHA-256 of the whole tools/list entry an approval binds to")
 
 
 class MCPServerViewSet(
@@ -88,7 +91,8 @@ class MCPServerViewSet(
             services.update_server(serializer.instance, acting_user=self.request.user, **data)
 
     def perform_destroy(self, instance: MCPServer) -> None:
-        services.delete_server(instance, acting_user=self.request.user)
+        with _as_api_errors():
+            services.delete_server(instance, acting_user=self.request.user)
 
     @extend_schema(request=None, responses={200: dict})
     @action(detail=True, methods=["post"])
@@ -99,7 +103,8 @@ class MCPServerViewSet(
     @extend_schema(request=None, responses={200: dict})
     @action(detail=True, methods=["post"])
     def disconnect(self, request: Request, pk: str | None = None) -> Response:
-        retired = services.disconnect_server(self.get_object(), acting_user=request.user)
+        with _as_api_errors():
+            retired = services.disconnect_server(self.get_object(), acting_user=request.user)
         return Response({"retired": retired})
 
     @extend_schema(request=None, responses={200: dict})
@@ -114,10 +119,15 @@ class MCPServerViewSet(
         server = self.get_object()
         rows = ToolDefinition.objects.live().filter(created_by=server.created_by_tag).order_by("name")
         data = [
-            {"name": r.name, "description": r.description, "state": tool_state(r), "reason": r.status_message}
+            {"name": r.name, "description": r.description, "state": tool_state(r), "reason": r.status_message,
+             "annotations": _remote(r).get("annotations") or {}, "definition_hash": definition_hash(_remote(r))}
             for r in rows
         ]
         return Response(MCPToolSerializer(data, many=True).data)
+
+
+def _remote(row: ToolDefinition) -> dict:
+    return (row.test_results or {}).get("remote") or {}
 
 
 class _as_api_errors:

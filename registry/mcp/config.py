@@ -13,6 +13,9 @@ CONNECT_TIMEOUT = 10.0
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
+    """``id`` (the server row's) is what the manager keys connections by: names repeat across tenants."""
+
+    id: int
     name: str
     tenant_id: str
     transport: str
@@ -28,6 +31,7 @@ class ServerConfig:
     @classmethod
     def from_model(cls, server) -> "ServerConfig":  # noqa: ANN001 - registry.models.MCPServer
         return cls(
+            id=server.pk,
             name=server.name,
             tenant_id=server.tenant_id,
             transport=server.transport,

@@ -15,6 +15,15 @@ from registry.mcp.urls import PinnedURL
 
 logger = logging.getLogger("eunice.mcp")
 
+
+def _raw_adapter() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(dict[str, Any])
+
+
+_RAW = _raw_adapter()
+
 ToolsChanged = Callable[[list[RemoteTool]], Awaitable[None]]
 Lost = Callable[[str], None]
 
@@ -44,6 +53,9 @@ class Connection:
         self._ready: asyncio.Future | None = None
         self._stdio: Any = None
         self._background: set[asyncio.Task] = set()
+        # list_changed coalescing: one re-listing in flight, at most one more owed after it.
+        self._relisting: asyncio.Task | None = None
+        self._relist_owed = False
 
     @property
     def alive(self) -> bool:
@@ -90,6 +102,14 @@ class Connection:
             if self._session is None or self._stdio_ended():
                 raise ConnectionLost(self._stdio_reason() or self.lost_reason or "connection closed") from None
             raise
+
+    async def list_now(self) -> list[RemoteTool]:
+        """tools/list now, as the server answers it (the rows are not touched).
+        Raises ConnectionLost when there is no session."""
+        session = self._session
+        if session is None:
+            raise ConnectionLost(self.lost_reason or "not connected")
+        return await _list_tools(session)
 
     async def _run(self) -> None:
         from mcp import ClientSession
@@ -157,11 +177,24 @@ class Connection:
         import mcp_types
 
         if isinstance(message, mcp_types.ToolListChangedNotification):
-            task = asyncio.create_task(self._relist())
+            # A burst of notifications costs one re-listing now and one after it, not one each:
+            # the last re-listing starts after the last notification, so it sees the final list.
+            if self._relisting is not None and not self._relisting.done():
+                self._relist_owed = True
+                return
+            task = asyncio.create_task(self._relist_while_owed())
+            self._relisting = task
             self._background.add(task)
             task.add_done_callback(self._background.discard)
         elif isinstance(message, Exception):
             logger.warning("MCP server %s sent something unreadable: %s", self.config.name, message)
+
+    async def _relist_while_owed(self) -> None:
+        while True:
+            self._relist_owed = False
+            await self._relist()
+            if not self._relist_owed:
+                return
 
     async def _relist(self) -> None:
         session = self._session
@@ -175,17 +208,27 @@ class Connection:
 
 
 async def _list_tools(session: Any) -> list[RemoteTool]:
+    """Every page of tools/list, each entry kept as the server sent it.
+
+    The SDK's Tool model drops fields it does not know; approval must cover
+    those too, so the listing is read raw. The SDK still gets its parsed copy
+    (it keeps output schemas and header maps per tool from it).
+    """
+    import mcp_types
+
     tools: list[RemoteTool] = []
     cursor = None
     while True:
-        params = None
-        if cursor:
-            import mcp_types
-
-            params = mcp_types.PaginatedRequestParams(cursor=cursor)
-        page = await session.list_tools(params=params)
-        tools.extend(RemoteTool.from_sdk(tool) for tool in page.tools)
-        cursor = page.next_cursor
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        raw = await session.send_request(mcp_types.ListToolsRequest(params=params), _RAW)
+        entries = [entry for entry in raw.get("tools") or [] if isinstance(entry, dict)]
+        parsed = mcp_types.ListToolsResult.model_validate({**raw, "tools": entries})
+        absorb = getattr(session, "_absorb_tool_listing", None)
+        if absorb is not None:
+            parsed = absorb(parsed, complete=params is None and parsed.next_cursor is None)
+        kept = {tool.name for tool in parsed.tools}  # the SDK may drop invalid tools
+        tools.extend(RemoteTool(entry) for entry in entries if entry.get("name") in kept)
+        cursor = parsed.next_cursor
         if not cursor:
             return tools
 

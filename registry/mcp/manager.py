@@ -58,16 +58,18 @@ class MCPManager:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._connections: dict[str, Connection] = {}
-        self._breakers: dict[str, CircuitBreaker] = {}
-        self._backoff: dict[str, _Backoff] = {}
-        self._connected: dict[str, threading.Event] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        # Keyed by the server row's id: names repeat across tenants, and a new server
+        # that reuses a deleted one's name is a different server.
+        self._connections: dict[int, Connection] = {}
+        self._breakers: dict[int, CircuitBreaker] = {}
+        self._backoff: dict[int, _Backoff] = {}
+        self._connected: dict[int, threading.Event] = {}
+        self._locks: dict[int, threading.Lock] = {}
         self._lock = threading.RLock()
         self._stopping = False
         self._reconnects: set[asyncio.Task] = set()
         self._synced = threading.Condition()
-        self._sync_count: dict[str, int] = {}
+        self._sync_count: dict[int, int] = {}
 
     # --- the loop ------------------------------------------------------------
 
@@ -115,37 +117,52 @@ class MCPManager:
         Raises MCPError (or UnsafeURL, MCPUnavailable, NameCollision) saying why not.
         """
         require_sdk()
-        with self._server_lock(config.name):
-            self._close(config.name)
-            self._event(config.name).clear()
+        with self._server_lock(config.id):
+            self._close(config.id)
+            self._event(config.id).clear()
             try:
                 connection = self._open(config)
                 try:
                     active = self._adopt(connection, connection.tools)
                 except MCPError:
-                    self._close(config.name)
+                    self._close(config.id)
                     raise
             except MCPError as exc:
-                inventory.mark(config.name, MCPStatus.FAILED, str(exc))
+                inventory.mark(config.id, MCPStatus.FAILED, str(exc))
                 raise
-            inventory.mark(config.name, MCPStatus.CONNECTED)
-            self._backoff.pop(config.name, None)
-            self._event(config.name).set()
+            inventory.mark(config.id, MCPStatus.CONNECTED)
+            self._backoff.pop(config.id, None)
+            self._event(config.id).set()
         return {"tools_discovered": len(connection.tools), "tool_names": sorted(active)}
 
-    def disconnect(self, name: str) -> int:
+    def disconnect(self, server_id: int) -> int:
         """Close the session and soft-delete the server's rows; returns how many."""
-        with self._server_lock(name):
-            self._close(name)
-            retired = inventory.retire(name)
+        with self._server_lock(server_id):
+            self._close(server_id)
+            retired = inventory.retire(server_id)
             _registry().invalidate()
-            inventory.mark(name, MCPStatus.DISCONNECTED)
+            inventory.mark(server_id, MCPStatus.DISCONNECTED)
         return retired
 
     def reconnect(self, config: ServerConfig) -> dict:
         """Disconnect and connect again (the tool list may have changed)."""
-        self.disconnect(config.name)
+        self.disconnect(config.id)
         return self.connect(config)
+
+    def live_definition(self, server_id: int, tool: str) -> dict | None:
+        """The tool's tools/list entry as the connected server reports it now.
+
+        None when the server is not connected here, or no longer lists the tool.
+        Raises MCPError when the server does not answer in time.
+        """
+        connection = self._connections.get(server_id)
+        if connection is None or not connection.alive:
+            return None
+        try:
+            tools = self._run(connection.list_now(), CONNECT_TIMEOUT)
+        except TimeoutError:
+            raise MCPError(f"MCP server {connection.config.name!r} did not list its tools in time") from None
+        return next((found.definition for found in tools if found.name == tool), None)
 
     def stop(self) -> None:
         """Close every session (app shutdown). Rows stay: other processes may use them."""
@@ -166,59 +183,72 @@ class MCPManager:
                 loop.close()
         self._stopping = False
 
-    def is_connected(self, name: str) -> bool:
-        connection = self._connections.get(name)
+    def is_connected(self, server_id: int) -> bool:
+        connection = self._connections.get(server_id)
         return connection is not None and connection.alive
 
-    def wait_connected(self, name: str, timeout: float) -> bool:
+    def wait_connected(self, server_id: int, timeout: float) -> bool:
         """Block until the server is (re)connected, at most ``timeout`` seconds."""
-        return self._event(name).wait(timeout)
+        return self._event(server_id).wait(timeout)
 
-    def sync_count(self, name: str) -> int:
+    def sync_count(self, server_id: int) -> int:
         """How many times the server's tool list has been synced into rows in this process."""
-        return self._sync_count.get(name, 0)
+        return self._sync_count.get(server_id, 0)
 
-    def wait_synced(self, name: str, past: int, timeout: float) -> bool:
+    def wait_synced(self, server_id: int, past: int, timeout: float) -> bool:
         """Block until the tool list has been synced more than ``past`` times (at most ``timeout`` s)."""
         with self._synced:
-            return self._synced.wait_for(lambda: self.sync_count(name) > past, timeout)
+            return self._synced.wait_for(lambda: self.sync_count(server_id) > past, timeout)
 
-    def ensure_connected(self, name: str) -> str:
+    def ensure_connected(self, server_id: int | str) -> str:
         """Make sure this process has the server's handlers; returns "" or why not.
 
+        ``server_id`` is the row's id (as a string in a tool's implementation).
         Connects from the server's row when needed, once at a time, and not
         again before the backoff after a failure has passed.
         """
-        connection = self._connections.get(name)
+        key = int(server_id) if str(server_id).isdigit() else -1
+        connection = self._connections.get(key)
         if connection is not None and connection.alive:
             self._register(connection)
             return ""
-        backoff = self._backoff.get(name)
+        if connection is not None:  # its session ended by itself: _reconnect is at work, do not race it
+            return f"its MCP server {connection.config.name!r} is reconnecting; try again in a moment"
+        backoff = self._backoff.get(key)
         if backoff is not None and time.monotonic() < backoff.next_try:
             wait = backoff.next_try - time.monotonic()
-            return f"its MCP server {name!r} failed to connect ({backoff.last_error}); next try in {wait:.0f} s"
-        server = MCPServer.objects.filter(name=name, enabled=True).first()
+            return f"its MCP server failed to connect ({backoff.last_error}); next try in {wait:.0f} s"
+        server = MCPServer.objects.filter(pk=key, enabled=True).first()
         if server is None:
-            return f"its MCP server {name!r} is not configured or is disabled"
+            return "its MCP server is not configured or is disabled"
         try:
             self.connect(ServerConfig.from_model(server))
         except MCPError as exc:
-            self._backoff.setdefault(name, _Backoff()).failed(str(exc))
-            return f"its MCP server {name!r} failed to connect: {exc}"
+            self._backoff.setdefault(key, _Backoff()).failed(str(exc))
+            return f"its MCP server {server.name!r} failed to connect: {exc}"
         return ""
 
     # --- calls -------------------------------------------------------------------
 
-    def call_tool(self, conn: str, tool: str, arguments: dict, cancelled: Any = None) -> Ok | Err:
-        """tools/call on server ``conn``: an envelope, never an exception.
+    def call_tool(self, server_id: int, tool: str, arguments: dict, cancelled: Any = None) -> Ok | Err:
+        """tools/call on the server: an envelope, never an exception.
 
         A call is retried (once, after the server is reconnected) only when the
-        connection was lost under it and the tool is listed as idempotent.
+        connection was lost under it and the tool is listed as idempotent. The
+        breaker counts only calls the server failed: a lost connection (and a
+        call made while it is re-established) is the reconnect's business.
         """
-        connection = self._connections.get(conn)
+        connection = self._connections.get(server_id)
         if connection is None:
-            return Err(f"MCP server {conn!r} is not connected", "MCPUnavailable")
-        breaker = self._breakers.setdefault(conn, CircuitBreaker())
+            return Err("this MCP server is not connected", "MCPUnavailable")
+        conn = connection.config.name
+        if not connection.alive:
+            return Err(
+                f"MCP server {conn!r} is reconnecting ({connection.lost_reason or 'the connection closed'}); "
+                "try again in a moment",
+                "MCPConnectionLost",
+            )
+        breaker = self._breakers.setdefault(server_id, CircuitBreaker())
         blocked = breaker.blocked_for()
         if blocked:
             return Err(
@@ -233,11 +263,10 @@ class MCPManager:
         except CallCancelled:
             return Err(f"cancelled by the user; MCP server {conn!r} was told to stop {tool!r}", "Cancelled")
         except ConnectionLost as exc:
-            self._event(conn).clear()  # before the loop notices: waiters must see the reconnect
-            breaker.failure()
+            self._event(server_id).clear()  # before the loop notices: waiters must see the reconnect
             remaining = timeout - (time.monotonic() - started)
-            if tool in connection.config.idempotent_tools and self.wait_connected(conn, max(remaining, 0)):
-                return self._retry(conn, tool, arguments)
+            if tool in connection.config.idempotent_tools and self.wait_connected(server_id, max(remaining, 0)):
+                return self._retry(server_id, tool, arguments)
             return Err(f"MCP server {conn!r} went away during the call: {exc}; reconnecting", "MCPConnectionLost")
         except TimeoutError:
             breaker.failure()
@@ -252,11 +281,11 @@ class MCPManager:
         breaker.success()
         return to_envelope(conn, tool, result)
 
-    def _retry(self, conn: str, tool: str, arguments: dict) -> Ok | Err:
-        connection = self._connections.get(conn)
+    def _retry(self, server_id: int, tool: str, arguments: dict) -> Ok | Err:
+        connection = self._connections.get(server_id)
         if connection is None:
-            return Err(f"MCP server {conn!r} is not connected", "MCPUnavailable")
-        timeout = connection.config.call_timeout
+            return Err("this MCP server is not connected", "MCPUnavailable")
+        conn, timeout = connection.config.name, connection.config.call_timeout
         try:
             result = self._run(connection.call(tool, arguments, timeout), timeout)
         except (ConnectionLost, TimeoutError) as exc:
@@ -274,14 +303,14 @@ class MCPManager:
         connection = Connection(
             config,
             pinned,
-            on_tools_changed=lambda tools: self._tools_changed(config.name, tools),
-            on_lost=lambda reason: self._lost(config.name, reason),
+            on_tools_changed=lambda tools: self._tools_changed(config.id, tools),
+            on_lost=lambda reason: self._lost(config.id, reason),
         )
         try:
             self._run(connection.open(CONNECT_TIMEOUT), CONNECT_TIMEOUT + 15)
         except TimeoutError:
             raise MCPError(f"MCP server {config.name!r} did not connect within {CONNECT_TIMEOUT:g} s") from None
-        self._connections[config.name] = connection
+        self._connections[config.id] = connection
         return connection
 
     def _adopt(self, connection: Connection, tools: list[RemoteTool]) -> list[str]:
@@ -292,45 +321,52 @@ class MCPManager:
             registry.unregister_handler(name, why)
         self._register(connection, found.active)
         registry.invalidate()
+        server_id = connection.config.id
         with self._synced:
-            self._sync_count[connection.config.name] = self.sync_count(connection.config.name) + 1
+            self._sync_count[server_id] = self.sync_count(server_id) + 1
             self._synced.notify_all()
         return list(found.active)
 
     def _register(self, connection: Connection, active: dict[str, str] | None = None) -> None:
-        conn = connection.config.name
+        config = connection.config
         registry = _registry()
         if active is None:
-            active = {tool_name(conn, tool.name): tool.name for tool in connection.tools}
+            active = {
+                tool_name(config.tenant_id, config.name, tool.name): tool.name
+                for tool in connection.tools if not tool.unsupported
+            }
         for name, remote in active.items():
             if not registry.has_handler(name):
-                registry.register_handler(name, _handler(self, conn, remote), inline=True)
+                registry.register_handler(name, _handler(self, config, remote), inline=True)
 
-    def _close(self, name: str) -> None:
-        connection = self._connections.pop(name, None)
-        self._breakers.pop(name, None)
+    def _close(self, server_id: int) -> None:
+        connection = self._connections.pop(server_id, None)
+        self._breakers.pop(server_id, None)
         if connection is not None:
+            config = connection.config
             registry = _registry()
             for tool in connection.tools:
-                registry.unregister_handler(tool_name(name, tool.name), "its MCP server is disconnected")
+                registry.unregister_handler(
+                    tool_name(config.tenant_id, config.name, tool.name), "its MCP server is disconnected"
+                )
             try:
                 self._run(connection.close(), 15.0)
             except TimeoutError:
-                logger.warning("MCP server %s did not close within 15 s", name)
+                logger.warning("MCP server %s did not close within 15 s", config.name)
 
-    async def _tools_changed(self, name: str, tools: list[RemoteTool]) -> None:
-        connection = self._connections.get(name)
+    async def _tools_changed(self, server_id: int, tools: list[RemoteTool]) -> None:
+        connection = self._connections.get(server_id)
         if connection is None:
             return
         await asyncio.to_thread(_with_db, self._adopt, connection, tools)
 
-    def _lost(self, name: str, reason: str) -> None:
+    def _lost(self, server_id: int, reason: str) -> None:
         """Called on the loop when a session ends by itself: reconnect with backoff."""
-        connection = self._connections.get(name)
+        connection = self._connections.get(server_id)
         if connection is None or self._stopping:
             return
-        self._event(name).clear()
-        logger.warning("MCP server %s: connection lost (%s); reconnecting", name, reason)
+        self._event(server_id).clear()
+        logger.warning("MCP server %s: connection lost (%s); reconnecting", connection.config.name, reason)
         task = asyncio.get_running_loop().create_task(self._reconnect(connection, reason))
         self._reconnects.add(task)
         task.add_done_callback(self._reconnects.discard)
@@ -343,10 +379,10 @@ class MCPManager:
             await asyncio.wait(tasks, timeout=15.0)
 
     async def _reconnect(self, old: Connection, reason: str) -> None:
-        name = old.config.name
-        await asyncio.to_thread(_with_db, inventory.mark, name, MCPStatus.FAILED, reason)
+        server_id, name = old.config.id, old.config.name
+        await asyncio.to_thread(_with_db, inventory.mark, server_id, MCPStatus.FAILED, reason)
         delay = 0.5
-        while self._connections.get(name) is old:
+        while self._connections.get(server_id) is old:
             fresh = Connection(old.config, old._pinned, on_tools_changed=old._on_tools_changed, on_lost=old._on_lost)
             try:
                 await fresh.open(CONNECT_TIMEOUT)
@@ -355,31 +391,35 @@ class MCPManager:
                 await asyncio.sleep(delay)
                 delay = min(MAX_BACKOFF, delay * 2)
                 continue
-            if self._connections.get(name) is not old:
+            if self._connections.get(server_id) is not old:
                 await fresh.close()
                 return
-            self._connections[name] = fresh
-            self._breakers.pop(name, None)
+            self._connections[server_id] = fresh
+            self._breakers.pop(server_id, None)
             await asyncio.to_thread(_with_db, self._adopt, fresh, fresh.tools)
-            await asyncio.to_thread(_with_db, lambda: inventory.mark(name, MCPStatus.CONNECTED, keep_error=True))
-            self._event(name).set()
+            await asyncio.to_thread(
+                _with_db, lambda: inventory.mark(server_id, MCPStatus.CONNECTED, keep_error=True)
+            )
+            self._event(server_id).set()
             return
 
-    def _event(self, name: str) -> threading.Event:
+    def _event(self, server_id: int) -> threading.Event:
         with self._lock:
-            return self._connected.setdefault(name, threading.Event())
+            return self._connected.setdefault(server_id, threading.Event())
 
-    def _server_lock(self, name: str) -> threading.Lock:
+    def _server_lock(self, server_id: int) -> threading.Lock:
         with self._lock:
-            return self._locks.setdefault(name, threading.Lock())
+            return self._locks.setdefault(server_id, threading.Lock())
 
 
-def _handler(manager: MCPManager, conn: str, tool: str):
+def _handler(manager: MCPManager, config: ServerConfig, tool: str):
+    server_id = config.id
+
     def call_mcp_tool(inputs: dict, context: dict) -> Ok | Err:
         token = context.get("_cancel")
-        return manager.call_tool(conn, tool, inputs, (lambda: token.cancelled) if token is not None else None)
+        return manager.call_tool(server_id, tool, inputs, (lambda: token.cancelled) if token is not None else None)
 
-    call_mcp_tool.__qualname__ = f"mcp:{conn}:{tool}"
+    call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return call_mcp_tool
 
 

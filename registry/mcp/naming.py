@@ -22,25 +22,35 @@ class NameCollision(MCPError):
     """Two tools would share one registered name."""
 
 
-def tool_name(conn: str, tool: str) -> str:
-    """``mcp_<conn>_<tool>`` with anything outside [a-zA-Z0-9_-] replaced by ``_``.
+def tenant_tag(tenant_id: str) -> str:
+    """8 hex digits naming the tenant in its MCP tool names.
+
+    Tool names are one namespace across tenants (the registry's), server names
+    one per tenant: the tag keeps two tenants' ``github`` servers apart, so
+    neither can take or even detect the other's names.
+    """
+    return hashlib.sha256(f"eunice.mcp.tenant\x00{tenant_id}".encode()).hexdigest()[:8]
+
+
+def tool_name(tenant_id: str, conn: str, tool: str) -> str:
+    """``mcp_<tenant tag>_<conn>_<tool>`` with anything outside [a-zA-Z0-9_-] replaced by ``_``.
 
     A name over 64 characters keeps its first 55 and ends in 8 hex digits of
     the tool's hash, so it stays deterministic and distinct.
     """
-    name = f"mcp_{conn}_{_UNSAFE.sub('_', tool)}"
+    name = f"mcp_{tenant_tag(tenant_id)}_{conn}_{_UNSAFE.sub('_', tool)}"
     if len(name) <= MAX_NAME:
         return name
     digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
     return f"{name[:MAX_NAME - 9]}_{digest}"
 
 
-def names_for(conn: str, tools: Iterable[str]) -> dict[str, str]:
+def names_for(tenant_id: str, conn: str, tools: Iterable[str]) -> dict[str, str]:
     """Server tool name -> registered name. Raises NameCollision naming both tools."""
     taken: dict[str, str] = {}
     mapping: dict[str, str] = {}
     for tool in tools:
-        name = tool_name(conn, tool)
+        name = tool_name(tenant_id, conn, tool)
         if name in taken:
             raise NameCollision(
                 f"MCP server {conn!r}: tools {taken[name]!r} and {tool!r} both map to {name!r}"
@@ -66,35 +76,58 @@ def description_flags(description: str) -> list[str]:
     return flags
 
 
+# execution.taskSupport "required" (MCP 2025-11-25): the tool runs only as a task, which
+# Eunice's client does not offer; such a tool would fail every call.
+UNSUPPORTED_TASKS = "it must run as an MCP task (execution.taskSupport: required), which Eunice does not support"
+
+
 @dataclass(frozen=True, slots=True)
 class RemoteTool:
-    """What a server says about one tool: the parts a reviewer approves."""
+    """What a server says about one tool: its whole tools/list entry, as received.
 
-    name: str
-    description: str
-    input_schema: dict
-    annotations: dict
+    Approval is bound to ``hash``, over every field of the entry (canonical
+    JSON), so a field the server adds or changes later, known to us or not,
+    makes it a different tool that needs a new approval.
+    """
+
+    raw: dict
+
+    @property
+    def name(self) -> str:
+        return str(self.raw.get("name", ""))
+
+    @property
+    def description(self) -> str:
+        return str(self.raw.get("description") or "")
+
+    @property
+    def input_schema(self) -> dict:
+        schema = self.raw.get("inputSchema")
+        return dict(schema) if isinstance(schema, dict) else {"type": "object"}
+
+    @property
+    def annotations(self) -> dict:
+        annotations = self.raw.get("annotations")
+        return dict(annotations) if isinstance(annotations, dict) else {}
 
     @property
     def definition(self) -> dict:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.input_schema,
-            "annotations": self.annotations,
-        }
+        return self.raw
 
     @property
     def hash(self) -> str:
-        canonical = json.dumps(self.definition, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return definition_hash(self.raw)
 
-    @classmethod
-    def from_sdk(cls, tool: object) -> "RemoteTool":
-        annotations = getattr(tool, "annotations", None)
-        return cls(
-            name=tool.name,  # type: ignore[attr-defined]
-            description=getattr(tool, "description", None) or "",
-            input_schema=dict(getattr(tool, "input_schema", None) or {"type": "object"}),
-            annotations=annotations.model_dump(mode="json", exclude_none=True) if annotations else {},
-        )
+    @property
+    def unsupported(self) -> str:
+        """Why Eunice cannot run this tool ("" when it can)."""
+        execution = self.raw.get("execution")
+        if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+            return UNSUPPORTED_TASKS
+        return ""
+
+
+def definition_hash(raw: dict) -> str:
+    """SHA-256 of a tools/list entry as canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()

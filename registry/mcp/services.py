@@ -1,10 +1,18 @@
 """State changes to MCP servers: one small function each, keyword-only acting_user, audited.
 
 The admin, the REST API, the CLI and the chat tools only call these. Rules
-enforced here, whoever calls: only staff may create a stdio server or change
-its command, args or env, or allow a private URL; a URL is SSRF-checked
-before it is stored. Connecting talks to the network, so it is not wrapped in
-the database transaction; its audit row is written after, in one of its own.
+enforced here, whoever calls, judged on the server as it would be after the
+change (docs/mcp.md has the table):
+
+- only staff may create a stdio server or change its command, args or env,
+  or allow a private URL; a URL is SSRF-checked before it is stored;
+- only staff holding the approve permission may set a server's approval
+  policy (``auto`` approves every tool it will ever list) or approve a tool;
+- only staff may change, disable, delete, connect, disconnect or refresh a
+  server staff created.
+
+Connecting talks to the network, so it is not wrapped in the database
+transaction; its audit row is written after, in one of its own.
 """
 
 from __future__ import annotations
@@ -17,14 +25,23 @@ from django.db import transaction
 
 from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
+from registry.mcp.inventory import server_of
 from registry.mcp.manager import get_manager
+from registry.mcp.naming import definition_hash
 from registry.mcp.urls import UnsafeURL, check_url
-from registry.models import MCPAuditLog, MCPServer, MCPTransport, ToolDefinition, ToolStatus
+from registry.models import (
+    MCP_APPROVE_PERMISSION, ApprovalPolicy, MCPAuditLog, MCPServer, MCPTransport, ToolDefinition, ToolStatus,
+)
 
 EDITABLE = (
     "transport", "command", "args", "env", "url", "headers", "allow_private_network", "enabled",
     "approval_policy", "call_timeout_seconds", "idempotent_tools",
 )
+CHANGED_SINCE_SHOWN = "{tool!r} changed since you opened this page; review it again"
+
+
+class StaleApproval(ValidationError):
+    """What staff approved is not what the server reports now."""
 
 
 class Actor(Protocol):
@@ -32,22 +49,33 @@ class Actor(Protocol):
 
     def get_username(self) -> str: ...
 
+    def has_perm(self, perm: str, obj: Any = None) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Operator:
-    """Someone at the server's console (the CLI): trusted like staff."""
+    """Someone at the server's console (the CLI): trusted like staff with every permission."""
 
     username: str = "cli"
     is_staff: bool = True
+    pk: None = None
 
     def get_username(self) -> str:
         return self.username
+
+    def has_perm(self, perm: str, obj: Any = None) -> bool:
+        return True
 
 
 @transaction.atomic
 def create_server(*, acting_user: Actor, tenant_id: str, name: str, **fields: Any) -> MCPServer:
     """Store a new server. Raises PermissionDenied or ValidationError saying why not."""
-    server = MCPServer(name=name, tenant_id=tenant_id)
+    if MCPServer.objects.filter(tenant_id=tenant_id, name=name).exists():
+        raise ValidationError({"name": f"this tenant already has an MCP server named {name!r}"})
+    server = MCPServer(
+        name=name, tenant_id=tenant_id, staff_owned=acting_user.is_staff,
+        created_by_id=getattr(acting_user, "pk", None),
+    )
     _apply(server, fields, acting_user, creating=True)
     _audit("create", server, acting_user, {"fields": sorted(fields)})
     return server
@@ -55,20 +83,31 @@ def create_server(*, acting_user: Actor, tenant_id: str, name: str, **fields: An
 
 @transaction.atomic
 def update_server(server: MCPServer, *, acting_user: Actor, **changes: Any) -> MCPServer:
+    """Change a server. Disabling it disconnects it and retires its tools (after commit).
+    Raises PermissionDenied or ValidationError saying why not."""
+    was_enabled = server.enabled
     _apply(server, changes, acting_user, creating=False)
     _audit("update", server, acting_user, {"fields": sorted(changes)})
+    if was_enabled and not server.enabled:
+        server_id = server.pk
+        transaction.on_commit(lambda: get_manager().disconnect(server_id))
     return server
 
 
 def delete_server(server: MCPServer, *, acting_user: Actor) -> None:
-    get_manager().disconnect(server.name)
+    """Raises PermissionDenied when a plain user tries it on a staff server."""
+    _check_staff_server(server, acting_user, "delete")
+    get_manager().disconnect(server.pk)
     with transaction.atomic():
         _audit("delete", server, acting_user, {})
         server.delete()
 
 
 def connect_server(server: MCPServer, *, acting_user: Actor) -> dict:
-    """Connect and register the tools. Raises MCPError saying why it failed (also audited)."""
+    """Connect and register the tools. Raises PermissionDenied, or MCPError saying why it failed (also audited)."""
+    _check_staff_server(server, acting_user, "connect")
+    if not server.enabled:
+        raise MCPError(f"MCP server {server.name!r} is disabled; enable it first")
     try:
         found = get_manager().connect(ServerConfig.from_model(server))
     except MCPError as exc:
@@ -79,34 +118,63 @@ def connect_server(server: MCPServer, *, acting_user: Actor) -> dict:
 
 
 def disconnect_server(server: MCPServer, *, acting_user: Actor) -> int:
-    retired = get_manager().disconnect(server.name)
+    """Raises PermissionDenied when a plain user tries it on a staff server."""
+    _check_staff_server(server, acting_user, "disconnect")
+    retired = get_manager().disconnect(server.pk)
     _audit_now("disconnect", server, acting_user, {"retired": retired})
     return retired
 
 
 def refresh_server(server: MCPServer, *, acting_user: Actor) -> dict:
-    """Reconnect: the tool list may have changed. Raises MCPError saying why it failed."""
+    """Reconnect: the tool list may have changed. Raises PermissionDenied, or MCPError saying why it failed."""
+    _check_staff_server(server, acting_user, "refresh")
+    if not server.enabled:
+        raise MCPError(f"MCP server {server.name!r} is disabled; enable it first")
     found = get_manager().reconnect(ServerConfig.from_model(server))
     _audit_now("refresh", server, acting_user, {"tools": found["tool_names"]})
     return found
 
 
-@transaction.atomic
-def approve_tool(row: ToolDefinition, *, acting_user: Actor) -> ToolDefinition:
-    """Approve a quarantined, pending or flagged MCP tool as it is defined now (staff only)."""
-    if not acting_user.is_staff:
-        raise PermissionDenied("only staff may approve MCP tools")
-    server = MCPServer.objects.select_for_update().get(name=row.implementation.split(":")[1])
-    remote = row.test_results.get("remote") or {}
-    from registry.mcp.naming import RemoteTool
+def approve_tool(row: ToolDefinition, *, acting_user: Actor, shown_hash: str) -> ToolDefinition:
+    """Approve a held MCP tool exactly as the reviewer saw it.
 
-    tool = RemoteTool(remote["name"], remote["description"], remote["input_schema"], remote["annotations"])
-    server.approved_tools = {**server.approved_tools, tool.name: {"hash": tool.hash, "definition": tool.definition}}
+    ``shown_hash`` is the definition_hash of the tools/list entry the page
+    showed. The approval is recorded on the server row for that hash only.
+    Raises PermissionDenied without the approve permission, ValidationError
+    for a tool that cannot run here, and StaleApproval when the stored entry
+    or the one the connected server reports now differs from what was shown.
+    """
+    if not (acting_user.is_staff and acting_user.has_perm(MCP_APPROVE_PERMISSION)):
+        raise PermissionDenied("approving MCP tools needs the permission registry.approve_mcp_tool")
+    remote = (row.test_results or {}).get("remote") or {}
+    tool = str(remote.get("name", ""))
+    if row.status_message.startswith("unsupported"):
+        raise ValidationError(f"{tool!r} cannot run here: {row.status_message.split(': ', 1)[-1]}")
+    server_id = server_of(row)
+    # Asked outside the transaction: the server is a network peer. The check after it, on the
+    # locked rows, binds the approval to the hash; a change in between only quarantines it again.
+    live = get_manager().live_definition(server_id, tool) if server_id is not None else None
+    if live is not None and definition_hash(live) != shown_hash:
+        raise StaleApproval(CHANGED_SINCE_SHOWN.format(tool=tool))
+    return _record_approval(row.pk, server_id, tool, shown_hash, acting_user)
+
+
+@transaction.atomic
+def _record_approval(row_pk: int, server_id: int | None, tool: str, shown_hash: str, actor: Actor) -> ToolDefinition:
+    server = MCPServer.objects.select_for_update().filter(pk=server_id).first()
+    row = ToolDefinition.objects.select_for_update().filter(pk=row_pk, deleted_at__isnull=True).first()
+    if server is None or row is None or row.tenant_id != server.tenant_id:
+        raise ValidationError("this tool or its MCP server no longer exists")
+    remote = (row.test_results or {}).get("remote") or {}
+    if definition_hash(remote) != shown_hash:
+        raise StaleApproval(CHANGED_SINCE_SHOWN.format(tool=tool))
+    server.approved_tools = {**server.approved_tools, tool: {"hash": shown_hash, "definition": remote}}
     server.save(update_fields=["approved_tools", "updated_at"])
     row.status, row.status_message = ToolStatus.APPROVED, ""
     row.save(update_fields=["status", "status_message"])
-    transaction.on_commit(lambda: get_manager().ensure_connected(server.name))
-    _audit("approve_tool", server, acting_user, {"tool": tool.name, "hash": tool.hash})
+    if server.enabled:
+        transaction.on_commit(lambda: get_manager().ensure_connected(server.pk))
+    _audit("approve_tool", server, actor, {"tool": tool, "hash": shown_hash})
     return row
 
 
@@ -116,6 +184,7 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool) -> 
         raise ValidationError(f"unknown fields: {sorted(unknown)}")
     if not actor.is_staff:
         _check_non_staff_change(server, fields, creating=creating)
+    _check_policy_change(server, fields, actor)
     for key, value in fields.items():
         setattr(server, key, value)
     if server.transport == MCPTransport.STREAMABLE_HTTP:
@@ -125,16 +194,38 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool) -> 
             raise ValidationError({"url": str(exc)}) from None
     elif not server.command:
         raise ValidationError({"command": "a stdio server needs a command"})
-    server.full_clean()
+    server.full_clean(validate_constraints=False)  # the per-tenant name is checked above, without a leak
     server.save()
+
+
+def _check_policy_change(server: MCPServer, fields: dict, actor: Actor) -> None:
+    """The approval policy decides whether staff review new tools at all: setting it
+    is reviewing. Raises PermissionDenied naming the rule."""
+    policy = fields.get("approval_policy", server.approval_policy)
+    changed = "approval_policy" in fields and (server.pk is None or policy != server.approval_policy)
+    if server.pk is None and policy == ApprovalPolicy.MANUAL:
+        return  # a new server under review needs nobody's say
+    if changed and not (actor.is_staff and actor.has_perm(MCP_APPROVE_PERMISSION)):
+        raise PermissionDenied(
+            "only staff with the permission registry.approve_mcp_tool may set a server's approval_policy"
+        )
+
+
+def _check_staff_server(server: MCPServer, actor: Actor, verb: str) -> None:
+    if server.staff_owned and not actor.is_staff:
+        raise PermissionDenied(f"only staff may {verb} an MCP server staff created")
 
 
 def _check_non_staff_change(server: MCPServer, fields: dict, *, creating: bool) -> None:
     """What only staff may do, judged on the server as it would be after the change:
     anything that defines a process to start (a stdio server; its command, args,
-    env, on any transport, since a later switch to stdio would start them), and
-    reaching private addresses. Raises PermissionDenied naming the rule."""
+    env, on any transport, since a later switch to stdio would start them),
+    reaching private addresses, and any change to a server staff created (its
+    url or headers would redirect calls to staff-approved tools, disabling it
+    would switch them off). Raises PermissionDenied naming the rule."""
     changed = {key for key, value in fields.items() if value != getattr(server, key, None)}
+    if not creating and server.staff_owned and changed:
+        raise PermissionDenied("only staff may change or disable an MCP server staff created")
     transport = fields.get("transport", server.transport)
     if transport == MCPTransport.STDIO and (creating or "transport" in changed):
         raise PermissionDenied("only staff may create a stdio server or switch a server to stdio")

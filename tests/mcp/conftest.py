@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from registry.mcp import manager as manager_module
+from registry.mcp.naming import tool_name
 from registry.models import MCPServer
 from tests.conftest import TENANT
 
 DEMO = str(Path(__file__).with_name("servers") / "demo.py")
 ROGUE = str(Path(__file__).with_name("servers") / "rogue.py")
+SHIFTING = str(Path(__file__).with_name("servers") / "shifting.py")
 WAIT = 30.0  # the bound on every wait in these tests
 
 
@@ -32,13 +34,72 @@ def manager(monkeypatch, settings):
 
 
 def add_server(name: str = "demo", **fields) -> MCPServer:
+    """A server row made by staff. Its tools are approved as they appear unless a test
+    asks for ``approval_policy="manual"`` (the product's default): most tests here are
+    about calling tools, the approval tests say so."""
     defaults = {
         "tenant_id": TENANT,
         "transport": "stdio",
         "command": sys.executable,
         "args": [DEMO],
+        "approval_policy": "auto",
     }
     return MCPServer.objects.create(name=name, **{**defaults, **fields})
+
+
+def mcp(tool: str, server: str = "demo", tenant: str = TENANT) -> str:
+    """The registered name of a server's tool."""
+    return tool_name(tenant, server, tool)
+
+
+def reviewer(username: str = "rita", tenant: str = TENANT):
+    """A staff member of the tenant holding the permission to approve MCP tools."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    from registry.models import TenantMembership
+
+    user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True})
+    if created:
+        TenantMembership.objects.create(user=user, tenant_id=tenant)
+        user.user_permissions.add(*Permission.objects.filter(
+            codename__in=["approve_mcp_tool", "view_mcpserver", "change_mcpserver"]))
+    return get_user_model().objects.get(pk=user.pk)  # a fresh object: permissions are cached per instance
+
+
+def approve(registered_name: str) -> None:
+    """Staff approve the tool as its row shows it (what the review page shows)."""
+    from registry.mcp import services
+    from registry.models import ToolDefinition
+
+    row = ToolDefinition.objects.live().get(name=registered_name)
+    services.approve_tool(row, acting_user=reviewer(), shown_hash=row.test_results["hash"])
+
+
+def entry(name: str, description: str = "", **fields) -> dict:
+    """A raw tools/list entry for the shifting server."""
+    return {"name": name, "description": description or f"The {name} tool.", "inputSchema": {"type": "object"},
+            **fields}
+
+
+def shifting_server(name: str = "shifty", tools: list | None = None, **fields) -> MCPServer:
+    """A server row for tests/mcp/servers/shifting.py, under the manual policy unless told."""
+    return add_server(name, args=[SHIFTING, json.dumps(tools or [])], **{"approval_policy": "manual", **fields})
+
+
+def shift(manager, server: MCPServer, tools: list, *, notify: int = 1) -> None:
+    """Change the running server's tool list; with ``notify`` wait until the rows follow."""
+    before = manager.sync_count(server.pk)
+    from registry.contract import Err
+
+    result = manager.call_tool(server.pk, "control", {"tools": tools, "notify": notify})
+    assert not isinstance(result, Err), result
+    if notify:
+        assert manager.wait_synced(server.pk, before, WAIT)
+
+
+def server_id(name: str = "demo", tenant: str = TENANT) -> int:
+    return MCPServer.objects.get(name=name, tenant_id=tenant).pk
 
 
 def free_port() -> int:

@@ -7,7 +7,7 @@ from django.utils.html import escape
 
 from registry.models import MCPAuditLog, MCPServer, MCPStatus, TenantMembership, ToolDefinition, ToolStatus
 from tests.conftest import OTHER_TENANT, text
-from tests.mcp.conftest import WAIT, add_server
+from tests.mcp.conftest import WAIT, add_server, mcp, server_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,7 +34,7 @@ def test_connect_from_the_list_registers_the_tools_and_shows_status_and_count(ad
     assert server.status == MCPStatus.CONNECTED
     listing = admin_client.get(CHANGELIST).content.decode()
     assert f'<td class="field-tool_count">{count}</td>' in listing and "Connected" in listing
-    assert text(call("mcp_demo_add", a=1, b=2)) == "3"
+    assert text(call(mcp("add"), a=1, b=2)) == "3"
 
 
 def test_disconnect_retires_the_tools_and_refresh_brings_them_back(admin_client, call):
@@ -42,10 +42,10 @@ def test_disconnect_retires_the_tools_and_refresh_brings_them_back(admin_client,
     act(admin_client, "connect_servers", server)
     assert "demo: disconnected" in act(admin_client, "disconnect_servers", server)
     assert not live_tools(server).exists()
-    assert "unknown tool" in call("mcp_demo_add", a=1, b=2).content
+    assert "unknown tool" in call(mcp("add"), a=1, b=2).content
 
     assert "demo: refreshed" in act(admin_client, "refresh_servers", server)
-    assert text(call("mcp_demo_add", a=1, b=2)) == "3"
+    assert text(call(mcp("add"), a=1, b=2)) == "3"
     assert list(MCPAuditLog.objects.filter(server_name="demo").values_list("action", flat=True).order_by("id")) == [
         "connect", "disconnect", "refresh"]
 
@@ -62,25 +62,26 @@ def test_a_quarantined_tool_shows_old_and_new_definitions_side_by_side_and_can_b
         admin_client, manager, call):
     server = add_server()
     act(admin_client, "connect_servers", server)
-    before = manager.sync_count("demo")
-    assert call("mcp_demo_rug_pull").error is None
-    assert manager.wait_synced("demo", before, WAIT)
+    before = manager.sync_count(server_id())
+    assert call(mcp("rug_pull")).error is None
+    assert manager.wait_synced(server_id(), before, WAIT)
 
     page = admin_client.get(f"{CHANGELIST}{server.pk}/tools/").content.decode()
-    row = page[page.index("<td>mcp_demo_echo</td>"):]
+    row = page[page.index(f"<td>{mcp('echo')}</td>"):]
     row = row[:row.index("</tr>")]
     assert "quarantined" in row
     approved, current = row.split("<pre>")[1], row.split("<pre>")[2]
     assert "evil.example" not in approved and "evil.example" in current
-    assert "Re-approve as shown" in row
+    assert "Approve as shown" in row
+    shown = row.split('name="shown_hash" value="')[1].split('"')[0]
 
-    echo = ToolDefinition.objects.get(name="mcp_demo_echo")
-    admin_client.post(f"{CHANGELIST}tools/{echo.pk}/approve/")
+    echo = ToolDefinition.objects.get(name=mcp("echo"))
+    admin_client.post(f"{CHANGELIST}tools/{echo.pk}/approve/", {"shown_hash": shown})
     echo.refresh_from_db()
     assert echo.status == ToolStatus.APPROVED
-    assert text(call("mcp_demo_echo", text="back")) == "back"
+    assert text(call(mcp("echo"), text="back")) == "back"
     page = admin_client.get(f"{CHANGELIST}{server.pk}/tools/").content.decode()
-    assert "Re-approve as shown" not in page[page.index("<td>mcp_demo_echo</td>"):].split("</tr>")[0]
+    assert "Approve as shown" not in page[page.index(f"<td>{mcp('echo')}</td>"):].split("</tr>")[0]
 
 
 def test_a_tenants_staff_never_see_another_tenants_connection(client):

@@ -6,6 +6,7 @@ from django.contrib.auth.models import Permission
 
 from registry.models import MCPServer, MCPStatus, TenantMembership
 from tests.conftest import text
+from tests.mcp.conftest import approve, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,12 +39,14 @@ def test_install_shows_the_exact_command_before_anything_runs(admin_client, regi
     assert not MCPServer.objects.exists()
 
 
-def test_installing_creates_the_server_connects_it_and_its_tools_work(admin_client, call, registry_url):
+def test_installing_creates_the_server_connects_it_and_its_approved_tools_work(admin_client, call, registry_url):
     response = admin_client.post(MARKETPLACE, {"id": "time", "name": "clock", "tenant_id": "acme"}, follow=True)
     assert response.redirect_chain[-1][0] == "/admin/registry/mcpserver/"
     assert any(str(m).startswith("installed clock: ") for m in response.context["messages"])
     assert MCPServer.objects.get(name="clock").status == MCPStatus.CONNECTED
-    assert "Asia/Tokyo" in text(call("mcp_clock_get_current_time", timezone="Asia/Tokyo"))
+    assert "unknown tool" in call(mcp("get_current_time", "clock"), timezone="Asia/Tokyo").content  # pending
+    approve(mcp("get_current_time", "clock"))
+    assert "Asia/Tokyo" in text(call(mcp("get_current_time", "clock"), timezone="Asia/Tokyo"))
 
 
 def test_a_non_staff_user_cannot_open_the_marketplace(client, django_user_model):

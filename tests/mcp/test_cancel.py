@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+from tests.mcp.conftest import mcp
+
 from conversations.state import CancelToken
 from tests.conftest import text
 from tests.mcp.test_stdio_lifecycle import connect
@@ -14,7 +16,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_a_cancelled_call_returns_within_100_ms_and_the_session_stays_usable(manager, call):
     connect(manager)
-    assert text(call("mcp_demo_add", a=1, b=1)) == "2"  # the registry is loaded: what follows is the call
+    assert text(call(mcp("add"), a=1, b=1)) == "2"  # the registry is loaded: what follows is the call
     token = CancelToken()
     cancelled_at = {}
 
@@ -24,8 +26,8 @@ def test_a_cancelled_call_returns_within_100_ms_and_the_session_stays_usable(man
         token.cancel()
 
     threading.Thread(target=cancel_soon).start()
-    result = call("mcp_demo_slow", context={"_cancel": token}, seconds=30)
+    result = call(mcp("slow"), context={"_cancel": token}, seconds=30)
     latency = time.monotonic() - cancelled_at["t"]
     assert result.content.startswith("✗ error (Cancelled): cancelled by the user; MCP server 'demo' was told to stop 'slow'")
     assert latency < 0.1, f"stopped waiting {latency * 1000:.0f} ms after the cancel"
-    assert text(call("mcp_demo_add", a=1, b=2)) == "3"
+    assert text(call(mcp("add"), a=1, b=2)) == "3"

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from registry.models import MCPServer, ToolDefinition
-from tests.mcp.conftest import DEMO
+from tests.mcp.conftest import DEMO, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,13 +21,13 @@ def run(capsys, *args):
 def test_add_connect_list_and_call_from_a_fresh_manager(capsys, manager, monkeypatch):
     from registry.mcp import manager as manager_module
 
-    run(capsys, "mcp_add", "demo", "--stdio", f"{sys.executable} {DEMO}", "--tenant", "acme")
+    run(capsys, "mcp_add", "demo", "--stdio", f"{sys.executable} {DEMO}", "--tenant", "acme", "--approval", "auto")
     assert "connected demo" in run(capsys, "mcp_connect", "demo")
     listed = json.loads(run(capsys, "mcp_list", "--json"))
     assert listed[0]["name"] == "demo" and listed[0]["status"] == "connected" and listed[0]["tools"] >= 10
     # call_tool runs in a fresh process: no session, so it connects from the row.
     monkeypatch.setattr(manager_module, "_manager", manager_module.MCPManager())
-    assert run(capsys, "call_tool", "mcp_demo_add", "--tenant", "acme", "--input", '{"a": 4, "b": 5}').strip().endswith("9")
+    assert run(capsys, "call_tool", mcp("add"), "--tenant", "acme", "--input", '{"a": 4, "b": 5}').strip().endswith("9")
 
 
 def test_add_refuses_a_private_url_unless_allowed(capsys):

@@ -9,7 +9,7 @@ from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
 from registry.mcp.urls import UnsafeURL
 from tests.conftest import text
-from tests.mcp.conftest import add_server
+from tests.mcp.conftest import add_server, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,8 +25,8 @@ def test_a_loopback_server_is_refused_unless_private_urls_are_allowed(manager, h
 
 def test_tools_over_streamable_http_go_through_the_one_path(manager, http_demo, call):
     manager.connect(http_server(url=http_demo, allow_private_network=True))
-    assert text(call("mcp_web_add", a=20, b=22)) == "42"
-    assert "MCPToolError" in call("mcp_web_fail").content
+    assert text(call(mcp("add", "web"), a=20, b=22)) == "42"
+    assert "MCPToolError" in call(mcp("fail", "web")).content
 
 
 def test_the_global_setting_allows_private_urls_for_development(manager, http_demo, settings):

@@ -1,6 +1,8 @@
 """The marketplace: a registry search (a local HTTP server here), the bundled catalog, chat tools."""
 
 import pytest
+
+from tests.mcp.conftest import approve, mcp
 from django.contrib.auth import get_user_model
 
 from registry.models import MCPServer
@@ -38,8 +40,10 @@ def test_install_shows_the_exact_command_before_it_runs(registry, registry_url):
     assert not MCPServer.objects.exists()
 
 
-def test_staff_install_creates_connects_and_the_tools_work(registry, call, manager):
+def test_staff_install_creates_connects_and_the_approved_tools_work(registry, call, manager):
     staff = get_user_model().objects.create_user("sam", is_staff=True)
     result = install(registry, staff.pk, id="time", name="time", confirm=True)
     assert "Installed time" in result.content
-    assert "Asia/Tokyo" in text(call("mcp_time_get_current_time", timezone="Asia/Tokyo"))
+    assert "unknown tool" in call(mcp("get_current_time", "time"), timezone="Asia/Tokyo").content  # pending
+    approve(mcp("get_current_time", "time"))
+    assert "Asia/Tokyo" in text(call(mcp("get_current_time", "time"), timezone="Asia/Tokyo"))

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from registry.models import MCPAuditLog, MCPServer, ToolDefinition, ToolStatus, ToolType
 from tests.conftest import OTHER_TENANT, external_assets
-from tests.mcp.conftest import add_server
+from tests.mcp.conftest import add_server, mcp
 from tests.mcp.test_security import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,9 +37,9 @@ def test_connect_lists_tools_with_their_state_and_disconnect_retires_them(manage
     server = add_server()
     api = client_for("sam", staff=True)
     found = api.post(f"/api/mcp/servers/{server.pk}/connect/").json()
-    assert "mcp_demo_add" in found["tool_names"]
+    assert mcp("add") in found["tool_names"]
     tools = {t["name"]: t["state"] for t in api.get(f"/api/mcp/servers/{server.pk}/tools/").json()}
-    assert tools["mcp_demo_add"] == "active"
+    assert tools[mcp("add")] == "active"
     assert api.post(f"/api/mcp/servers/{server.pk}/disconnect/").json()["retired"] == len(tools)
     assert api.get(f"/api/mcp/servers/{server.pk}/tools/").json() == []
     assert list(MCPAuditLog.objects.values_list("action", flat=True).order_by("id")) == ["connect", "disconnect"]
@@ -65,7 +65,7 @@ def tools_of(server, *statuses):
     for n, status in enumerate(statuses):
         ToolDefinition.objects.create(
             name=f"mcp_{server.name}_t{n}", description="d", tool_type=ToolType.MCP, status=status,
-            created_by=server.created_by_tag, implementation=f"mcp:{server.name}:t{n}",
+            created_by=server.created_by_tag, implementation=f"mcp:{server.pk}:t{n}",
         )
 
 

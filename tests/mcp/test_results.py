@@ -4,7 +4,7 @@ import pytest
 
 from registry.mcp.config import ServerConfig
 from tests.conftest import text
-from tests.mcp.conftest import add_server
+from tests.mcp.conftest import add_server, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,22 +15,22 @@ def demo(manager):
 
 
 def test_text_content_is_what_the_model_reads_and_costs_nothing(demo, call):
-    result = call("mcp_demo_echo", text="héllo")
+    result = call(mcp("echo"), text="héllo")
     assert text(result) == "héllo" and result.cost == 0.0
 
 
 def test_an_image_block_becomes_a_card_and_a_line_the_model_can_read(demo, call):
-    result = call("mcp_demo_picture")
+    result = call(mcp("picture"))
     assert "[image: image/png, 12 bytes" in result.content
     assert result.cards[0]["type"] == "image" and result.cards[0]["mime_type"] == "image/png"
 
 
 def test_structured_content_travels_as_a_card(demo, call):
-    result = call("mcp_demo_add", a=1, b=2)
+    result = call(mcp("add"), a=1, b=2)
     assert {"type": "mcp_structured", "data": {"result": "3"}} in result.cards
 
 
 def test_an_is_error_result_is_an_err_envelope_without_a_traceback(demo, call):
-    result = call("mcp_demo_fail")
+    result = call(mcp("fail"))
     assert result.content.startswith("✗ error (MCPToolError): MCP tool 'fail' on 'demo' reported an error")
     assert "Traceback" not in result.content

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 from registry.mcp.config import ServerConfig
 from registry.models import MCPServer, TenantMembership
 from tests.conftest import TENANT, text
-from tests.mcp.conftest import DEMO, add_server
+from tests.mcp.conftest import DEMO, add_server, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,9 +15,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_stdio_server_inherits_none_of_our_environment(manager, call, monkeypatch):
     monkeypatch.setenv("DATABASE_PASSWORD", "hunter2")
     manager.connect(ServerConfig.from_model(add_server(env={"API_KEY": "its-own"})))
-    assert text(call("mcp_demo_env", variable="DATABASE_PASSWORD")) == "<unset>"
-    assert text(call("mcp_demo_env", variable="API_KEY")) == "its-own"
-    assert text(call("mcp_demo_env", variable="PATH")) != "<unset>"
+    assert text(call(mcp("env"), variable="DATABASE_PASSWORD")) == "<unset>"
+    assert text(call(mcp("env"), variable="API_KEY")) == "its-own"
+    assert text(call(mcp("env"), variable="PATH")) != "<unset>"
 
 
 def client_for(username, *, staff=False, tenant=TENANT):
@@ -53,7 +53,8 @@ def test_a_non_staff_user_may_not_store_a_command_on_an_http_server_to_switch_to
 
 
 def test_a_non_staff_user_may_not_switch_a_server_to_stdio():
-    server = add_server("web", transport="streamable_http", url="https://example.com/mcp", command="")
+    server = add_server("web", transport="streamable_http", url="https://example.com/mcp", command="",
+                        staff_owned=False)
     response = client_for("ursula").patch(f"/api/mcp/servers/{server.pk}/", {"transport": "stdio"}, format="json")
     assert (response.status_code, response.json()["detail"]) == (
         403, "only staff may create a stdio server or switch a server to stdio")
@@ -62,14 +63,14 @@ def test_a_non_staff_user_may_not_switch_a_server_to_stdio():
 
 def test_a_non_staff_user_may_not_repoint_a_server_allowed_on_private_addresses():
     server = add_server("lan", transport="streamable_http", url="http://10.0.0.5/mcp", command="",
-                        allow_private_network=True)
+                        allow_private_network=True, staff_owned=False)
     response = client_for("ursula").patch(f"/api/mcp/servers/{server.pk}/", {"url": "http://10.0.0.9/mcp"},
                                           format="json")
     assert response.status_code == 403 and "only staff may change its url" in response.json()["detail"]
 
 
-def test_a_non_staff_user_may_still_switch_a_server_off():
-    server = add_server()
+def test_a_non_staff_user_may_switch_a_server_of_his_own_off():
+    server = add_server(staff_owned=False)
     response = client_for("ursula").patch(f"/api/mcp/servers/{server.pk}/", {"enabled": False}, format="json")
     assert response.status_code == 200 and MCPServer.objects.get(pk=server.pk).enabled is False
 

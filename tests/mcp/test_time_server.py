@@ -7,15 +7,15 @@ import pytest
 
 from registry.mcp.config import ServerConfig
 from tests.conftest import text
-from tests.mcp.conftest import add_server
+from tests.mcp.conftest import add_server, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_time_servers_tools_are_callable_through_the_registry(manager, call):
     found = manager.connect(ServerConfig.from_model(add_server("time", args=["-m", "mcp_server_time"])))
-    assert found["tool_names"] == ["mcp_time_convert_time", "mcp_time_get_current_time"]
-    answer = json.loads(text(call("mcp_time_get_current_time", timezone="Asia/Tokyo")))
+    assert found["tool_names"] == [mcp("convert_time", "time"), mcp("get_current_time", "time")]
+    answer = json.loads(text(call(mcp("get_current_time", "time"), timezone="Asia/Tokyo")))
     assert answer["timezone"] == "Asia/Tokyo"
 
 

@@ -6,7 +6,14 @@ from registry.models import MCPServer
 
 
 def server_named(name: str) -> MCPServer:
-    server = MCPServer.objects.filter(name=name).first()
-    if server is None:
+    """The one server of that name. Names are unique per tenant, so the name
+    may also be written ``TENANT/NAME``. Raises CommandError when none or
+    several match."""
+    tenant, _, bare = name.rpartition("/")
+    servers = MCPServer.objects.filter(name=bare, **({"tenant_id": tenant} if tenant else {}))
+    found = list(servers[:2])
+    if not found:
         raise CommandError(f"no MCP server named {name!r}; see manage.py mcp_list")
-    return server
+    if len(found) > 1:
+        raise CommandError(f"several tenants have an MCP server named {bare!r}; write it TENANT/{bare}")
+    return found[0]

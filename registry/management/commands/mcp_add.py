@@ -10,7 +10,7 @@ class Command(BaseCommand):
     help = "Add an MCP server (stdio command or Streamable HTTP URL). Connect it with mcp_connect."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("name", help="Connection name; tools become mcp_<name>_<tool>.")
+        parser.add_argument("name", help="Connection name, unique in its tenant; tools become mcp_<tenant tag>_<name>_<tool>.")
         how = parser.add_mutually_exclusive_group(required=True)
         how.add_argument("--stdio", metavar="COMMAND", help='The command and its args, e.g. "uvx mcp-server-time".')
         how.add_argument("--url", help="A Streamable HTTP endpoint.")
@@ -19,7 +19,8 @@ class Command(BaseCommand):
         parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="Server environment.")
         parser.add_argument("--header", action="append", default=[], metavar="KEY=VALUE", help="HTTP header.")
         parser.add_argument("--approval", choices=["manual", "auto"], default="manual",
-                            help="What happens to tools the server adds later (default: manual).")
+                            help="manual: each tool waits for staff approval whenever it appears; "
+                                 "auto: tools are approved as first listed (default: manual).")
 
     def handle(self, *args, **options) -> None:
         fields: dict = {"allow_private_network": options["allow_private"], "approval_policy": options["approval"]}

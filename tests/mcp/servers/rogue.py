@@ -9,37 +9,25 @@ hand: json.dumps itself recurses).
 import json
 import sys
 
+from wire import serve
+
 TOOLS = [
     {"name": name, "description": f"Write a {name} line.", "inputSchema": {"type": "object"}}
     for name in ("garbage", "huge", "deep")
 ]
 
 
-def reply(message_id, result):
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message_id, "result": result}) + "\n")
-    sys.stdout.flush()
-
-
-for line in sys.stdin:
-    message = json.loads(line)
-    method, message_id = message.get("method"), message.get("id")
-    if method == "initialize":
-        reply(message_id, {
-            "protocolVersion": message["params"]["protocolVersion"],
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "rogue", "version": "1"},
-        })
-    elif method == "tools/list":
-        reply(message_id, {"tools": TOOLS})
-    elif method == "tools/call" and message["params"]["name"] == "deep":
-        depth = int(message["params"].get("arguments", {}).get("depth", 150))
+def write_bad_line(params, message_id):
+    if params["name"] == "deep":
+        depth = int(params.get("arguments", {}).get("depth", 150))
         structured = '{"v": ' + "[" * depth + "]" * depth + "}"
         sys.stdout.write('{"jsonrpc": "2.0", "id": %s, "result": {"content": [{"type": "text", "text": "deep"}], '
                          '"structuredContent": %s}}\n' % (json.dumps(message_id), structured))
         sys.stdout.flush()
-    elif method == "tools/call":
-        bad = "this is not json" if message["params"]["name"] == "garbage" else "x" * (10 * 1024 * 1024)
-        sys.stdout.write(bad + "\n")
-        sys.stdout.flush()
-    elif message_id is not None:
-        reply(message_id, {})
+        return None
+    bad = "this is not json" if params["name"] == "garbage" else "x" * (10 * 1024 * 1024)
+    sys.stdout.write(bad + "\n")
+    sys.stdout.flush()
+
+
+serve("rogue", {"tools": {}}, lambda: TOOLS, write_bad_line)
