@@ -5,11 +5,13 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from conversations.api import ConversationViewSet
+from conversations.approvals_api import PendingApprovalViewSet
 from registry.mcp.api import MCPServerViewSet
 
 router = DefaultRouter()
 router.register("mcp/servers", MCPServerViewSet, basename="mcp-server")
 router.register("conversations", ConversationViewSet, basename="conversation")
+router.register("approvals", PendingApprovalViewSet, basename="approval")
 
 urlpatterns = [
     path("", include(router.urls)),
