@@ -9,6 +9,7 @@ the database transaction; its audit row is written after, in one of its own.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,6 +59,14 @@ def update_server(server: MCPServer, *, acting_user: Actor, **changes: Any) -> M
     _apply(server, changes, acting_user, creating=False)
     _audit("update", server, acting_user, {"fields": sorted(changes)})
     return server
+
+
+def check_server(server: MCPServer | None, *, acting_user: Actor, tenant_id: str, name: str, **fields: Any) -> None:
+    """The rules ``create_server`` (``server`` None) or ``update_server`` enforce,
+    checked on a copy and saving nothing: a form can show them as its errors.
+    Raises PermissionDenied or ValidationError as they do."""
+    probe = MCPServer(name=name, tenant_id=tenant_id) if server is None else copy.copy(server)
+    _apply(probe, fields, acting_user, creating=server is None, save=False)
 
 
 def delete_server(server: MCPServer, *, acting_user: Actor) -> None:
@@ -110,7 +119,7 @@ def approve_tool(row: ToolDefinition, *, acting_user: Actor) -> ToolDefinition:
     return row
 
 
-def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool) -> None:
+def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool, save: bool = True) -> None:
     unknown = set(fields) - set(EDITABLE)
     if unknown:
         raise ValidationError(f"unknown fields: {sorted(unknown)}")
@@ -126,7 +135,8 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool) -> 
     elif not server.command:
         raise ValidationError({"command": "a stdio server needs a command"})
     server.full_clean()
-    server.save()
+    if save:
+        server.save()
 
 
 def _check_non_staff_change(server: MCPServer, fields: dict, *, creating: bool) -> None:
