@@ -396,6 +396,18 @@ MCP_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 MCP_CREATED_BY_PREFIX = "mcp:"
 
 
+def validate_string_list(value: object) -> None:
+    """A JSON list of strings, and nothing else: a string given instead (``"a b"``)
+    would otherwise be taken one character at a time. Raises ValidationError."""
+    from django.core.exceptions import ValidationError
+
+    if not isinstance(value, list):
+        raise ValidationError(f"must be a list of strings, e.g. [\"-m\", \"server\"]; got {type(value).__name__}")
+    for item in value:
+        if not isinstance(item, str):
+            raise ValidationError(f"must be a list of strings; item {item!r} is a {type(item).__name__}")
+
+
 class MCPServerQuerySet(models.QuerySet):
     def for_tenant(self, tenant_id: str) -> "MCPServerQuerySet":
         return self.filter(tenant_id=tenant_id)
@@ -441,7 +453,7 @@ class MCPServer(models.Model):
     tenant_id = models.CharField(max_length=64, db_index=True)
     transport = models.CharField(max_length=16, choices=MCPTransport.choices)
     command = models.CharField(max_length=500, blank=True)
-    args = models.JSONField(default=list, blank=True)
+    args = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     env = models.JSONField(default=dict, blank=True)
     url = models.CharField(max_length=2000, blank=True)
     headers = models.JSONField(default=dict, blank=True)
@@ -456,7 +468,7 @@ class MCPServer(models.Model):
         max_length=8, choices=ApprovalPolicy.choices, default=ApprovalPolicy.MANUAL
     )
     call_timeout_seconds = models.FloatField(default=120.0)
-    idempotent_tools = models.JSONField(default=list, blank=True)
+    idempotent_tools = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     approved_tools = models.JSONField(default=dict, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
