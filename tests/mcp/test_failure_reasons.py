@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
 from registry.mcp import MCPError
@@ -46,29 +49,32 @@ def test_the_stderr_kept_is_bounded_in_lines_and_characters(manager):
     assert tail.rstrip().endswith("line 4999 " + "x" * 200)
 
 
-def test_a_401_names_the_status_and_says_the_server_wants_authorization(manager):
-    server = serve(401, {"WWW-Authenticate": 'Bearer resource_metadata="https://auth.example/.well-known"'}, [])
+@contextmanager
+def answering(status: int, headers: dict | None = None) -> Iterator[ServerConfig]:
+    """A loopback HTTP server answering every request with ``status``, as a server config."""
+    server = serve(status, headers or {}, [])
     try:
-        with pytest.raises(MCPError) as failed:
-            manager.connect(http_server(url=f"http://127.0.0.1:{server.server_port}/mcp", allow_private_network=True))
+        yield http_server(url=f"http://127.0.0.1:{server.server_port}/mcp", allow_private_network=True)
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_401_names_the_status_and_says_the_server_wants_authorization(manager):
+    challenge = 'Bearer resource_metadata="https://auth.example/.well-known"'
+    with answering(401, {"WWW-Authenticate": challenge}) as config, pytest.raises(MCPError) as failed:
+        manager.connect(config)
     message = str(failed.value)
     assert "the server answered HTTP 401 Unauthorized; it wants authorization" in message
-    assert 'WWW-Authenticate: Bearer resource_metadata="https://auth.example/.well-known"' in message
+    assert f"WWW-Authenticate: {challenge}" in message
     assert "Server returned an error response" not in message
     assert "HTTP 401 Unauthorized" in MCPServer.objects.get(name="web").last_error
 
 
 def test_a_403_names_the_status(manager):
-    server = serve(403, {}, [])
-    try:
-        with pytest.raises(MCPError, match="HTTP 403 Forbidden; the credentials in the server's headers are not allowed"):
-            manager.connect(http_server(url=f"http://127.0.0.1:{server.server_port}/mcp", allow_private_network=True))
-    finally:
-        server.shutdown()
-        server.server_close()
+    expected = "HTTP 403 Forbidden; the credentials in the server's headers are not allowed"
+    with answering(403) as config, pytest.raises(MCPError, match=expected):
+        manager.connect(config)
 
 
 def test_a_server_that_writes_much_to_stderr_is_drained_and_keeps_answering(manager, call):

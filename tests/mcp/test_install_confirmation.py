@@ -57,6 +57,12 @@ def approve(row, user, **options):
     return decisions.decide(str(row.pk), "approve", acting_user=user, expected_hash=row.args_hash, **options)
 
 
+def approving_fails(row, user, match: str) -> None:
+    with pytest.raises(ApprovalConflict, match=match):
+        approve(row, user)
+    assert not MCPServer.objects.exists()
+
+
 def test_the_models_confirm_true_installs_nothing(registry, conversation):
     result = ask_to_install(registry, conversation, confirm=True)
     assert not MCPServer.objects.exists()
@@ -118,8 +124,7 @@ def test_rejecting_runs_nothing_and_tells_the_model_why(registry, conversation, 
     assert not MCPServer.objects.exists()
     told = ChatMessage.objects.filter(conversation=conversation, role="user").last()
     assert told.text.endswith("nothing was run. My reason: not this one")
-    with pytest.raises(ApprovalConflict, match="already rejected"):
-        approve(row, staff)
+    approving_fails(row, staff, "already rejected")
 
 
 def test_another_user_of_the_tenant_cannot_decide(registry, conversation):
@@ -156,9 +161,7 @@ def test_arguments_changed_after_they_were_shown_fail_the_hash(registry, convers
     row = PendingApproval.objects.get()
     evil = {**row.shown, "command": ["/bin/sh", "-c", "echo owned"], "launch": "/bin/sh -c 'echo owned'"}
     PendingApproval.objects.filter(pk=row.pk).update(shown=evil)
-    with pytest.raises(ApprovalConflict, match="changed after it was shown"):
-        approve(row, staff)
-    assert not MCPServer.objects.exists()
+    approving_fails(row, staff, "changed after it was shown")
 
 
 def test_a_click_with_another_hash_than_the_row_is_refused(registry, conversation, staff):
@@ -166,6 +169,7 @@ def test_a_click_with_another_hash_than_the_row_is_refused(registry, conversatio
     row = PendingApproval.objects.get()
     with pytest.raises(ApprovalConflict, match="not the call you were shown"):
         decisions.decide(str(row.pk), "approve", acting_user=staff, expected_hash="0" * 64)
+    assert not MCPServer.objects.exists()
 
 
 def test_an_approval_runs_only_its_own_arguments(registry, conversation, staff):
@@ -186,9 +190,7 @@ def test_an_expired_approval_cannot_be_approved(registry, conversation, staff):
     ask_to_install(registry, conversation)
     row = PendingApproval.objects.get()
     PendingApproval.objects.filter(pk=row.pk).update(expires_at=timezone.now())
-    with pytest.raises(ApprovalConflict, match="already expired"):
-        approve(row, staff)
-    assert not MCPServer.objects.exists()
+    approving_fails(row, staff, "already expired")
 
 
 def test_another_process_started_later_sees_the_pending_approval_and_decides_it(registry, conversation, staff):
