@@ -72,9 +72,8 @@ def request_approval(
     """
     digest = arguments_hash(tool_name, arguments, shown)
     waiting = (
-        PendingApproval.objects.select_for_update()
-        .filter(tenant_id=tenant_id, conversation_id=conversation_id, user_id=acting_user.pk,
-                args_hash=digest, status=ApprovalStatus.PENDING, expires_at__gt=timezone.now())
+        PendingApproval.objects.select_for_update().undecided()
+        .filter(tenant_id=tenant_id, conversation_id=conversation_id, user_id=acting_user.pk, args_hash=digest)
         .first()
     )
     if waiting is not None:

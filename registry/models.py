@@ -545,7 +545,8 @@ class PendingApprovalQuerySet(models.QuerySet):
         return self.filter(tenant_id=tenant_id)
 
     def undecided(self) -> "PendingApprovalQuerySet":
-        return self.filter(status=ApprovalStatus.PENDING)
+        """Waiting for a click and still decidable (not past ``expires_at``)."""
+        return self.filter(status=ApprovalStatus.PENDING, expires_at__gt=timezone.now())
 
 
 class PendingApproval(models.Model):

@@ -190,6 +190,7 @@ def test_an_expired_approval_cannot_be_approved(registry, conversation, staff):
     ask_to_install(registry, conversation)
     row = PendingApproval.objects.get()
     PendingApproval.objects.filter(pk=row.pk).update(expires_at=timezone.now())
+    assert decisions.pending_cards(conversation) == []  # no card to click after a reload
     approving_fails(row, staff, "already expired")
 
 
@@ -272,3 +273,26 @@ def test_the_chat_page_shows_a_pending_approval_again_after_a_reload(registry, c
     start = page.index('<script id="pending-approvals" type="application/json">') 
     cards = json.loads(page[page.index(">", start) + 1:page.index("</script>", start)])
     assert [card["approval_id"] for card in cards] == [str(row.pk)]
+
+
+def test_a_socket_decides_only_its_own_conversations_calls(registry, conversation, staff):
+    ask_to_install(registry, conversation)
+    row = PendingApproval.objects.get()
+    elsewhere = Conversation.objects.create(tenant_id=TENANT, user=staff, title="Another")
+
+    async def click():
+        headers = [(b"origin", b"http://localhost"), (b"cookie", await sync_to_async(cookie_for)(staff))]
+        ws = WebsocketCommunicator(application, f"/ws/conversations/{elsewhere.pk}/", headers=headers)
+        assert (await ws.connect())[0]
+        await ws.send_json_to({"type": "approval", "approval_id": str(row.pk), "decision": "approve",
+                               "args_hash": row.args_hash})
+        chunk = await ws.receive_json_from(timeout=WAIT)
+        await ws.send_json_to({"type": "approval", "approval_id": 7, "decision": "approve"})
+        malformed = await ws.receive_json_from(timeout=WAIT)
+        await ws.disconnect()
+        return chunk, malformed
+
+    chunk, malformed = async_to_sync(click)()
+    assert chunk == {"type": "error", "message": f"the decision was not taken: no approval '{row.pk}'"}
+    assert malformed["type"] == "error" and "'approval_id', 'decision' and 'args_hash'" in malformed["message"]
+    assert not MCPServer.objects.exists() and PendingApproval.objects.get().status == "pending"
