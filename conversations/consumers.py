@@ -1,9 +1,9 @@
 """The websocket a browser chats over: /ws/conversations/<id>/.
 
 Thin by design: it authenticates, checks ownership on connect and on every
-message, and starts turns, cancels and approval decisions in the services. Chunks of a running
-turn reach the sockets in its own process directly and those in other
-processes through the channel layer (conversations.display).
+message, and starts turns, cancels and approval decisions in the services.
+Chunks of a running turn reach the sockets in its own process directly and
+those in other processes through the channel layer (conversations.display).
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from channels.consumer import get_handler_name
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 
-from registry.approvals import ApprovalConflict, ApprovalNotFound
-
 from conversations import approvals, questions, runs
 from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
 from conversations.state import clear_cancel, request_cancel
+from registry.approvals import ApprovalConflict, ApprovalNotFound
 
 logger = logging.getLogger("eunice.conversations")
 
