@@ -1,9 +1,9 @@
 """The websocket a browser chats over: /ws/conversations/<id>/.
 
 Thin by design: it authenticates, checks ownership on connect and on every
-message, and starts turns and cancels in the services. Chunks of a running
-turn reach the sockets in its own process directly and those in other
-processes through the channel layer (conversations.display).
+message, and starts turns, cancels and approval decisions in the services.
+Chunks of a running turn reach the sockets in its own process directly and
+those in other processes through the channel layer (conversations.display).
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.consumer import get_handler_name
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 
-from conversations import questions, runs
+from conversations import approvals, questions, runs
 from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
 from conversations.state import clear_cancel, request_cancel
 from eunice.jsonlimits import loads_bounded
+from registry.approvals import ApprovalConflict, ApprovalNotFound
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -103,8 +105,29 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         elif kind == "cancel":
             await database_sync_to_async(request_cancel)(conversation)
             await self.channel_layer.group_send(self.group, {"type": "run.cancel"})
+        elif kind == "approval":
+            await self._decide(conversation, content)
         else:
-            await self.send_json({"type": "error", "message": f"unknown message type {kind!r}; expected 'message', 'answer' or 'cancel'"})
+            await self.send_json({"type": "error", "message": (
+                f"unknown message type {kind!r}; expected 'message', 'answer', 'cancel' or 'approval'")})
+
+    async def _decide(self, conversation, content: dict) -> None:
+        """The person's click on an approval card: decided as the conversation's owner.
+
+        Off the thread-sensitive executor: an approved call may run for a minute.
+        """
+        approval_id, decision = content.get("approval_id"), content.get("decision")
+        expected, reason = content.get("args_hash"), content.get("reason") or ""
+        if not all(isinstance(v, str) for v in (approval_id, decision, expected or "", reason)):
+            await self.send_json({"type": "error", "message": "an approval needs 'approval_id', 'decision' and 'args_hash' as strings"})
+            return
+        try:
+            await database_sync_to_async(approvals.decide, thread_sensitive=False)(
+                approval_id, decision, acting_user=conversation.user, expected_hash=expected, reason=reason,
+                conversation_id=conversation.pk,
+            )
+        except (ValueError, ApprovalNotFound, PermissionDenied, ApprovalConflict) as exc:
+            await self.send_json({"type": "error", "message": f"the decision was not taken: {exc}"})
 
     async def _start(self, conversation, text) -> None:
         if not isinstance(text, str) or not text.strip():

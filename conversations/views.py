@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from conversations.access import conversations_of, owned_conversation
+from conversations.approvals import pending_cards
 from conversations.llm.roles import get_model_for_role
 from conversations.models import ChatMessage, Conversation
 from registry.tenancy import tenant_of
@@ -20,13 +21,15 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
         conversation = owned_conversation(request.user, conversation_id)
         if conversation is None:
             raise Http404("No such conversation.")
-    messages = []
+    messages, approvals = [], []
     if conversation is not None:
         messages = ChatMessage.objects.filter(conversation=conversation).order_by("created_at", "id")
+        approvals = pending_cards(conversation)  # still waiting for a click: shown again after a reload
     return render(request, "eunice/chat.html", {
         "conversation": conversation,
         "conversations": conversations_of(request.user).order_by("-updated_at")[:50],
         "messages": messages,
+        "approvals": approvals,
         "offline": get_model_for_role("chat").provider == "offline",
         "no_tenant": tenant_of(request.user) is None,
     })

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.routers import DefaultRouter
 
 from conversations.api import ConversationViewSet
+from conversations.approvals_api import PendingApprovalViewSet
 from registry.mcp.api import MCPServerViewSet
 
 
@@ -22,6 +23,7 @@ class SchemaAccess(BasePermission):
 router = DefaultRouter()
 router.register("mcp/servers", MCPServerViewSet, basename="mcp-server")
 router.register("conversations", ConversationViewSet, basename="conversation")
+router.register("approvals", PendingApprovalViewSet, basename="approval")
 
 urlpatterns = [
     path("", include(router.urls)),

@@ -246,6 +246,8 @@ EUNICE_PARALLEL_TOOLS = env_int("EUNICE_PARALLEL_TOOLS", 4, minimum=1)
 MCP_ALLOW_PRIVATE_URLS = env_bool("EUNICE_MCP_ALLOW_PRIVATE_URLS", False)
 # Where the marketplace searches; the official MCP registry's API by default.
 MCP_REGISTRY_URL = env_str("EUNICE_MCP_REGISTRY_URL", "https://registry.modelcontextprotocol.io")
+# How long a tool call waiting for a person's click (registry.approvals) stays decidable.
+EUNICE_APPROVAL_TTL_SECONDS = env_int("EUNICE_APPROVAL_TTL_SECONDS", 24 * 3600, minimum=60)
 
 # Knowledge tools (tools/corpora.py, tools/documents.py, tools/web.py).
 # Uploaded and generated files live under EUNICE_FILES_DIR/<tenant>/.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -74,6 +75,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+# The JSON bytes a result's cards may take in all. Cards go to the chat page, the
+# stored message and the REST API whole; a tool (an MCP server's structured
+# content, a custom tool) must not make any of them carry megabytes.
+MAX_CARDS_BYTES = 1024 * 1024
 
 Handler = Callable[[dict, dict], Any]
 Dispatch = Callable[[dict, dict], Any]
@@ -219,14 +225,20 @@ def validate_envelope(envelope: Envelope, spec: ToolSpec) -> Envelope:
 def envelope_to_tool_result(envelope: Envelope) -> ToolResult:
     """The ToolResult dispatch hands on: content is the render; only Err sets ``error``.
 
-    Raises TypeError for a non-envelope.
+    Cards past MAX_CARDS_BYTES are left out, with a ``size`` warning the model
+    reads. Raises TypeError for a non-envelope.
     """
+    cards: list[dict] = []
+    if isinstance(envelope, Ok) and envelope.effects.cards:
+        cards, left_out = _within_card_budget(envelope.effects.cards)
+        if left_out:
+            envelope = dataclasses.replace(envelope, warnings=[*envelope.warnings, left_out])
     content = render_envelope(envelope)
     if isinstance(envelope, Ok):
         effects = envelope.effects
         return ToolResult(
             content=content,
-            cards=effects.cards,
+            cards=cards,
             cost=effects.cost,
             datasets=effects.datasets,
             exports=effects.exports,
@@ -234,6 +246,26 @@ def envelope_to_tool_result(envelope: Envelope) -> ToolResult:
     if isinstance(envelope, Hint):
         return ToolResult(content=content)
     return ToolResult(content=content, error=envelope.message)
+
+
+def _within_card_budget(cards: list[dict]) -> tuple[list[dict], Warning | None]:
+    """The cards, in order, while their JSON fits MAX_CARDS_BYTES; the others
+    are named in a Warning. Only results with cards pay for the measuring."""
+    kept: list[dict] = []
+    omitted: list[str] = []
+    used = 0
+    for card in cards:
+        size = len(json.dumps(card, default=str, separators=(",", ":")).encode())
+        if used + size > MAX_CARDS_BYTES:
+            omitted.append(f"{card.get('type', 'card') if isinstance(card, dict) else 'card'} ({size:,} bytes)")
+            continue
+        used += size
+        kept.append(card)
+    if not omitted:
+        return cards, None
+    message = (f"{len(omitted)} card(s) left out of what the user sees: {', '.join(omitted[:5])}; "
+               f"a result's cards may take {MAX_CARDS_BYTES:,} bytes")
+    return kept, Warning("size", message, {"omitted": omitted[:20], "limit_bytes": MAX_CARDS_BYTES})
 
 
 def _register(spec: ToolSpec) -> None:

@@ -464,6 +464,18 @@ MCP_CREATED_BY_PREFIX = "mcp:"
 MCP_APPROVE_PERMISSION = "registry.approve_mcp_tool"
 
 
+def validate_string_list(value: object) -> None:
+    """A JSON list of strings, and nothing else: a string given instead (``"a b"``)
+    would otherwise be taken one character at a time. Raises ValidationError."""
+    from django.core.exceptions import ValidationError
+
+    if not isinstance(value, list):
+        raise ValidationError(f"must be a list of strings, e.g. [\"-m\", \"server\"]; got {type(value).__name__}")
+    for item in value:
+        if not isinstance(item, str):
+            raise ValidationError(f"must be a list of strings; item {item!r} is a {type(item).__name__}")
+
+
 class MCPServerQuerySet(models.QuerySet):
     def for_tenant(self, tenant_id: str) -> "MCPServerQuerySet":
         return self.filter(tenant_id=tenant_id)
@@ -512,7 +524,7 @@ class MCPServer(models.Model):
     tenant_id = models.CharField(max_length=64, db_index=True)
     transport = models.CharField(max_length=16, choices=MCPTransport.choices)
     command = models.CharField(max_length=500, blank=True)
-    args = models.JSONField(default=list, blank=True)
+    args = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     env = SealedJSONField(default=dict, blank=True, purpose=b"eunice.mcp.env")
     url = models.CharField(max_length=2000, blank=True)
     headers = SealedJSONField(default=dict, blank=True, purpose=b"eunice.mcp.headers")
@@ -527,7 +539,7 @@ class MCPServer(models.Model):
         max_length=8, choices=ApprovalPolicy.choices, default=ApprovalPolicy.MANUAL
     )
     call_timeout_seconds = models.FloatField(default=120.0)
-    idempotent_tools = models.JSONField(default=list, blank=True)
+    idempotent_tools = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     approved_tools = models.JSONField(default=dict, blank=True, editable=False)
     created_by = models.ForeignKey(
         "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
@@ -595,3 +607,76 @@ class TenantMembership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} → {self.tenant_id}"
+
+
+# --- A person's approval of one tool call ------------------------------------
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for the person"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    EXPIRED = "expired", "Expired"
+
+
+class PendingApprovalQuerySet(models.QuerySet):
+    def for_tenant(self, tenant_id: str) -> "PendingApprovalQuerySet":
+        return self.filter(tenant_id=tenant_id)
+
+    def undecided(self) -> "PendingApprovalQuerySet":
+        """Waiting for a click and still decidable (not past ``expires_at``)."""
+        return self.filter(status=ApprovalStatus.PENDING, expires_at__gt=timezone.now())
+
+
+class PendingApproval(models.Model):
+    """One tool call that waits for a person's click, bound to its exact arguments.
+
+    Written and decided by registry.approvals only. ``arguments`` is what runs
+    when it is approved, ``args_hash`` the hash of the tool name and those
+    arguments when the row was made (a row whose arguments were edited since no
+    longer matches it), ``shown`` what the person was shown. A row, not memory:
+    a pending approval outlives the process that asked for it.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    user = models.ForeignKey(
+        "auth.User", on_delete=models.CASCADE, related_name="pending_approvals",
+        help_text="Whose call it is: the conversation's owner.",
+    )
+    # No foreign key: the registry depends on no other app.
+    conversation_id = models.CharField(max_length=64, blank=True, db_index=True)
+    tool_name = models.CharField(max_length=64)
+    arguments = models.JSONField(default=dict)
+    args_hash = models.CharField(max_length=64)
+    shown = models.JSONField(default=dict, help_text="What the person is shown: the card's fields.")
+    status = models.CharField(
+        max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING, db_index=True
+    )
+    decided_by = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    # Set once, by the call that runs it (a conditional update): an approval runs at most once.
+    executed_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.TextField(blank=True, help_text="What the approved call returned.")
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = PendingApprovalQuerySet.as_manager()
+
+    class Meta:
+        db_table = "pending_approvals"
+        ordering = ["created_at"]
+        permissions = [
+            ("decide_pendingapproval", "Can decide another user's pending tool approvals in the same tenant"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=ApprovalStatus.values), name="approval_status_known"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.status})"

@@ -1,10 +1,16 @@
-"""Handlers of the MCP tools: search the marketplace, install a server (staff only)."""
+"""Handlers of the MCP tools: search the marketplace, install a server (staff only).
+
+Installing never happens on the model's call: the call stores a pending
+approval (registry.approvals) and the person decides it in the chat page;
+the host then runs the approved call, and only that one, through dispatch.
+"""
 
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from registry.contract import Err, HintException, Ok, uniform_contract
+from registry import approvals
+from registry.contract import Effects, Err, HintException, Ok, uniform_contract
 from registry.mcp import MCPError
 from registry.mcp import marketplace
 from tools.actors import staff_user
@@ -19,7 +25,9 @@ def search_mcp_marketplace(inputs: dict, context: dict) -> Ok:
                             narrow="try one or two plain words, e.g. 'time' or 'git'")
     lines = [f"Found {len(found.listings)} MCP server(s) for {inputs['query']!r}:"]
     for entry in found.listings:
-        lines.append(f"- id={entry.id} ({entry.source}): {entry.description}\n  runs: {entry.launch}")
+        missing = entry.missing()
+        here = f"cannot run here: {missing}" if missing else "can run here"
+        lines.append(f"- id={entry.id} ({entry.source}): {entry.description}\n  runs: {entry.launch} ({here})")
     if found.registry_error:
         lines.append(f"Note: {found.registry_error}; only the bundled catalog was searched.")
     return Ok(rows=len(found.listings), data="\n".join(lines))
@@ -30,19 +38,41 @@ def install_mcp_server(inputs: dict, context: dict) -> Ok | Err:
     actor = staff_user(context.get("user_id"))
     if actor is None:
         return Err("installing an MCP server needs a staff member", "PermissionDenied")
-    listing = marketplace.find(inputs["id"])
-    if listing is None:
-        raise HintException("fetch", f"no MCP server with id {inputs['id']!r}",
-                            narrow="use an id exactly as search_mcp_marketplace returned it")
-    if not inputs.get("confirm"):
-        return Ok(rows=0, data=f"Not installed yet. This would run: {listing.launch}\n"
-                                "Show this to the user; call again with confirm=true if they agree.")
+    try:
+        approved = approvals.claim(context, "install_mcp_server", inputs)
+    except approvals.ApprovalConflict as exc:
+        return Err(f"not installed: {exc}", "ApprovalConflict")
+    if approved is None:
+        return _ask_the_person(inputs, context, actor)
+    listing = marketplace.Listing.from_shown(approved.shown)
     try:
         found = marketplace.install(listing, acting_user=actor, tenant_id=context["tenant_id"], name=inputs["name"])
     except (MCPError, PermissionDenied, ValidationError) as exc:
         return Err(f"could not install {listing.id!r}: {_message(exc)}", type(exc).__name__)
     return Ok(rows=found["tools_discovered"],
-              data=f"Installed {found['server']} (ran: {found['launch']}); tools: {', '.join(found['tool_names'])}")
+              data=f"Installed {found['server']} (ran: {found['launch']}); tools: {', '.join(found['tool_names'])}. "
+                   "New tools wait for staff review before they can be called.")
+
+
+def _ask_the_person(inputs: dict, context: dict, actor: object) -> Ok | Err:
+    """Store the install as a pending approval and show it to the person as a card."""
+    listing = marketplace.find(inputs["id"])
+    if listing is None:
+        raise HintException("fetch", f"no MCP server with id {inputs['id']!r}",
+                            narrow="use an id exactly as search_mcp_marketplace returned it")
+    missing = listing.missing()
+    if missing:
+        return Err(f"{listing.id!r} cannot run on this server: {missing}", "Unavailable")
+    row = approvals.request_approval(
+        acting_user=actor, tenant_id=context["tenant_id"], conversation_id=str(context.get("conversation_id") or ""),
+        tool_name="install_mcp_server", arguments=dict(inputs), shown=listing.shown(inputs["name"]),
+    )
+    return Ok(rows=0, effects=Effects(cards=[approvals.card(row)]), data=(
+        f"Not installed. The person must approve it in the chat page, where a card shows exactly what would run: "
+        f"{listing.launch} (package {row.shown['package']}, version {row.shown['version']}). "
+        "You cannot approve it and calling again does not install it; tell the user it is waiting for their "
+        "click. The outcome is added to the conversation when they decide."
+    ))
 
 
 def _message(exc: Exception) -> str:

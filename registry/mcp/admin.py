@@ -35,10 +35,42 @@ class MCPServerForm(forms.ModelForm):
         fields = ("name", "tenant_id", "transport", "command", "args", "env", "url", "headers",
                   "allow_private_network", "enabled", "approval_policy", "call_timeout_seconds", "idempotent_tools")
 
+    acting_user = None  # set per request by MCPServerAdmin.get_form
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         for key in SECRET_FIELDS:
             self.initial[key] = None  # never echo a stored secret back into the page
+
+    def service_fields(self) -> dict:
+        """What the form changes, as the services take it (an empty secret keeps the stored one)."""
+        fields = {key: self.cleaned_data[key] for key in self.changed_data
+                  if key in services.EDITABLE and key in self.cleaned_data}
+        for key in SECRET_FIELDS:
+            if self.cleaned_data.get(key) in (None, ""):
+                fields.pop(key, None)
+        return fields
+
+    def clean(self) -> dict:
+        """The services' own rules (URL safety, who may start a process), shown as
+        form errors with the form kept, rather than a bare 403 page."""
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        existing = self.instance if self.instance.pk else None
+        try:
+            services.check_server(
+                existing, acting_user=self.acting_user, tenant_id=cleaned.get("tenant_id") or self.instance.tenant_id,
+                name=cleaned.get("name") or self.instance.name, **self.service_fields(),
+            )
+        except PermissionDenied as exc:
+            raise forms.ValidationError(str(exc)) from None
+        except ValidationError as exc:
+            if not hasattr(exc, "error_dict"):
+                raise forms.ValidationError(exc.messages) from None
+            for field, errors in exc.error_dict.items():
+                self.add_error(field if field in self.fields else None, errors)
+        return cleaned
 
 
 @admin.register(MCPServer)
@@ -67,11 +99,13 @@ class MCPServerAdmin(admin.ModelAdmin):
     def secret_keys(self, server: MCPServer) -> str:
         return ", ".join(sorted([*(server.env or {}), *(server.headers or {})])) or "none"
 
+    def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):  # noqa: ANN001, ANN201
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.acting_user = request.user  # a fresh class per request: the rules are judged for this user
+        return form
+
     def save_model(self, request: HttpRequest, obj: MCPServer, form: MCPServerForm, change: bool) -> None:
-        fields = {key: form.cleaned_data[key] for key in form.changed_data if key in services.EDITABLE}
-        for key in SECRET_FIELDS:
-            if form.cleaned_data.get(key) in (None, ""):
-                fields.pop(key, None)
+        fields = form.service_fields()
         try:
             if change:
                 services.update_server(MCPServer.objects.get(pk=obj.pk), acting_user=request.user, **fields)

@@ -52,6 +52,7 @@ class Connection:
         self._closing: asyncio.Event | None = None
         self._ready: asyncio.Future | None = None
         self._stdio: Any = None
+        self._refusal: Any = None  # registry.mcp.http.HTTPRefusal of an HTTP server
         self._background: set[asyncio.Task] = set()
         # list_changed coalescing: one re-listing in flight, at most one more owed after it.
         self._relisting: asyncio.Task | None = None
@@ -98,9 +99,12 @@ class Connection:
         # cancels this coroutine; a wait_for here would cost a task per call.
         try:
             return await session.call_tool(tool, arguments)
-        except SDKError:
+        except SDKError as exc:
             if self._session is None or self._stdio_ended():
                 raise ConnectionLost(self._stdio_reason() or self.lost_reason or "connection closed") from None
+            refused = self._refused(exc)
+            if refused:
+                raise SDKError(exc.error.code, refused) from None
             raise
 
     async def list_now(self) -> list[RemoteTool]:
@@ -129,7 +133,7 @@ class Connection:
                 await self._until_done()
                 reason = self._stdio_reason()
         except Exception as exc:  # noqa: BLE001 - a task boundary: the reason becomes last_error
-            reason = describe_failure(exc)
+            reason = self._stdio_reason() or self._refused(exc) or describe_failure(exc)
             logger.warning("MCP server %s: %s", self.config.name, reason, exc_info=exc)
         finally:
             self._session = None
@@ -150,10 +154,11 @@ class Connection:
             return stdio_transport(self.config.command, self.config.args, self.config.env, self._stdio)
         from mcp.client.streamable_http import streamable_http_client
 
-        from registry.mcp.http import pinned_client
+        from registry.mcp.http import HTTPRefusal, pinned_client
 
         assert self._pinned is not None
-        client = pinned_client(self._pinned, self.config.headers)
+        self._refusal = HTTPRefusal()
+        client = pinned_client(self._pinned, self.config.headers, self._refusal)
         return _owning(client, streamable_http_client(self._pinned.url, http_client=client))
 
     async def _until_done(self) -> None:
@@ -172,6 +177,16 @@ class Connection:
 
     def _stdio_reason(self) -> str:
         return self._stdio.reason if self._stdio_ended() else ""
+
+    def _refused(self, exc: BaseException) -> str:
+        """``exc`` said in words when it is the SDK's stand-in for an HTTP error
+        status ("Server returned an error response"): which status, and whether
+        the server wants authorization. "" otherwise."""
+        if self._refusal is None or not self._refusal.status or SDK_HTTP_ERROR not in _messages(exc):
+            return ""
+        text = self._refusal.describe()
+        self._refusal.status = 0
+        return text
 
     async def _on_message(self, message: Any) -> None:
         import mcp_types
@@ -252,6 +267,15 @@ class _owning:
             await self._transport.__aexit__(*exc)
         finally:
             await self._client.__aexit__(None, None, None)
+
+
+SDK_HTTP_ERROR = "Server returned an error response"
+
+
+def _messages(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return " ".join(_messages(inner) for inner in exc.exceptions)
+    return str(getattr(getattr(exc, "error", None), "message", "") or exc)
 
 
 def describe_failure(exc: BaseException) -> str:

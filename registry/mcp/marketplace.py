@@ -2,13 +2,19 @@
 
 The registry is the official one's API (``GET {EUNICE_MCP_REGISTRY_URL}/v0/servers?search=…``)
 at a configurable URL. When it is unreachable the search says so and still
-answers from the bundled catalog. Installing shows the exact argv first; see
-``install``.
+answers from the bundled catalog. Each listing says whether it can run on
+this machine (``Listing.missing``: its launcher on PATH, its Python module
+importable) and, if not, exactly what is missing. Installing from chat waits
+for the person's click on what ``Listing.shown`` describes (tools.mcp).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
+import json
 import shlex
+import shutil
 import sys
 import urllib.error
 import urllib.parse
@@ -20,6 +26,7 @@ from django.conf import settings
 
 from eunice.jsonlimits import loads_bounded
 from registry.mcp.services import Actor, connect_server, create_server
+from registry.models import ApprovalPolicy
 
 SEARCH_TIMEOUT = 5.0
 
@@ -33,6 +40,8 @@ class Listing:
     command: list[str] = field(default_factory=list)
     url: str = ""
     source: str = "bundled"
+    package: str = ""  # what the launcher fetches or imports (npm, PyPI or module name)
+    version: str = ""  # pinned in ``command`` when the registry names one
 
     @property
     def launch(self) -> str:
@@ -40,22 +49,72 @@ class Listing:
         return shlex.join(self.command) if self.command else self.url
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "launch": self.launch}
+        return {**asdict(self), "launch": self.launch, "missing": self.missing()}
+
+    def missing(self) -> str:
+        """What this machine lacks to run the listing ("" when it can run here)."""
+        if self.transport != "stdio":
+            return ""
+        program = self.command[0] if self.command else ""
+        if program == sys.executable and self.command[1:2] == ["-m"]:
+            module = self.command[2] if len(self.command) > 2 else ""
+            if module and importlib.util.find_spec(module) is None:
+                return f"the Python package {self.package or module} is not installed here (pip install {self.package or module})"
+            return ""
+        if not shutil.which(program):
+            return f"{program!r} is not on PATH here" + LAUNCHER_HELP.get(program, "")
+        return ""
+
+    def shown(self, name: str) -> dict:
+        """What the person sees before approving an install of this listing, and
+        what the install then runs: the command, package and version exactly."""
+        return {
+            "title": f"Install the MCP server {self.title!r} as {name!r}",
+            "id": self.id, "name": name, "source": self.source, "transport": self.transport,
+            "command": list(self.command), "url": self.url, "launch": self.launch,
+            "package": self.package or "(none)", "version": self.version_shown(),
+        }
+
+    def version_shown(self) -> str:
+        if self.version:
+            return self.version
+        if self.command[:1] == [sys.executable]:
+            try:
+                return f"{importlib.metadata.version(self.package)} (installed here)"
+            except importlib.metadata.PackageNotFoundError:
+                return "not installed"
+        if self.transport == "stdio":
+            return "not pinned: the newest release when the server starts"
+        return "whatever the remote server runs"
+
+    @classmethod
+    def from_shown(cls, shown: dict) -> "Listing":
+        """The listing an approved install runs: exactly what the person was shown."""
+        return cls(shown["id"], shown["id"], "", shown["transport"], command=list(shown["command"]),
+                   url=shown["url"], source=shown["source"], package=shown["package"])
+
+
+LAUNCHER_HELP = {
+    "uvx": " (uvx comes with uv: https://docs.astral.sh/uv/)",
+    "npx": " (npx comes with Node.js: https://nodejs.org/)",
+}
 
 
 BUNDLED: tuple[Listing, ...] = (
     Listing("time", "Time", "Current time and timezone conversion (mcp-server-time, PyPI).",
-            command=[sys.executable, "-m", "mcp_server_time"]),
+            command=[sys.executable, "-m", "mcp_server_time"], package="mcp-server-time"),
     Listing("fetch", "Fetch", "Fetch a URL and convert it to markdown (mcp-server-fetch).",
-            command=["uvx", "mcp-server-fetch"]),
+            command=["uvx", "mcp-server-fetch"], package="mcp-server-fetch"),
     Listing("git", "Git", "Read and search a local git repository (mcp-server-git).",
-            command=["uvx", "mcp-server-git"]),
+            command=["uvx", "mcp-server-git"], package="mcp-server-git"),
     Listing("filesystem", "Filesystem", "Read and write files under one directory.",
-            command=["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"]),
+            command=["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"],
+            package="@modelcontextprotocol/server-filesystem"),
     Listing("memory", "Memory", "A knowledge-graph memory kept across conversations.",
-            command=["npx", "-y", "@modelcontextprotocol/server-memory"]),
+            command=["npx", "-y", "@modelcontextprotocol/server-memory"], package="@modelcontextprotocol/server-memory"),
     Listing("sequential-thinking", "Sequential thinking", "Structured step-by-step reasoning.",
-            command=["npx", "-y", "@modelcontextprotocol/server-sequential-thinking"]),
+            command=["npx", "-y", "@modelcontextprotocol/server-sequential-thinking"],
+            package="@modelcontextprotocol/server-sequential-thinking"),
 )
 
 
@@ -74,7 +133,9 @@ def search(query: str, limit: int = 10) -> SearchResult:
         error = ""
     except (OSError, ValueError) as exc:
         remote, error = [], f"the MCP registry at {settings.MCP_REGISTRY_URL} is unreachable ({_reason(exc)})"
-    return SearchResult((bundled + remote)[:limit], error)
+    # What can run here first: it is what the user can actually have.
+    found = sorted(bundled + remote, key=lambda entry: bool(entry.missing()))
+    return SearchResult(found[:limit], error)
 
 
 def find(listing_id: str) -> Listing | None:
@@ -89,12 +150,13 @@ def find(listing_id: str) -> Listing | None:
 
 
 def install(listing: Listing, *, acting_user: Actor, tenant_id: str, name: str) -> dict:
-    """Create the server from a listing and connect it. Raises as the services do."""
-    fields: dict[str, Any]
+    """Create the server from a listing and connect it. Its new tools wait for
+    staff review (the manual approval policy). Raises as the services do."""
+    fields: dict[str, Any] = {"approval_policy": ApprovalPolicy.MANUAL}
     if listing.transport == "stdio":
-        fields = {"transport": "stdio", "command": listing.command[0], "args": listing.command[1:]}
+        fields |= {"transport": "stdio", "command": listing.command[0], "args": listing.command[1:]}
     else:
-        fields = {"transport": "streamable_http", "url": listing.url}
+        fields |= {"transport": "streamable_http", "url": listing.url}
     server = create_server(acting_user=acting_user, tenant_id=tenant_id, name=name, **fields)
     return {"server": server.name, "launch": listing.launch, **connect_server(server, acting_user=acting_user)}
 
@@ -119,8 +181,12 @@ def _listing(item: dict) -> Listing | None:
     launchers = {"pypi": ["uvx"], "npm": ["npx", "-y"]}
     for package in server.get("packages") or []:
         launcher = launchers.get(package.get("registryType") or package.get("registry_type"))
-        if launcher and package.get("identifier"):
-            return Listing(name, name, description, command=[*launcher, package["identifier"]], source="registry")
+        identifier, version = package.get("identifier"), str(package.get("version") or "")
+        if launcher and identifier:
+            # Pinned when the registry names a version: the person approves one release, not "latest".
+            spec = f"{identifier}@{version}" if version else identifier
+            return Listing(name, name, description, command=[*launcher, spec], source="registry",
+                           package=identifier, version=version)
     return None
 
 

@@ -17,6 +17,7 @@ transaction; its audit row is written after, in one of its own.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -92,6 +93,14 @@ def update_server(server: MCPServer, *, acting_user: Actor, **changes: Any) -> M
         server_id = server.pk
         transaction.on_commit(lambda: get_manager().disconnect(server_id))
     return server
+
+
+def check_server(server: MCPServer | None, *, acting_user: Actor, tenant_id: str, name: str, **fields: Any) -> None:
+    """The rules ``create_server`` (``server`` None) or ``update_server`` enforce,
+    checked on a copy and saving nothing: a form can show them as its errors.
+    Raises PermissionDenied or ValidationError as they do."""
+    probe = MCPServer(name=name, tenant_id=tenant_id) if server is None else copy.copy(server)
+    _apply(probe, fields, acting_user, creating=server is None, save=False)
 
 
 def delete_server(server: MCPServer, *, acting_user: Actor) -> None:
@@ -178,7 +187,7 @@ def _record_approval(row_pk: int, server_id: int | None, tool: str, shown_hash: 
     return row
 
 
-def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool) -> None:
+def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool, save: bool = True) -> None:
     unknown = set(fields) - set(EDITABLE)
     if unknown:
         raise ValidationError(f"unknown fields: {sorted(unknown)}")
@@ -195,7 +204,8 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool) -> 
     elif not server.command:
         raise ValidationError({"command": "a stdio server needs a command"})
     server.full_clean(validate_constraints=False)  # the per-tenant name is checked above, without a leak
-    server.save()
+    if save:
+        server.save()
 
 
 def _check_policy_change(server: MCPServer, fields: dict, actor: Actor) -> None:

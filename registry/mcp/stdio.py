@@ -1,10 +1,12 @@
 """The stdio transport: an MCP server as a child process, spoken to over its pipes.
 
-Our own rather than the SDK's ``stdio_client`` for three reasons the SDK does
+Our own rather than the SDK's ``stdio_client`` for four reasons the SDK does
 not cover: the child gets a minimal environment (PATH, HOME, LANG and the
-server's own variables; none of ours), a stdout line is capped in size, and a
+server's own variables; none of ours), a stdout line is capped in size, a
 line that is not JSON-RPC ends the connection with an error saying so instead
-of leaving the pending request to time out.
+of leaving the pending request to time out, and the last lines the server
+wrote on stderr (bounded, with its own secrets blanked) go with the reason it
+ended: a server that fails at start-up says why.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -24,6 +27,10 @@ logger = logging.getLogger("eunice.mcp")
 MAX_LINE_BYTES = 8 * 1024 * 1024
 INHERITED_ENV = ("PATH", "HOME", "LANG")
 STOP_GRACE_SECONDS = 2.0
+STDERR_LINES = 20  # the tail kept of what the server wrote on stderr
+STDERR_CHARS = 1500  # and at most this much of it (last_error holds 2,000)
+STDERR_LINE_BYTES = 64 * 1024  # a longer line is cut: the pipe is drained whatever comes
+SECRET_MIN_CHARS = 4  # env values shorter than this are too common to blank
 
 
 class ProtocolViolation(Exception):
@@ -32,15 +39,29 @@ class ProtocolViolation(Exception):
 
 @dataclass
 class StdioExit:
-    """Why the transport ended, filled in when it does."""
+    """Why the transport ended, filled in when it does, and the server's stderr tail."""
 
     reason: str = ""
     ended: anyio.Event = field(default_factory=anyio.Event)
+    stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
+    stderr_closed: anyio.Event = field(default_factory=anyio.Event)
+    secrets: tuple[str, ...] = ()
 
     def end(self, reason: str) -> None:
         if not self.ended.is_set():
             self.reason = reason
             self.ended.set()
+
+    def stderr_tail(self) -> str:
+        """The last lines of stderr, at most STDERR_CHARS, with the server's env values blanked."""
+        text = "\n".join(self.stderr)
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        return text if len(text) <= STDERR_CHARS else "…" + text[-STDERR_CHARS:]
+
+    def with_stderr(self, reason: str) -> str:
+        tail = self.stderr_tail()
+        return f"{reason}; its last stderr lines:\n{tail}" if tail else reason
 
 
 def child_environment(own: Mapping[str, str] | None) -> dict[str, str]:
@@ -63,12 +84,14 @@ async def stdio_transport(
     process = await anyio.open_process(
         [command, *args],
         env=child_environment(env),
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    status.secrets = tuple(sorted({v for v in (env or {}).values() if len(v) >= SECRET_MIN_CHARS}, key=len, reverse=True))
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as tg:
+        tg.start_soon(_pump_stderr, process, status)
         tg.start_soon(_pump_stdout, process, read_writer, status)
         tg.start_soon(_pump_stdin, process, write_reader, status)
         try:
@@ -111,8 +134,26 @@ async def _pump_stdout(process: Process, sink, status: StdioExit) -> None:
         # Say why before the stream closes: the session fails its pending requests then.
         with anyio.move_on_after(1.0):
             await process.wait()
+            await status.stderr_closed.wait()  # its last words, once it has gone
         code = process.returncode
-        status.end("the server process exited" + (f" with code {code}" if code is not None else ""))
+        status.end(status.with_stderr("the server process exited" + (f" with code {code}" if code is not None else "")))
+
+
+async def _pump_stderr(process: Process, status: StdioExit) -> None:
+    """Drain stderr (a full pipe would stall the server), keeping its last lines."""
+    assert process.stderr is not None
+    partial = b""
+    try:
+        async for chunk in process.stderr:
+            *lines, partial = (partial + chunk).split(b"\n")
+            partial = partial[-STDERR_LINE_BYTES:]
+            status.stderr.extend(line[:STDERR_LINE_BYTES].decode("utf-8", "replace").rstrip() for line in lines)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        pass
+    finally:
+        if partial.strip():
+            status.stderr.append(partial.decode("utf-8", "replace").rstrip())
+        status.stderr_closed.set()
 
 
 async def _pump_stdin(process: Process, source, status: StdioExit) -> None:

@@ -128,6 +128,7 @@
   // answer's cards (merged, citations added) replace them if they differ.
   let live = { cards: [], nodes: [] };
   function settleCards(final, where) {
+    final = (final || []).filter((card) => card.type !== "approval");  // drawn in the thread, not the panel
     if (JSON.stringify(final || []) === JSON.stringify(live.cards)) { live = { cards: [], nodes: [] }; return; }
     live.nodes.forEach((node) => node.remove());
     live = { cards: [], nodes: [] };
@@ -157,6 +158,56 @@
     messages.appendChild(box);
   }
 
+  // A tool call waiting for the person (registry.approvals): exactly what it would run,
+  // and Approve / Reject. The click goes over the socket with the hash of what is shown.
+  const approvalBoxes = {};
+  function showApproval(card) {
+    if (approvalBoxes[card.approval_id]) return;
+    const shown = card.shown || {};
+    const box = el("div", "approval");
+    box.dataset.approval = card.approval_id;
+    box.appendChild(el("p", "approval-title", shown.title || `Run ${card.tool}?`));
+    const facts = el("dl");
+    const rows = shown.launch !== undefined
+      ? [["Command", shown.launch], ["Package", shown.package], ["Version", shown.version], ["Source", shown.source]]
+      : [["Arguments", JSON.stringify(shown, null, 2)]];
+    rows.forEach(([label, value]) => {
+      facts.appendChild(el("dt", "", label));
+      facts.appendChild(el("dd", "", String(value ?? "")));
+    });
+    box.appendChild(facts);
+    const approve = el("button", "approve", "Approve");
+    const reject = el("button", "reject", "Reject");
+    const status = el("p", "muted approval-status", "Waiting for your decision; the assistant cannot approve it.");
+    const entry = { box, approve, reject, status, sent: false };
+    const decide = (decision) => {
+      if (socket.readyState !== WebSocket.OPEN) { status.textContent = "Not connected; reload the page and try again."; return; }
+      approve.disabled = reject.disabled = true;
+      entry.sent = true;
+      status.textContent = decision === "approve" ? "Approved; running…" : "Rejecting…";
+      socket.send(JSON.stringify({ type: "approval", approval_id: card.approval_id, decision, args_hash: card.args_hash }));
+    };
+    approve.addEventListener("click", () => decide("approve"));
+    reject.addEventListener("click", () => decide("reject"));
+    box.appendChild(approve);
+    box.appendChild(reject);
+    box.appendChild(status);
+    messages.appendChild(box);
+    approvalBoxes[card.approval_id] = entry;
+  }
+
+  function settleApproval(card) {
+    const entry = approvalBoxes[card.approval_id];
+    if (!entry) return;
+    entry.approve.disabled = entry.reject.disabled = true;
+    entry.sent = false;
+    entry.box.classList.add(`approval-${card.status}`);
+    entry.status.textContent = `${card.status[0].toUpperCase()}${card.status.slice(1)}.`;
+    if (card.outcome) entry.box.appendChild(el("pre", "approval-outcome", card.outcome));
+  }
+
+  JSON.parse(document.getElementById("pending-approvals").textContent || "[]").forEach(showApproval);
+
   socket.addEventListener("message", (event) => {
     const chunk = JSON.parse(event.data);
     switch (chunk.type) {
@@ -183,6 +234,7 @@
         break;
       }
       case "card": {
+        if (chunk.card.type === "approval") { showApproval(chunk.card); break; }
         live.cards.push(chunk.card);
         let holder = null;  // inline cards get a place in the conversation, as after an answer
         if (INLINE_CARDS.has(chunk.card.type)) {
@@ -207,8 +259,18 @@
       case "question":
         ask(chunk);
         break;
+      case "approval_decided":
+        settleApproval(chunk.card);
+        bubble("user", chunk.text);
+        break;
       case "error":
         bubble("error", chunk.message);
+        // A decision the server refused: the buttons are usable again.
+        Object.values(approvalBoxes).filter((e) => e.sent).forEach((e) => {
+          e.sent = false;
+          e.approve.disabled = e.reject.disabled = false;
+          e.status.textContent = "Not decided; see the error above.";
+        });
         break;
       case "done": {
         busy(false);

@@ -130,7 +130,7 @@ def http_demo():
 
 LISTING = {"servers": [{"server": {
     "name": "io.example/weather", "description": "Weather forecasts.",
-    "packages": [{"registryType": "pypi", "identifier": "example-weather-mcp"}],
+    "packages": [{"registryType": "pypi", "identifier": "example-weather-mcp", "version": "1.4.2"}],
 }}]}
 
 

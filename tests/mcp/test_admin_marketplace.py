@@ -22,7 +22,7 @@ def page(client, **query):
 def test_a_search_lists_registry_servers_with_the_command_they_run(admin_client, registry_url):
     found = page(admin_client, q="weather")
     assert "io.example/weather" in found and "Weather forecasts." in found
-    assert "<code>uvx example-weather-mcp</code>" in found and "unreachable" not in found
+    assert "<code>uvx example-weather-mcp@1.4.2</code>" in found and "unreachable" not in found
 
 
 def test_an_unreachable_registry_is_named_and_the_bundled_catalog_still_answers(admin_client, settings):
@@ -35,7 +35,7 @@ def test_an_unreachable_registry_is_named_and_the_bundled_catalog_still_answers(
 def test_install_shows_the_exact_command_before_anything_runs(admin_client, registry_url):
     preview = page(admin_client, q="weather", install="io.example/weather")
     assert "This exact command will run on the server (no shell):" in preview
-    assert "<pre>uvx example-weather-mcp</pre>" in preview and 'value="Install and connect"' in preview
+    assert "<pre>uvx example-weather-mcp@1.4.2</pre>" in preview and 'value="Install and connect"' in preview
     assert not MCPServer.objects.exists()
 
 

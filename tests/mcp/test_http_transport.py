@@ -48,7 +48,7 @@ def test_a_server_answering_500_fails_to_connect_with_a_clear_error(manager):
     server = HTTPServer(("127.0.0.1", 0), Always500)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        with pytest.raises(MCPError, match="Server returned an error response"):
+        with pytest.raises(MCPError, match="the server answered HTTP 500 Internal Server Error"):
             manager.connect(http_server(url=f"http://127.0.0.1:{server.server_port}/mcp", allow_private_network=True))
     finally:
         server.shutdown()

@@ -53,12 +53,17 @@ def server(model_env):
     process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                 "eunice.asgi:application"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    # Generous: on a loaded shared machine daphne's start-up alone has taken over 30 s.
+    deadline = time.monotonic() + 120
+    while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             break
         except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                log.close()
+                pytest.fail(f"the server did not start listening; see {ROOT / 'var' / 'test-server.log'}")
             time.sleep(0.1)
     yield f"http://127.0.0.1:{port}"
     process.terminate()

@@ -26,8 +26,8 @@ TOOLS = [
         "name": "install_mcp_server",
         "description": (
             "Install an MCP server found with search_mcp_marketplace and connect it, so its tools "
-            "become callable. Staff only. Without `confirm` it only shows the exact command that "
-            "would run; show that to the user and call again with confirm=true once they agree."
+            "become callable. Staff only. It does not install by itself: the person sees the exact "
+            "command, package and version in the chat page and approves or rejects it there."
         ),
         "input_schema": {
             "type": "object",
@@ -38,7 +38,6 @@ TOOLS = [
                     "pattern": "^[a-z0-9][a-z0-9_-]{0,31}$",
                     "description": "Connection name; its tools are called mcp_<name>_<tool>.",
                 },
-                "confirm": {"type": "boolean", "default": False},
             },
             "required": ["id", "name"],
             "additionalProperties": False,
