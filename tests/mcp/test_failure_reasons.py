@@ -10,7 +10,7 @@ import pytest
 from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
 from registry.models import MCPServer
-from tests.mcp.conftest import add_server
+from tests.mcp.conftest import add_server, mcp
 from tests.mcp.test_http_transport import http_server, serve
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -84,4 +84,4 @@ def test_a_server_that_writes_much_to_stderr_is_drained_and_keeps_answering(mana
     script = ("import runpy, sys\nfor _ in range(1000): print('x' * 1000, file=sys.stderr)\n"
               f"sys.argv = [{DEMO!r}]\nrunpy.run_path({DEMO!r}, run_name='__main__')")
     manager.connect(ServerConfig.from_model(add_server("demo", args=["-c", script])))
-    assert "42" in call("mcp_demo_add", a=20, b=22).content
+    assert "42" in call(mcp("add"), a=20, b=22).content

@@ -22,9 +22,19 @@ from conversations.models import ChatMessage, Conversation, ConversationEvent
 from conversations.replay import replay
 from eunice.asgi import application
 from registry.approvals import ApprovalConflict, ApprovalNotFound
-from registry.models import ApprovalPolicy, ApprovalStatus, MCPAuditLog, MCPServer, PendingApproval, TenantMembership
+from registry.models import (
+    ApprovalPolicy,
+    ApprovalStatus,
+    MCPAuditLog,
+    MCPServer,
+    PendingApproval,
+    TenantMembership,
+    ToolDefinition,
+    ToolStatus,
+)
 from tests.conftest import OTHER_TENANT, TENANT
-from tests.mcp.conftest import WAIT
+from tests.mcp.conftest import WAIT, mcp
+from tests.mcp.conftest import approve as approve_listed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -106,6 +116,19 @@ def test_the_click_installs_exactly_the_shown_command_and_reports_it(registry, c
     event = ConversationEvent.objects.get(conversation=conversation, event_type="decision")
     assert event.data["status"] == "approved" and event.data["approval"] == str(row.pk)
     assert replay(conversation).identical, replay(conversation).first_difference
+
+
+def test_the_tools_of_a_server_installed_from_chat_wait_for_staff_review(registry, conversation, staff, manager):
+    ask_to_install(registry, conversation)
+    approve(PendingApproval.objects.get(), staff)
+    assert manager.wait_connected(MCPServer.objects.get(name="time").pk, WAIT)
+    tool = mcp("get_current_time", "time")
+    rows = ToolDefinition.objects.live().filter(name=tool)
+    assert rows.exists() and not rows.filter(status=ToolStatus.APPROVED).exists()
+    context = {"tenant_id": TENANT, "user_id": str(staff.pk), "conversation_id": conversation.pk}
+    assert "unknown tool" in registry.execute_tool(tool, {"timezone": "Asia/Tokyo"}, context).content
+    approve_listed(tool)
+    assert "Asia/Tokyo" in registry.execute_tool(tool, {"timezone": "Asia/Tokyo"}, context).content
 
 
 def test_a_second_click_runs_nothing_again(registry, conversation, staff):
@@ -231,7 +254,7 @@ def test_the_click_over_the_websocket_installs_and_every_tab_is_told(registry, c
     row = PendingApproval.objects.get()
 
     async def click():
-        headers = [(b"origin", b"http://localhost"), (b"cookie", await sync_to_async(cookie_for)(staff))]
+        headers = [(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", await sync_to_async(cookie_for)(staff))]
         ws = WebsocketCommunicator(application, f"/ws/conversations/{conversation.pk}/", headers=headers)
         assert (await ws.connect())[0]
         await ws.send_json_to({"type": "approval", "approval_id": str(row.pk), "decision": "approve",
@@ -281,7 +304,7 @@ def test_a_socket_decides_only_its_own_conversations_calls(registry, conversatio
     elsewhere = Conversation.objects.create(tenant_id=TENANT, user=staff, title="Another")
 
     async def click():
-        headers = [(b"origin", b"http://localhost"), (b"cookie", await sync_to_async(cookie_for)(staff))]
+        headers = [(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", await sync_to_async(cookie_for)(staff))]
         ws = WebsocketCommunicator(application, f"/ws/conversations/{elsewhere.pk}/", headers=headers)
         assert (await ws.connect())[0]
         await ws.send_json_to({"type": "approval", "approval_id": str(row.pk), "decision": "approve",

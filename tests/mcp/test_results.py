@@ -40,7 +40,7 @@ def test_an_is_error_result_is_an_err_envelope_without_a_traceback(demo, call):
 
 def test_megabytes_of_structured_content_never_reach_the_cards(demo, call):
     """A 3 MB structured result: the text is capped, and so are the cards stored with the answer."""
-    result = call("mcp_demo_echo", text="x" * 3_000_000)
+    result = call(mcp("echo"), text="x" * 3_000_000)
     assert sum(len(json.dumps(card)) for card in result.cards) <= 1024 * 1024
     assert not any(card["type"] == "mcp_structured" for card in result.cards)
     assert "⚠ size: 1 card(s) left out of what the user sees: mcp_structured (3,000,0" in result.content
