@@ -77,6 +77,7 @@ class ConversationViewSet(
     """Your conversations. Another user's or another tenant's are never listed or found (404)."""
 
     serializer_class = ConversationSerializer
+    throttle_scope: str | None = None  # posting a message sets "turn" (eunice/throttling.py)
 
     def get_queryset(self):
         return conversations_of(self.request.user).order_by("-updated_at")
@@ -92,7 +93,7 @@ class ConversationViewSet(
                          description="oldest first (the default) or newest first"),
     ])
     @extend_schema(methods=["POST"], request=PostMessageSerializer, responses={201: TURN_REPLY})
-    @action(detail=True, methods=["get", "post"], url_path="messages")
+    @action(detail=True, methods=["get", "post"], url_path="messages", throttle_scope="turn")
     def messages(self, request: Request, pk: str | None = None) -> Response:
         """GET: the messages, a page at a time (``?order=newest`` for the latest first).
         POST {"text": ...}: answer it (returns when the turn is done)."""

@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+import eunice.openapi  # noqa: F401 - registers the schema extensions
 from conversations.api import ConversationViewSet
 from registry.mcp.api import MCPServerViewSet
 
