@@ -1,7 +1,7 @@
 """URLs under /api/: every REST resource, the OpenAPI schema and its browsable UI (local assets)."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 import eunice.openapi  # noqa: F401 - registers the schema extensions
@@ -15,5 +15,5 @@ router.register("conversations", ConversationViewSet, basename="conversation")
 urlpatterns = [
     path("", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("schema/ui/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-ui"),
+    path("schema/ui/", SpectacularSwaggerSplitView.as_view(url_name="schema", template_name="eunice/swagger_ui.html"), name="schema-ui"),
 ]

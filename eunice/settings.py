@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from eunice.assets import vendor_static_dirs
@@ -71,6 +72,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "csp",
     "channels",
     "django_q",
     "registry",
@@ -86,6 +88,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout response.
     "axes.middleware.AxesMiddleware",
 ]
@@ -220,6 +223,26 @@ EUNICE_SERVE_STATIC = env_bool("EUNICE_SERVE_STATIC", True)
 # instead of during the first search_tools call, which then took 1.6 s for
 # the user who made it. Off: loaded on first use.
 EUNICE_PRELOAD_TOOL_SEARCH = env_bool("EUNICE_PRELOAD_TOOL_SEARCH", True)
+
+# Content-Security-Policy on every response (django-csp): scripts, styles, images
+# and connections from this site only, nothing inline without the response's
+# nonce ({{ request.csp_nonce }}), no plugins, no framing. The chat page adds
+# 'unsafe-eval' for Vega's expression compiler (conversations/views.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        # Leaflet's and Swagger UI's icons are data: URLs; charts export as blob:.
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],  # the websocket: same host and port (CSP 3 'self' covers ws:)
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
