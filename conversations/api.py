@@ -5,7 +5,7 @@ from __future__ import annotations
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
@@ -54,8 +54,14 @@ class EventSerializer(serializers.ModelSerializer):
 MESSAGE_ORDERS = {"oldest": ("created_at", "id"), "newest": ("-created_at", "-id")}
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": settings.EUNICE_MAX_MESSAGE_CHARS,
+                      "pattern": r"\S", "description": "the message; not only whitespace"})
+class _MessageText(serializers.CharField):
+    """Trimmed, so one that is only whitespace is blank (refused): the schema says so."""
+
+
 class PostMessageSerializer(StrictSerializer):
-    text = serializers.CharField(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
+    text = _MessageText(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
 
 
 TURN_REPLY = inline_serializer("TurnReply", {
