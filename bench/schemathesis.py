@@ -79,7 +79,7 @@ def main() -> int:
                 [str(Path(python).parent / "schemathesis"), "run", f"http://127.0.0.1:{port}/api/schema/",
                  "--checks", "all", "--max-examples", str(args.max_examples), "--generation-deterministic",
                  "--workers", "2", "-H", f"Authorization: Token {token}"],
-                cwd=ROOT, env=env, timeout=900,
+                cwd=var, env=env, timeout=900,  # its report folder goes with the temporary directory
             )
             print(f"schemathesis: exit {result.returncode} after {time.monotonic() - started:.0f} s")
             return result.returncode

@@ -30,6 +30,7 @@ _WHY = {
     "403": "signed in, but not allowed (no tenant, or not staff)",
     "404": "no such object for you (another user's or tenant's answers the same)",
     "413": "the upload is larger than the upload limit",
+    "415": "the body is not of the media type the operation takes",
     "429": "over a rate limit, or logins locked out; Retry-After says when to try again",
     "502": "the MCP server could not be reached or failed",
 }
@@ -46,7 +47,7 @@ def error_responses(result: dict, generator: object, request: object, public: bo
 
     Each is authenticated (401, 403) and throttled (429); one with a path parameter
     or a tenant's objects may find nothing (404); one with a body or query
-    parameters validates them (400); an upload has a size limit (413); an MCP
+    parameters validates them (400) and takes one media type (415); an upload has a size limit (413); an MCP
     server's writes may fail upstream (502). A response a view documents itself
     is left as it is.
     """
@@ -60,6 +61,8 @@ def error_responses(result: dict, generator: object, request: object, public: bo
                 codes.append("404")
             if operation.get("requestBody") or operation.get("parameters"):
                 codes.append("400")
+            if operation.get("requestBody"):
+                codes.append("415")
             if "multipart/form-data" in operation.get("requestBody", {}).get("content", {}):
                 codes.append("413")
             if path.startswith("/api/mcp/servers/") and method in {"post", "put", "patch"}:

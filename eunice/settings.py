@@ -258,6 +258,9 @@ REST_FRAMEWORK = {
     # Every list is paged: ?limit= (default 100, at most 1000) and ?offset=.
     "DEFAULT_PAGINATION_CLASS": "eunice.pagination.Paging",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Bodies are JSON (a form post gets 415); the upload views take multipart themselves.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     # Every request counts against its user's (or address's) rate; posting a
     # message (a turn: model calls) and uploads count against their own too.
     # A refused request is a 429 with Retry-After (eunice/throttling.py).

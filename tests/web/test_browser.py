@@ -103,9 +103,9 @@ def say(page, text: str) -> None:
     page.press("#prompt", "Enter")
 
 
-def sign_in(page, server: str) -> None:
+def sign_in(page, server: str, username: str = "ann") -> None:
     page.goto(f"{server}/login/")
-    page.fill("input[name=username]", "ann")
+    page.fill("input[name=username]", username)
     page.fill("input[name=password]", "a-good-password")
     page.click("button[type=submit]")
     page.wait_for_load_state()
@@ -194,11 +194,7 @@ def staff_user():
 
 def test_staff_run_a_tool_in_the_playground(staff_user, server, browser_page):
     page = browser_page
-    page.goto(f"{server}/login/")
-    page.fill("input[name=username]", "boss")
-    page.fill("input[name=password]", "a-good-password")
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
+    sign_in(page, server, "boss")
     page.goto(f"{server}/playground/search_tools/")
     page.fill("input[data-field=query]", "make a plan")
     page.dispatch_event("input[data-field=query]", "change")
@@ -324,11 +320,7 @@ def own_conversation(superuser):
 
 def test_every_page_sends_a_content_security_policy_and_breaks_none_of_it(own_conversation, server, browser_page):
     page = browser_page
-    page.goto(f"{server}/login/")
-    page.fill("input[name=username]", "root")
-    page.fill("input[name=password]", "a-good-password")
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
+    sign_in(page, server, "root")
     for path in (*PAGES, f"/c/{own_conversation.pk}/"):
         response = page.goto(f"{server}{path}")
         assert response.status == 200, path
