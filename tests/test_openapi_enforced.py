@@ -60,3 +60,16 @@ def test_a_form_post_to_a_json_endpoint_is_refused_and_a_number_is_not_text(djan
 def test_an_unrouted_api_url_is_a_json_404(client):
     response = client.get("/api/no-such-thing/")
     assert (response.status_code, response["Content-Type"]) == (404, "application/json")
+
+
+@pytest.mark.parametrize("args", [None, "--flag", {"a": 1}])
+def test_an_mcp_servers_args_are_a_list_of_strings_as_the_schema_says(django_user_model, schema, args):
+    from registry.models import TenantMembership
+
+    assert schema["components"]["schemas"]["MCPServer"]["properties"]["args"]["type"] == "array"
+    user = django_user_model.objects.create_user("staff", is_staff=True)
+    TenantMembership.objects.create(user=user, tenant_id=TENANT)
+    api = APIClient()
+    api.force_authenticate(user)
+    refused = api.post("/api/mcp/servers/", {"name": "s", "transport": "stdio", "command": "x", "args": args})
+    assert refused.status_code == 400 and "args" in refused.json()
