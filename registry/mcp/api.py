@@ -26,8 +26,8 @@ class MCPServerSerializer(StrictModelSerializer):
     # JSON columns, but only lists of strings make sense (the process's arguments, tool names).
     args = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
     idempotent_tools = serializers.ListField(child=serializers.CharField(min_length=1), required=False)
-    env = serializers.DictField(child=serializers.CharField(), write_only=True, required=False)
-    headers = serializers.DictField(child=serializers.CharField(), write_only=True, required=False)
+    env = serializers.DictField(child=serializers.CharField(min_length=1), write_only=True, required=False)
+    headers = serializers.DictField(child=serializers.CharField(min_length=1), write_only=True, required=False)
     env_keys = serializers.SerializerMethodField()
     header_keys = serializers.SerializerMethodField()
     tool_count = serializers.SerializerMethodField()
