@@ -5,7 +5,7 @@ from __future__ import annotations
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
@@ -54,8 +54,14 @@ class EventSerializer(serializers.ModelSerializer):
 MESSAGE_ORDERS = {"oldest": ("created_at", "id"), "newest": ("-created_at", "-id")}
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": settings.EUNICE_MAX_MESSAGE_CHARS,
+                      "pattern": r"\S", "description": "the message; not only whitespace"})
+class _MessageText(serializers.CharField):
+    """Trimmed, so one that is only whitespace is blank (refused): the schema says so."""
+
+
 class PostMessageSerializer(StrictSerializer):
-    text = serializers.CharField(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
+    text = _MessageText(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
 
 
 TURN_REPLY = inline_serializer("TurnReply", {
@@ -77,6 +83,7 @@ class ConversationViewSet(
     """Your conversations. Another user's or another tenant's are never listed or found (404)."""
 
     serializer_class = ConversationSerializer
+    throttle_scope: str | None = None  # posting a message sets "turn" (eunice/throttling.py)
 
     def get_queryset(self):
         return conversations_of(self.request.user).order_by("-updated_at")
@@ -92,7 +99,7 @@ class ConversationViewSet(
                          description="oldest first (the default) or newest first"),
     ])
     @extend_schema(methods=["POST"], request=PostMessageSerializer, responses={201: TURN_REPLY})
-    @action(detail=True, methods=["get", "post"], url_path="messages")
+    @action(detail=True, methods=["get", "post"], url_path="messages", throttle_scope="turn")
     def messages(self, request: Request, pk: str | None = None) -> Response:
         """GET: the messages, a page at a time (``?order=newest`` for the latest first).
         POST {"text": ...}: answer it (returns when the turn is done)."""

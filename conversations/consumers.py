@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.consumer import get_handler_name
@@ -24,6 +25,7 @@ from conversations.loop import run_turn
 from conversations.state import clear_cancel, request_cancel
 from eunice.jsonlimits import loads_bounded
 from registry.approvals import ApprovalConflict, ApprovalNotFound
+from eunice.throttling import turn_refused_message, turn_retry_after
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -136,6 +138,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if len(text) > settings.EUNICE_MAX_MESSAGE_CHARS:
             await self.send_json({"type": "error", "message": (
                 f"the message has {len(text):,} characters; the limit is {settings.EUNICE_MAX_MESSAGE_CHARS:,}")})
+            return
+        # The REST API's turn rate, on the same counter (eunice/throttling.py).
+        wait = await sync_to_async(turn_retry_after, thread_sensitive=False)(self.user.pk)
+        if wait is not None:
+            await self.send_json({"type": "error", "message": turn_refused_message(wait), "retry_after": wait})
             return
         if not runs.try_start(self.user.pk):
             await self.send_json({"type": "error", "message": runs.too_many_message()})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from csp.constants import UNSAFE_EVAL, UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -14,6 +16,12 @@ from conversations.models import ChatMessage, Conversation
 from registry.tenancy import tenant_of
 
 
+# Vega compiles a chart's expressions with Function(); its eval-free interpreter
+# (vega-interpreter) ships in no package installed here. Vega-embed and its
+# tooltips add <style> elements and style attributes. So the page that draws
+# charts, and only it, allows eval and inline styles (docs/deploy.md,
+# "Content-Security-Policy"); its scripts still come from this site only.
+@csp_update({"script-src": [UNSAFE_EVAL], "style-src": [UNSAFE_INLINE]})
 @login_required
 def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpResponse:
     conversation = None

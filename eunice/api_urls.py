@@ -2,11 +2,12 @@
 
 from django.conf import settings
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.routers import DefaultRouter
 
+import eunice.openapi  # noqa: F401 - registers the schema extensions
 from conversations.api import ConversationViewSet
 from conversations.approvals_api import PendingApprovalViewSet
 from registry.mcp.api import MCPServerViewSet
@@ -28,6 +29,6 @@ router.register("approvals", PendingApprovalViewSet, basename="approval")
 urlpatterns = [
     path("", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[SchemaAccess]), name="schema"),
-    path("schema/ui/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[SchemaAccess]),
-         name="schema-ui"),
+    path("schema/ui/", SpectacularSwaggerSplitView.as_view(url_name="schema", template_name="eunice/swagger_ui.html",
+                                                          permission_classes=[SchemaAccess]), name="schema-ui"),
 ]

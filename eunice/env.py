@@ -184,3 +184,21 @@ def env_model_ref(name: str, providers: tuple[str, ...]) -> tuple[str, str] | No
     if not model:
         raise ImproperlyConfigured(f"{name}={raw!r} names no model; expected {provider}/MODEL.")
     return provider, model
+
+
+_RATE_UNITS = {"s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day"}
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate such as ``600/min`` (DRF's throttle format: a count per s, min, hour or day).
+
+    Raises ImproperlyConfigured naming the variable when the count is not a whole
+    number of at least 1 or the period is not one of those.
+    """
+    raw = os.environ.get(name, "").strip() or default
+    count, _, unit = raw.partition("/")
+    if not count.isdigit() or int(count) < 1 or unit not in _RATE_UNITS:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a rate; use a count per period, e.g. 600/min (periods: s, min, hour, day)."
+        )
+    return raw

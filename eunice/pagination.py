@@ -28,6 +28,13 @@ class Paging(LimitOffsetPagination):
     def get_offset(self, request: Request) -> int:
         return _whole_number(request, self.offset_query_param, 0, lowest=0, highest=None)
 
+    def get_schema_operation_parameters(self, view: object) -> list[dict]:
+        """The parameters as the schema shows them, with the bounds enforced above."""
+        parameters = super().get_schema_operation_parameters(view)
+        _bounded(parameters, self.limit_query_param, 1, self.max_limit)
+        _bounded(parameters, self.offset_query_param, 0, None)
+        return parameters
+
 
 def _whole_number(request: Request, name: str, default: int, *, lowest: int, highest: int | None) -> int:
     raw = request.query_params.get(name)
@@ -41,3 +48,11 @@ def _whole_number(request: Request, name: str, default: int, *, lowest: int, hig
     if value < lowest or (highest is not None and value > highest):
         raise ValidationError({name: f"must be {rule}; got {value}"})
     return value
+
+
+def _bounded(parameters: list[dict], name: str, lowest: int, highest: int | None) -> None:
+    for parameter in parameters:
+        if parameter["name"] == name:
+            parameter["schema"]["minimum"] = lowest
+            if highest is not None:
+                parameter["schema"]["maximum"] = highest

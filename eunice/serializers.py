@@ -28,7 +28,7 @@ class NamedChoiceField(serializers.ChoiceField):
 
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not have (read-only ones are still accepted and ignored,
-    so what a GET returned can be sent back)."""
+    so what a GET returned can be sent back), and text fields sent as anything but text."""
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict):
@@ -39,6 +39,15 @@ class StrictSerializer(serializers.Serializer):
                 raise serializers.ValidationError(
                     {key: [f"unknown field; the fields are: {writable}"] for key in unknown}
                 )
+            # DRF's CharField turns 0 or true into "0" or "True": a text field takes text only.
+            not_text = {
+                name: [f"must be a string; got {type(data[name]).__name__}"]
+                for name, field in self.fields.items()
+                if isinstance(field, serializers.CharField) and not field.read_only
+                and data.get(name) is not None and not isinstance(data[name], str)
+            }
+            if not_text:
+                raise serializers.ValidationError(not_text)
         return super().to_internal_value(data)
 
 

@@ -7,8 +7,10 @@ REDIS_URL switch to PostgreSQL and Redis.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from eunice.assets import vendor_static_dirs
@@ -20,6 +22,7 @@ from eunice.env import (
     env_http_url,
     env_list,
     env_model_ref,
+    env_rate,
     env_str,
     redis_driver_info,
     sqlite_database,
@@ -42,6 +45,20 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# HTTPS. All off by default (the embedded server speaks plain HTTP on loopback);
+# docs/deploy.md ("Production settings") gives the environment for a site served
+# only over HTTPS, with which `manage.py check --deploy` has nothing to say.
+SECURE_HSTS_SECONDS = env_int("EUNICE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("EUNICE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("EUNICE_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = env_bool("EUNICE_SSL_REDIRECT", False)
+# A load balancer's health probe speaks plain HTTP to the server itself.
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("EUNICE_SECURE_COOKIES", False)
+# Behind a TLS-terminating proxy, the request was HTTPS when the proxy says so.
+# Only with a proxy that sets (and strips a client's) X-Forwarded-Proto.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("EUNICE_BEHIND_PROXY", False) else None
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -54,6 +71,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "channels",
     "django_q",
     "registry",
@@ -69,6 +88,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "eunice.urls"
@@ -152,6 +174,36 @@ if REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
 
+# Django's cache holds the REST throttles' counters (eunice/throttling.py). With
+# Redis every server process counts against the same numbers; without it each
+# process keeps its own (the embedded server is one process).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "eunice",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- Logins: lockout after repeated failures (django-axes) ------------------
+# Axes counts failed logins in the database (every process sees the same rows)
+# for the login page, the admin's and HTTP Basic auth on the API. After
+# EUNICE_LOGIN_FAILURE_LIMIT failures for one username, or from one address,
+# every login for it is refused, right password or not, for EUNICE_LOCKOUT_MINUTES.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("EUNICE_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("EUNICE_LOCKOUT_MINUTES", 15.0, minimum=0.1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+# A locked-out login answers 429 with Retry-After: JSON under /api/, a page elsewhere.
+AXES_LOCKOUT_CALLABLE = "eunice.throttling.lockout_response"
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -172,24 +224,58 @@ EUNICE_SERVE_STATIC = env_bool("EUNICE_SERVE_STATIC", True)
 # the user who made it. Off: loaded on first use.
 EUNICE_PRELOAD_TOOL_SEARCH = env_bool("EUNICE_PRELOAD_TOOL_SEARCH", True)
 
+# Content-Security-Policy on every response (django-csp): scripts, styles, images
+# and connections from this site only, nothing inline without the response's
+# nonce ({{ request.csp_nonce }}), no plugins, no framing. The chat page adds
+# 'unsafe-eval' for Vega's expression compiler (conversations/views.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        # Leaflet's and Swagger UI's icons are data: URLs; charts export as blob:.
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],  # the websocket: same host and port (CSP 3 'self' covers ws:)
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        # Basic auth that says "locked out" (429) rather than "wrong password" (401)
+        # while django-axes refuses the account or address.
+        "eunice.throttling.LockoutAwareBasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Every list is paged: ?limit= (default 100, at most 1000) and ?offset=.
     "DEFAULT_PAGINATION_CLASS": "eunice.pagination.Paging",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # JSON bodies are depth-checked before parsing (a 400 naming the limit, never a 500).
-    "DEFAULT_PARSER_CLASSES": [
-        "eunice.parsers.BoundedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
+    # Bodies are JSON (a form post gets 415; the upload views take multipart themselves),
+    # depth-checked before parsing (a 400 naming the limit, never a 500).
+    "DEFAULT_PARSER_CLASSES": ["eunice.parsers.BoundedJSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    # Every request counts against its user's (or address's) rate; posting a
+    # message (a turn: model calls) and uploads count against their own too.
+    # A refused request is a 429 with Retry-After (eunice/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "eunice.throttling.AnonThrottle",
+        "eunice.throttling.UserThrottle",
+        "eunice.throttling.WriteScopedThrottle",
     ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_rate("EUNICE_ANON_RATE", "60/min"),
+        "user": env_rate("EUNICE_API_RATE", "600/min"),
+        "turn": env_rate("EUNICE_TURN_RATE", "30/min"),
+        "upload": env_rate("EUNICE_UPLOAD_RATE", "30/min"),
+    },
 }
 REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(
     0, "rest_framework.authentication.TokenAuthentication"
@@ -206,6 +292,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation lists the errors it answers, each with its body (eunice/openapi.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "eunice.openapi.error_responses",
+    ],
 }
 
 # --- The tool system -------------------------------------------------------

@@ -32,3 +32,12 @@ if _scripted:
         raise RuntimeError("EUNICE_TEST_SCRIPTED_MODEL_URL must be a loopback http URL")
     ANTHROPIC_API_KEY = "sk-ant-scripted-test"
     ANTHROPIC_BASE_URL = _scripted
+
+# The suite's many requests from a handful of users must never meet a rate limit;
+# the throttle tests set their own rates. The counters live in this process's
+# memory even when REDIS_URL is set, so a test can clear them without touching
+# the Redis the channel layer uses.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {  # noqa: F405
+    scope: "1000000/min" for scope in REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]  # noqa: F405
+}

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path
+from django.views import defaults
 
 from conversations import views as chat_views
 from registry import staff_views
@@ -9,6 +10,16 @@ from registry import staff_views
 
 def health(request):
     return JsonResponse({"status": "ok"})
+
+
+def not_found(request, exception):  # noqa: ANN001, ANN201
+    """A URL no route matches: under /api/ and /files/ the API's JSON error, as every API 404 is."""
+    if request.path.startswith(("/api/", "/files/")):
+        return JsonResponse({"detail": "no such resource"}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+handler404 = not_found
 
 
 urlpatterns = [

@@ -120,3 +120,65 @@ def test_redis_connections_do_not_search_package_metadata_each_time():
     )
     assert result.returncode == 0, result.stderr
     assert "lookups 0" in result.stdout
+
+
+def settings_print(expression: str, **env) -> str:
+    """The value of ``expression`` over eunice.settings, loaded in a fresh process with ``env``."""
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL", "REDIS_URL"}}
+    result = subprocess.run(
+        [sys.executable, "-c", f"from eunice import settings as s; print({expression})"],
+        cwd=ROOT, env={**clean, "SECRET_KEY": "k", **env}, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_the_throttles_count_in_redis_when_redis_is_configured():
+    assert settings_print('s.CACHES["default"]["BACKEND"], s.CACHES["default"].get("LOCATION")',
+                          REDIS_URL="redis://127.0.0.1:6379/3") == (
+        "django.core.cache.backends.redis.RedisCache redis://127.0.0.1:6379/3")
+
+
+def test_rates_and_lockout_come_from_the_environment():
+    assert settings_print(
+        's.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME.total_seconds()',
+        EUNICE_API_RATE="100/hour", EUNICE_TURN_RATE="5/min", EUNICE_LOGIN_FAILURE_LIMIT="3",
+        EUNICE_LOCKOUT_MINUTES="2",
+    ) == "{'anon': '60/min', 'user': '100/hour', 'turn': '5/min', 'upload': '30/min'} 3 120.0"
+
+
+def test_a_malformed_rate_is_refused_naming_the_variable():
+    result = settings_import(SECRET_KEY="k", EUNICE_TURN_RATE="lots")
+    assert "EUNICE_TURN_RATE='lots' is not a rate" in result.stderr
+
+
+# The production environment docs/deploy.md documents ("Production settings").
+PRODUCTION = {
+    "SECRET_KEY": "x7Jq-" + "k3Vw9pLz2RtYb8NcE4mHs6DfGa1QxUo5iWe0ZrTvBn" * 2,
+    "DEBUG": "0",
+    "ALLOWED_HOSTS": "eunice.example.com",
+    "CSRF_TRUSTED_ORIGINS": "https://eunice.example.com",
+    "EUNICE_HSTS_SECONDS": "31536000",
+    "EUNICE_HSTS_PRELOAD": "1",
+    "EUNICE_SSL_REDIRECT": "1",
+    "EUNICE_SECURE_COOKIES": "1",
+    "EUNICE_BEHIND_PROXY": "1",
+}
+
+
+def test_check_deploy_passes_with_the_documented_production_environment(tmp_path):
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE"}}
+    env = {**clean, **PRODUCTION, "EUNICE_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "eunice.settings"}
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_the_production_switches_reach_djangos_security_settings():
+    assert settings_print(
+        "s.SECURE_HSTS_SECONDS, s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, "
+        "s.SECURE_PROXY_SSL_HEADER", **{k: v for k, v in PRODUCTION.items() if k != "SECRET_KEY"},
+    ) == "31536000 True True True ('HTTP_X_FORWARDED_PROTO', 'https')"
+    assert settings_print("s.SECURE_HSTS_SECONDS, s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, "
+                          "s.SECURE_PROXY_SSL_HEADER") == "0 False False None"

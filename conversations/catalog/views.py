@@ -70,6 +70,7 @@ class ConversationDatasetsView(APIView):
 
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser]
+    throttle_scope = "upload"  # counted on POST only (eunice.throttling.WriteScopedThrottle)
 
     @extend_schema(responses={200: DatasetListSerializer})
     def get(self, request: Request, conversation_id: str) -> Response:
@@ -130,6 +131,7 @@ class DocumentUploadView(APIView):
 
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser]
+    throttle_scope = "upload"  # counted on POST only (eunice.throttling.WriteScopedThrottle)
 
     @extend_schema(responses={200: inline_serializer("UploadList", {"uploads": serializers.ListField(
         child=serializers.CharField())})})

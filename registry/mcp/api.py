@@ -27,10 +27,10 @@ class MCPServerSerializer(StrictModelSerializer):
     # Lists of strings, said so in the schema: a JSONField takes "a b" and splits it into characters.
     args = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False,
                                  help_text='The command\'s arguments, one string each: ["-m", "server"].')
-    idempotent_tools = serializers.ListField(child=serializers.CharField(), required=False,
+    idempotent_tools = serializers.ListField(child=serializers.CharField(min_length=1), required=False,
                                              help_text="Server-side names of tools safe to retry.")
-    env = serializers.DictField(child=serializers.CharField(), write_only=True, required=False)
-    headers = serializers.DictField(child=serializers.CharField(), write_only=True, required=False)
+    env = serializers.DictField(child=serializers.CharField(min_length=1), write_only=True, required=False)
+    headers = serializers.DictField(child=serializers.CharField(min_length=1), write_only=True, required=False)
     env_keys = serializers.SerializerMethodField()
     header_keys = serializers.SerializerMethodField()
     tool_count = serializers.SerializerMethodField()

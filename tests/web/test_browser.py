@@ -84,13 +84,16 @@ def browser_page(request):
         page.set_default_timeout(15_000)
         errors = []  # uncaught exceptions and unhandled rejections in the page's scripts
         page.on("pageerror", lambda error: errors.append(error))
+        # Content-Security-Policy refusals (Chromium reports each one on the console).
+        page.on("console", lambda message: errors.append(f"{page.url}: {message.text}")
+                if "Content Security Policy" in message.text or message.text.startswith("Refused to") else None)
         yield page
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
         browser.close()
-        assert not errors, f"the page's scripts failed: {errors}"
+        assert not errors, f"the page's scripts failed or broke its Content-Security-Policy: {errors}"
 
 
 def open_conversation(page, server: str, conversation) -> None:
@@ -105,9 +108,9 @@ def say(page, text: str) -> None:
     page.press("#prompt", "Enter")
 
 
-def sign_in(page, server: str) -> None:
+def sign_in(page, server: str, username: str = "ann") -> None:
     page.goto(f"{server}/login/")
-    page.fill("input[name=username]", "ann")
+    page.fill("input[name=username]", username)
     page.fill("input[name=password]", "a-good-password")
     page.click("button[type=submit]")
     page.wait_for_load_state()
@@ -196,11 +199,7 @@ def staff_user():
 
 def test_staff_run_a_tool_in_the_playground(staff_user, server, browser_page):
     page = browser_page
-    page.goto(f"{server}/login/")
-    page.fill("input[name=username]", "boss")
-    page.fill("input[name=password]", "a-good-password")
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
+    sign_in(page, server, "boss")
     page.goto(f"{server}/playground/search_tools/")
     page.fill("input[data-field=query]", "make a plan")
     page.dispatch_event("input[data-field=query]", "change")
@@ -307,3 +306,36 @@ def test_a_user_uploads_a_csv_and_sees_a_chart_of_it(server, conversation, brows
     page.wait_for_selector("#panel .card-file_download a.download")
     href = page.get_attribute("#panel .card-file_download a.download", "href")
     assert href.startswith("/files/")
+
+
+@pytest.fixture
+def superuser():
+    user = get_user_model().objects.create_user("root", password="a-good-password", is_staff=True, is_superuser=True)
+    TenantMembership.objects.create(user=user, tenant_id=TENANT)
+    return user
+
+
+# Every kind of page: ours, the admin's and the API's browsable schema.
+PAGES = ("/", "/playground/", "/playground/search_tools/", "/telemetry/", "/admin/",
+         "/admin/registry/tooldefinition/", "/admin/auth/user/add/", "/api/schema/ui/")
+
+
+@pytest.fixture
+def own_conversation(superuser):
+    return Conversation.objects.create(tenant_id=TENANT, user=superuser, title="Policy")
+
+
+def test_every_page_sends_a_content_security_policy_and_breaks_none_of_it(own_conversation, server, browser_page):
+    page = browser_page
+    sign_in(page, server, "root")
+    for path in (*PAGES, f"/c/{own_conversation.pk}/"):
+        response = page.goto(f"{server}{path}")
+        assert response.status == 200, path
+        policy = response.headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "object-src 'none'" in policy, (path, policy)
+        assert "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0], (path, policy)
+        page.wait_for_load_state("networkidle")
+    # Only the page that draws charts lets Vega compile expressions and style its elements.
+    assert "'unsafe-eval'" in response.headers["content-security-policy"]
+    elsewhere = page.goto(f"{server}/telemetry/").headers["content-security-policy"]
+    assert "'unsafe-eval'" not in elsewhere and "'unsafe-inline'" not in elsewhere
