@@ -11,6 +11,8 @@ from django.contrib.auth.models import Group, Permission
 from django.db import connection
 
 _MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+# Backends that only refuse logins (django-axes' lockout) and grant no permission.
+_GRANT_NOTHING = frozenset({"axes.backends.AxesStandaloneBackend"})
 
 
 def capabilities_for(user: Any) -> frozenset[str]:
@@ -21,7 +23,7 @@ def capabilities_for(user: Any) -> frozenset[str]:
     """
     if user is None or not getattr(user, "is_authenticated", False):
         return frozenset()
-    if list(settings.AUTHENTICATION_BACKENDS) == [_MODEL_BACKEND]:
+    if [name for name in settings.AUTHENTICATION_BACKENDS if name not in _GRANT_NOTHING] == [_MODEL_BACKEND]:
         capabilities = set(_permissions_and_groups(user))
     else:  # another backend may grant permissions of its own: ask every backend
         capabilities = set(user.get_all_permissions())
