@@ -53,6 +53,14 @@ if settings.EUNICE_PRELOAD_TOOL_SEARCH:
 
     load_models()
 
+# The custom-tool sandbox's pre-warmed zygote, when custom tools are on: the
+# first call would otherwise wait for its interpreter and imports.
+# EUNICE_PRELOAD_SANDBOX=0 leaves it to first use.
+if settings.FEATURE_FLAGS["custom_tools_enabled"] and settings.EUNICE_PRELOAD_SANDBOX:
+    from registry.sandbox.service import preload  # noqa: E402
+
+    preload()
+
 # Everything above is the start-up heap: stop the collector walking it.
 from eunice.collector import tune_for_serving  # noqa: E402
 

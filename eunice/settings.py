@@ -223,6 +223,8 @@ EUNICE_SERVE_STATIC = env_bool("EUNICE_SERVE_STATIC", True)
 # instead of during the first search_tools call, which then took 1.6 s for
 # the user who made it. Off: loaded on first use.
 EUNICE_PRELOAD_TOOL_SEARCH = env_bool("EUNICE_PRELOAD_TOOL_SEARCH", True)
+# Start the custom-tool sandbox's zygote with the server (only when custom tools are on).
+EUNICE_PRELOAD_SANDBOX = env_bool("EUNICE_PRELOAD_SANDBOX", True)
 
 # Content-Security-Policy on every response (django-csp): scripts, styles, images
 # and connections from this site only, nothing inline without the response's
