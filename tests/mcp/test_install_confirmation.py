@@ -249,17 +249,29 @@ def cookie_for(user) -> bytes:
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
+async def open_socket(conversation, user) -> WebsocketCommunicator:
+    """The chat page's socket on ``conversation``, signed in as ``user``."""
+    cookie = await sync_to_async(cookie_for)(user)
+    headers = [(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", cookie)]
+    ws = WebsocketCommunicator(application, f"/ws/conversations/{conversation.pk}/", headers=headers)
+    assert (await ws.connect())[0]
+    return ws
+
+
+async def click_approve(ws: WebsocketCommunicator, row) -> dict:
+    """The card's Approve button: the decision over the socket, and the first answer."""
+    await ws.send_json_to({"type": "approval", "approval_id": str(row.pk), "decision": "approve",
+                           "args_hash": row.args_hash})
+    return await ws.receive_json_from(timeout=WAIT)
+
+
 def test_the_click_over_the_websocket_installs_and_every_tab_is_told(registry, conversation, staff):
     ask_to_install(registry, conversation)
     row = PendingApproval.objects.get()
 
     async def click():
-        headers = [(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", await sync_to_async(cookie_for)(staff))]
-        ws = WebsocketCommunicator(application, f"/ws/conversations/{conversation.pk}/", headers=headers)
-        assert (await ws.connect())[0]
-        await ws.send_json_to({"type": "approval", "approval_id": str(row.pk), "decision": "approve",
-                               "args_hash": row.args_hash})
-        chunk = await ws.receive_json_from(timeout=WAIT)
+        ws = await open_socket(conversation, staff)
+        chunk = await click_approve(ws, row)
         await ws.disconnect()
         return chunk
 
@@ -304,12 +316,8 @@ def test_a_socket_decides_only_its_own_conversations_calls(registry, conversatio
     elsewhere = Conversation.objects.create(tenant_id=TENANT, user=staff, title="Another")
 
     async def click():
-        headers = [(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", await sync_to_async(cookie_for)(staff))]
-        ws = WebsocketCommunicator(application, f"/ws/conversations/{elsewhere.pk}/", headers=headers)
-        assert (await ws.connect())[0]
-        await ws.send_json_to({"type": "approval", "approval_id": str(row.pk), "decision": "approve",
-                               "args_hash": row.args_hash})
-        chunk = await ws.receive_json_from(timeout=WAIT)
+        ws = await open_socket(elsewhere, staff)
+        chunk = await click_approve(ws, row)
         await ws.send_json_to({"type": "approval", "approval_id": 7, "decision": "approve"})
         malformed = await ws.receive_json_from(timeout=WAIT)
         await ws.disconnect()
