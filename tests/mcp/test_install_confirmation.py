@@ -14,7 +14,6 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied
-from django.db import connection
 from django.test import Client
 
 from conversations import approvals as decisions
@@ -33,6 +32,7 @@ from registry.models import (
     ToolStatus,
 )
 from tests.conftest import OTHER_TENANT, TENANT
+from tests.test_background_jobs import database_url
 from tests.mcp.conftest import WAIT, mcp
 from tests.mcp.conftest import approve as approve_listed
 
@@ -221,8 +221,6 @@ def test_another_process_started_later_sees_the_pending_approval_and_decides_it(
     """The row is the state: a fresh server process (a restart) lists and approves it."""
     ask_to_install(registry, conversation)
     row = PendingApproval.objects.get()
-    db = connection.settings_dict
-    assert db["ENGINE"].endswith("sqlite3"), "this test shares the test database file with a child process"
     code = f"""
 import django; django.setup()
 from django.contrib.auth import get_user_model
@@ -235,7 +233,7 @@ owner = get_user_model().objects.get(pk={staff.pk})
 print("status", decide(cards[0]["approval_id"], "approve", acting_user=owner, expected_hash=cards[0]["args_hash"])["status"])
 get_manager().stop()
 """
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db['NAME']}", "DJANGO_SETTINGS_MODULE": "eunice.test_settings"}
+    env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "eunice.test_settings"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT * 4)
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"pending ['{row.pk}']" in done.stdout and "status approved" in done.stdout
