@@ -5,7 +5,7 @@ from __future__ import annotations
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
@@ -16,7 +16,7 @@ from conversations import runs
 from conversations.access import conversations_of
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
-from conversations.state import clear_cancel
+from conversations.turn_reservations import TurnInProgress
 from eunice.serializers import StrictModelSerializer, StrictSerializer
 from registry.tenancy import tenant_of
 
@@ -72,6 +72,13 @@ TURN_REPLY = inline_serializer("TurnReply", {
 })
 
 
+TURN_IN_PROGRESS = inline_serializer("TurnInProgress", {
+    "detail": serializers.CharField(),
+    "code": serializers.ChoiceField(choices=["turn_in_progress"]),
+    "running_turn": serializers.IntegerField(allow_null=True),
+})
+
+
 class TooManyRuns(APIException):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_code = "too_many_runs"
@@ -98,11 +105,16 @@ class ConversationViewSet(
         OpenApiParameter("order", OpenApiTypes.STR, enum=list(MESSAGE_ORDERS),
                          description="oldest first (the default) or newest first"),
     ])
-    @extend_schema(methods=["POST"], request=PostMessageSerializer, responses={201: TURN_REPLY})
+    @extend_schema(methods=["POST"], request=PostMessageSerializer, responses={
+        201: TURN_REPLY,
+        409: OpenApiResponse(TURN_IN_PROGRESS, description=(
+            "a turn of this conversation is running (in any server process); nothing was stored: "
+            "wait for its answer or cancel it, then send again")),
+    })
     @action(detail=True, methods=["get", "post"], url_path="messages", throttle_scope="turn")
     def messages(self, request: Request, pk: str | None = None) -> Response:
         """GET: the messages, a page at a time (``?order=newest`` for the latest first).
-        POST {"text": ...}: answer it (returns when the turn is done)."""
+        POST {"text": ...}: answer it (returns when the turn is done); 409 while another turn runs."""
         conversation = self.get_object()
         if request.method == "GET":
             order = MESSAGE_ORDERS.get(request.query_params.get("order", "oldest"))
@@ -117,8 +129,10 @@ class ConversationViewSet(
         if not runs.try_start(request.user.pk):
             raise TooManyRuns(runs.too_many_message())
         try:
-            clear_cancel(conversation)
             outcome = async_to_sync(run_turn)(conversation, text=body.validated_data["text"], user=request.user)
+        except TurnInProgress as busy:
+            return Response({"detail": str(busy), "code": "turn_in_progress", "running_turn": busy.turn},
+                            status=status.HTTP_409_CONFLICT)
         finally:
             runs.finish(request.user.pk)
         reply = ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()

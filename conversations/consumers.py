@@ -22,7 +22,8 @@ from conversations import approvals, questions, runs
 from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
-from conversations.state import clear_cancel, request_cancel
+from conversations.state import request_cancel
+from conversations.turn_reservations import TurnInProgress
 from eunice.jsonlimits import loads_bounded
 from registry.approvals import ApprovalConflict, ApprovalNotFound
 from eunice.throttling import turn_refused_message, turn_retry_after
@@ -147,11 +148,6 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if not runs.try_start(self.user.pk):
             await self.send_json({"type": "error", "message": runs.too_many_message()})
             return
-        try:
-            await database_sync_to_async(clear_cancel)(conversation)
-        except BaseException:
-            runs.finish(self.user.pk)  # the run never started: its slot is free again
-            raise
         asyncio.ensure_future(self._run(conversation, text))
 
     async def _run(self, conversation, text: str) -> None:
@@ -159,6 +155,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         pump = asyncio.ensure_future(display.pump())
         try:
             await run_turn(conversation, text=text, user=conversation.user, display=display, interactive=True)
+        except TurnInProgress as busy:  # refused before anything was stored: only this socket is told
+            await self.send_json({"type": "error", "code": "turn_in_progress", "message": str(busy),
+                                  "running_turn": busy.turn})
         except Exception:  # the socket must learn the turn ended, whatever broke
             logger.exception("turn failed in conversation %s", self.conversation_id)
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, replace
 
 
-from conversations.policies import Violation, check_policies, format_policy_warnings
+from conversations.policies import Violation, check_policies, count_violation, format_policy_warnings
 from conversations.runtime import Runtime
 from conversations.side_effects import route_side_effects
 from conversations.state import DispatchState
@@ -173,8 +173,6 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
 
 
 def _violations(name: str, runtime: Runtime, state: DispatchState) -> list[Violation]:
-    from conversations.models import Observation
-
     found = check_policies(
         name,
         tenant_id=runtime.tenant_id,
@@ -184,18 +182,14 @@ def _violations(name: str, runtime: Runtime, state: DispatchState) -> list[Viola
     )
     counted = []
     for violation in found:
-        state.violations_seen[violation.rule_id] += 1
-        occurrence = state.violations_seen[violation.rule_id]
+        occurrence = count_violation(violation, conversation_id=runtime.conversation.pk,
+                                     tenant_id=runtime.tenant_id, user_id=runtime.user_id)
         counted.append(replace(violation, occurrence=occurrence))
         runtime.recorder.record(
             "policy_violation",
             {"tool": name, "rule": violation.rule_name, "kind": violation.kind, "detail": violation.detail,
              "blocking": violation.blocking, "occurrence": occurrence},
         )
-        observation, _ = Observation.objects.get_or_create(
-            tenant_id=runtime.tenant_id, user_id=runtime.user_id, kind="policy_violation", key=violation.rule_name
-        )
-        Observation.objects.filter(pk=observation.pk).update(count=observation.count + 1)
     return counted
 
 

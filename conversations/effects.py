@@ -129,6 +129,10 @@ class EffectLog:
             self.ctx.display.send(chunk)
         self._chunks.append(chunk)
 
+    def streamed_text(self) -> str:
+        """The answer text streamed to the display so far (what the user saw)."""
+        return "".join(c.get("text", "") for c in self._chunks if c.get("type") == "text_delta")
+
     def close(self) -> list[Effect]:
         """The complete record: the batched chunks go last, as one effect."""
         if self._chunks:

@@ -26,7 +26,8 @@ from conversations.models import Conversation, UsageLog
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime
 from conversations.state import DispatchState
-from conversations.turns import begin_turn, finish_turn
+from conversations.turn_reservations import heartbeat
+from conversations.turns import begin_turn, finish_turn, interrupt_turn
 from registry.aio import in_db_thread
 from registry.surface import compose, surface_event, working_set_names
 
@@ -59,30 +60,46 @@ async def run_turn(
     role: str = "chat",
     interactive: bool = False,
 ) -> TurnOutcome:
-    """Answer one user message, calling tools as the model asks; returns when done."""
+    """Answer one user message, calling tools as the model asks; returns when done.
+
+    Raises ``TurnInProgress`` (before anything is stored) when a turn of the
+    conversation is already running. A turn that raises or is cancelled is
+    closed as interrupted, keeping what it did; the exception goes on.
+    """
     config, history, runtime, state = await in_db_thread(_open_turn)(
         conversation, role, user=user, user_message=text, display=display, mode=mode, interactive=interactive
     )
-    provider = create_llm_client_for_role(role, model=config)
-    messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
+    beats = asyncio.ensure_future(heartbeat(conversation.pk, runtime.turn))
     try:
-        outcome = await _loop(runtime, state, provider, config, messages)
-    except LLMError as exc:
-        logger.warning("model call failed in conversation %s: %s", conversation.pk, exc)
-        runtime.recorder.record("error", {"kind": exc.kind, "message": str(exc)})
-        runtime.display.send({"type": "error", "message": str(exc)})
-        outcome = TurnOutcome(f"The model could not answer: {exc}", "error", 0, runtime.cost.total)
-    except BaseException:
+        provider = create_llm_client_for_role(role, model=config)
+        messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
+        try:
+            outcome = await _loop(runtime, state, provider, config, messages)
+        except LLMError as exc:
+            logger.warning("model call failed in conversation %s: %s", conversation.pk, exc)
+            runtime.recorder.record("error", {"kind": exc.kind, "message": str(exc)})
+            runtime.display.send({"type": "error", "message": str(exc)})
+            outcome = TurnOutcome(f"The model could not answer: {exc}", "error", 0, runtime.cost.total)
+        finally:
+            state.cancel.release()
+        await in_db_thread(finish_turn)(runtime, outcome.text, outcome.messages)
+    except BaseException as exc:
         # An unexpected error (or the task's cancellation) ends the turn here:
-        # keep the events it recorded.
-        if runtime.events_pending:
-            await asyncio.shield(in_db_thread(runtime.flush_events)())
+        # close it as interrupted, keeping the events it recorded.
+        await asyncio.shield(in_db_thread(interrupt_turn)(runtime, _interruption(exc)))
         raise
     finally:
-        state.cancel.release()
-    await in_db_thread(finish_turn)(runtime, outcome.text, outcome.messages)
+        beats.cancel()
     runtime.display.send({"type": "done", "cancelled": outcome.cancelled, "cost_usd": round(runtime.cost.total, 6)})
     return outcome
+
+
+def _interruption(exc: BaseException) -> str:
+    """Why a turn stopped, for its ``interrupted`` event: the kind of failure, never its message
+    (which may quote a secret); the traceback goes to the server log."""
+    if isinstance(exc, asyncio.CancelledError):
+        return "the turn was stopped before it finished (its task was cancelled)"
+    return f"the turn failed with an internal error ({type(exc).__name__}); the details are in the server log"
 
 
 def _open_turn(conversation: Conversation, role: str, **begin: Any):
@@ -94,7 +111,11 @@ def _open_turn(conversation: Conversation, role: str, **begin: Any):
     config = get_model_for_role(role)
     history = load_history(conversation)
     runtime = begin_turn(conversation, **begin)
-    return config, history, runtime, DispatchState.for_conversation(conversation)
+    try:
+        return config, history, runtime, DispatchState.for_conversation(conversation)
+    except BaseException as exc:
+        interrupt_turn(runtime, _interruption(exc))
+        raise
 
 
 async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, role: str = "chat") -> TurnOutcome:

@@ -123,6 +123,7 @@ class EventType(models.TextChoices):
     DONE = "done"
     TEXT_POSITION_STATS = "text_position_stats"
     CONTRACT_ENVELOPE = "contract_envelope"
+    INTERRUPTED = "interrupted"
 
 
 class ConversationEventBlob(models.Model):
@@ -158,17 +159,40 @@ class ConversationEvent(models.Model):
 
 
 class TurnRecord(models.Model):
-    """Every effect one turn produced, in order: enough to replay the turn exactly."""
+    """One turn: reserved (``running``) when it begins, closed ``finished`` or ``interrupted``.
+
+    A closed turn holds every effect it produced, in order: enough to replay it
+    exactly. At most one turn of a conversation runs at a time (``one_running_turn``),
+    and a number is taken once (``turn_once``): two messages at once cannot both
+    start a turn, whichever process they reach (conversations/turn_reservations.py).
+    """
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        INTERRUPTED = "interrupted", "Interrupted"
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
     turn = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.FINISHED)
+    # The server process running the turn ("host:pid:token") and when it last said it still is.
+    owner = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    interrupted_reason = models.CharField(max_length=300, blank=True)
     effects = models.JSONField(default=list)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         db_table = "conversation_turns"
         ordering = ["turn"]
-        constraints = [models.UniqueConstraint(fields=["conversation", "turn"], name="turn_once")]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "turn"], name="turn_once"),
+            models.UniqueConstraint(fields=["conversation"], condition=models.Q(status="running"),
+                                    name="one_running_turn"),
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn} of {self.conversation_id} ({self.status})"
 
 
 class GeneratedFile(models.Model):
@@ -295,6 +319,18 @@ class Observation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant_id", "user_id", "kind", "key"], name="observation_once")
         ]
+
+
+class PolicyViolationTally(models.Model):
+    """How often a conversation has broken one policy rule: the escalation's count."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    rule = models.ForeignKey(PolicyRule, on_delete=models.CASCADE, related_name="+")
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "conversation_policy_violations"
+        constraints = [models.UniqueConstraint(fields=["conversation", "rule"], name="violation_tally_once")]
 
 
 class CatalogDatasetQuerySet(models.QuerySet):

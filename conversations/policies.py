@@ -10,14 +10,19 @@ Three kinds of rule (``PolicyRule.kind``), each for one tool:
 
 A rule's ``action`` is ``warn`` (the call runs and the warning rides on its
 result) or ``block`` (the call is refused). Repeated violations of the same
-rule in a conversation get more emphatic wording.
+rule in a conversation get more emphatic wording: the count is the
+conversation's, kept in the database (``PolicyViolationTally``) across its
+turns and server processes, and raised atomically (``count_violation``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conversations.models import PolicyRule
+from django.db import transaction
+from django.db.models import F
+
+from conversations.models import Observation, PolicyRule, PolicyViolationTally
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,31 @@ def check_policies(
                 Violation(rule.id, rule.name, rule.kind, rule.action == PolicyRule.Action.BLOCK, detail)
             )
     return violations
+
+
+def count_violation(violation: Violation, *, conversation_id: str, tenant_id: str, user_id: str) -> int:
+    """Count one more violation of the rule, in the conversation and in the user's tally;
+    which violation of it in the conversation this is (1 for the first).
+
+    Each count is raised by an UPDATE ... SET count = count + 1 (F()), which the
+    database serialises, so violations counted at once (parallel tool calls,
+    two processes) are all counted, and each gets its own occurrence: the read
+    of the new value is in the same transaction as the row's lock.
+    """
+    with transaction.atomic():
+        _increment(PolicyViolationTally, conversation_id=conversation_id, rule_id=violation.rule_id)
+        _increment(Observation, tenant_id=tenant_id, user_id=user_id, kind="policy_violation",
+                   key=violation.rule_name)
+        return PolicyViolationTally.objects.filter(
+            conversation_id=conversation_id, rule_id=violation.rule_id
+        ).values_list("count", flat=True).get()
+
+
+def _increment(model: type, **key: object) -> None:
+    """``count += 1`` on the row ``key`` names, made at 0 when missing (one race-safe get_or_create)."""
+    if not model.objects.filter(**key).update(count=F("count") + 1):
+        model.objects.get_or_create(**key)
+        model.objects.filter(**key).update(count=F("count") + 1)
 
 
 def _broken(rule: PolicyRule, capabilities: frozenset[str], succeeded: set[str], calls: int) -> str:

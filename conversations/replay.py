@@ -1,8 +1,10 @@
 """Rebuild a conversation's messages and events from its recorded effects.
 
-Each stored turn's effects are applied again, to in-memory stand-ins for the
-event table and the message table, and the rebuilt rows are compared with the
-persisted ones in one canonical serialisation, byte for byte.
+Each closed turn's effects (finished or interrupted) are applied again, to
+in-memory stand-ins for the event table and the message table, and the rebuilt
+rows are compared with the persisted ones in one canonical serialisation, byte
+for byte. A turn still running has no record yet: its rows are left out of
+both sides and counted in ``running``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 from dataclasses import dataclass
 
 from conversations.effects import EffectContext, PersistAssistantMessage, apply_effect, effect_from_dict
-from conversations.models import ChatMessage, Conversation, ConversationEvent
+from conversations.models import ChatMessage, Conversation, ConversationEvent, TurnRecord
 from conversations.recording import ListDisplay, event_row
 
 
@@ -22,6 +24,8 @@ class ReplayReport:
     messages: int
     identical: bool
     first_difference: str = ""
+    interrupted: int = 0  # of ``turns``, how many were closed as interrupted
+    running: int = 0  # turns still running, not compared
 
 
 class _MemoryRecorder:
@@ -51,11 +55,11 @@ def canonical(rows: list[dict]) -> bytes:
     return json.dumps(rows, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def rebuild(conversation: Conversation) -> tuple[list[dict], list[dict], int]:
-    """Events and assistant messages as the recorded effects produce them."""
+def rebuild(conversation: Conversation) -> tuple[list[dict], list[dict], list[TurnRecord]]:
+    """Events and assistant messages as the closed turns' recorded effects produce them."""
     events: list[dict] = []
     messages: list[dict] = []
-    records = list(conversation.turns.order_by("turn"))
+    records = list(conversation.turns.exclude(status=TurnRecord.Status.RUNNING).order_by("turn"))
     for record in records:
         ctx = EffectContext(
             recorder=_MemoryRecorder(record.turn, events),
@@ -64,13 +68,15 @@ def rebuild(conversation: Conversation) -> tuple[list[dict], list[dict], int]:
         )
         for data in record.effects:
             apply_effect(effect_from_dict(data), ctx)
-    return events, messages, len(records)
+    return events, messages, records
 
 
-def persisted(conversation: Conversation) -> tuple[list[dict], list[dict]]:
+def persisted(conversation: Conversation, running: list[int] = ()) -> tuple[list[dict], list[dict]]:
+    """The stored events and assistant messages, less the events of the ``running`` turns."""
     events = [
         _event(e.turn, e.sequence, e.event_type, e.data, bytes(e.blob.data) if e.blob else None)
-        for e in ConversationEvent.objects.filter(conversation=conversation).select_related("blob")
+        for e in ConversationEvent.objects.filter(conversation=conversation).exclude(turn__in=running)
+        .select_related("blob")
     ]
     messages = [
         _message(m)
@@ -80,14 +86,17 @@ def persisted(conversation: Conversation) -> tuple[list[dict], list[dict]]:
 
 
 def replay(conversation: Conversation) -> ReplayReport:
-    rebuilt_events, rebuilt_messages, turns = rebuild(conversation)
-    live_events, live_messages = persisted(conversation)
+    rebuilt_events, rebuilt_messages, records = rebuild(conversation)
+    running = list(conversation.turns.filter(status=TurnRecord.Status.RUNNING).values_list("turn", flat=True))
+    live_events, live_messages = persisted(conversation, running)
     difference = ""
     for label, rebuilt, live in (("event", rebuilt_events, live_events), ("message", rebuilt_messages, live_messages)):
         if canonical(rebuilt) != canonical(live):
             difference = _first_difference(label, rebuilt, live)
             break
-    return ReplayReport(turns, len(rebuilt_events), len(rebuilt_messages), not difference, difference)
+    interrupted = sum(r.status == TurnRecord.Status.INTERRUPTED for r in records)
+    return ReplayReport(len(records), len(rebuilt_events), len(rebuilt_messages), not difference, difference,
+                        interrupted=interrupted, running=len(running))
 
 
 def _first_difference(label: str, rebuilt: list[dict], live: list[dict]) -> str:

@@ -112,7 +112,6 @@ class DispatchState:
     failed_approaches: list[dict[str, Any]] = field(default_factory=list)
     succeeded_tools: set[str] = field(default_factory=set)
     calls_by_tool: Counter = field(default_factory=Counter)
-    violations_seen: Counter = field(default_factory=Counter)
     last_hash: str | None = None
     repeat_count: int = 0
 

@@ -1,22 +1,25 @@
-"""A turn's bookends: start it (user message), finish it (assistant message, record)."""
+"""A turn's bookends: reserve and start it (user message), finish or interrupt it (answer, record)."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Max
+from django.db import IntegrityError, transaction
 
 from conversations.citations import attach_citations
 from conversations.effects import PersistAssistantMessage, effect_to_dict
 from conversations.inserts import insert_rows
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import Runtime, start_run
+from conversations.turn_reservations import refused_reservation, released, reserve_turn
 from conversations.llm.offline import redact_command
 from conversations.side_effects import merge_cards
 from registry.snapshot import Definition, redacted
+
+logger = logging.getLogger("eunice.conversations")
 
 
 def begin_turn(
@@ -28,22 +31,36 @@ def begin_turn(
     mode: str | None = None,
     interactive: bool = False,
 ) -> Runtime:
-    """Open the next turn of ``conversation``; the user's message is its first event.
+    """Reserve and open the next turn of ``conversation``; the user's message is its first event.
+
+    Raises ``TurnInProgress`` when a turn of the conversation is running (in
+    any process). One transaction: the reservation, the message and its event
+    are stored together, so a refused message leaves nothing behind.
 
     What is stored of the message has a slash command's secret inputs redacted
     (``redact_command``); the turn itself (the model, the tool) gets the text as typed.
     """
-    turn = (conversation.turns.aggregate(n=Max("turn"))["n"] or 0) + 1
-    runtime = start_run(
-        conversation, user=user, turn=turn, display=display, mode=mode, user_message=user_message,
-        interactive=interactive,
-    )
-    kept = redact_command(user_message, runtime.registry.definitions)
-    insert_rows([ChatMessage(
-        conversation=conversation, message_id=uuid.uuid4().hex, tenant_id=conversation.tenant_id,
-        role=ChatMessage.Role.USER, text=kept,
-    )])
-    runtime.recorder.record("user_message", {"text": kept, "turn": turn})
+    turn = None
+    try:
+        with transaction.atomic():
+            turn = reserve_turn(conversation)
+            runtime = start_run(
+                conversation, user=user, turn=turn, display=display, mode=mode, user_message=user_message,
+                interactive=interactive,
+            )
+            kept = redact_command(user_message, runtime.registry.definitions)
+            insert_rows([ChatMessage(
+                conversation=conversation, message_id=uuid.uuid4().hex, tenant_id=conversation.tenant_id,
+                role=ChatMessage.Role.USER, text=kept,
+            )])
+            runtime.recorder.record("user_message", {"text": kept, "turn": turn})
+            runtime.flush_events()  # a turn killed during its first model call still shows its question
+    except IntegrityError as exc:  # another process reserved the turn between our read and our write
+        raise refused_reservation(conversation, exc) from None
+    except BaseException:
+        if turn is not None:
+            released(conversation.pk, turn)
+        raise
     return runtime
 
 
@@ -66,12 +83,41 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
     runtime.log.emit(message)
     runtime.recorder.record("done", {"turn": runtime.turn, "cost_usd": message.cost_usd})
     runtime.flush_events()
-    insert_rows([TurnRecord(
-        conversation=runtime.conversation,
-        turn=runtime.turn,
-        effects=[effect_to_dict(effect) for effect in runtime.log.close()],
-    )])
+    _close(runtime, TurnRecord.Status.FINISHED)
+    released(runtime.conversation.pk, runtime.turn)
     return message
+
+
+def interrupt_turn(runtime: Runtime, reason: str) -> None:
+    """Close a turn that cannot finish (it raised, or its task was cancelled) as interrupted.
+
+    What it did is kept: its recorded events, the text it streamed (stored as a
+    partial answer, without any note of ours in the model's words), and an
+    ``interrupted`` event saying why. Never raises: if the database cannot take
+    it now, the turn is released and the next message closes it from its events.
+    """
+    try:
+        with transaction.atomic():
+            partial = runtime.log.streamed_text()
+            if partial.strip():
+                runtime.log.emit(PersistAssistantMessage(
+                    message_id=uuid.uuid4().hex, conversation_id=runtime.conversation.pk,
+                    tenant_id=runtime.tenant_id, final_text=partial, cost_usd=round(runtime.cost.total, 6),
+                ))
+            runtime.recorder.record("interrupted", {"turn": runtime.turn, "reason": reason[:300]})
+            runtime.flush_events()
+            _close(runtime, TurnRecord.Status.INTERRUPTED, reason)
+    except Exception:
+        logger.exception("could not close turn %s of %s as interrupted", runtime.turn, runtime.conversation.pk)
+    finally:
+        released(runtime.conversation.pk, runtime.turn)
+
+
+def _close(runtime: Runtime, status: str, reason: str = "") -> None:
+    TurnRecord.objects.filter(conversation=runtime.conversation, turn=runtime.turn).update(
+        status=status, interrupted_reason=reason[:300],
+        effects=[effect_to_dict(effect) for effect in runtime.log.close()],
+    )
 
 
 def _without_secrets(messages: list[dict], definitions: Callable[[], dict[str, Definition]]) -> list[dict]:

@@ -61,6 +61,13 @@ if settings.FEATURE_FLAGS["custom_tools_enabled"] and settings.EUNICE_PRELOAD_SA
 
     preload()
 
+# Turns a killed server process left running are closed as interrupted now,
+# not only when their conversation's next message comes (docs/agent-loop.md).
+if settings.EUNICE_CLOSE_DEAD_TURNS_AT_START_UP:
+    from conversations.turn_reservations import close_dead_turns_at_start_up  # noqa: E402
+
+    close_dead_turns_at_start_up()
+
 # Everything above is the start-up heap: stop the collector walking it.
 from eunice.collector import tune_for_serving  # noqa: E402
 

@@ -318,6 +318,13 @@ EUNICE_MAX_MODEL_CALLS = env_int("EUNICE_MAX_MODEL_CALLS", 20, minimum=1)
 EUNICE_CONTEXT_TOKENS = env_int("EUNICE_CONTEXT_TOKENS", 200_000, minimum=1000)
 EUNICE_COMPACT_AT = env_float("EUNICE_COMPACT_AT", 0.7, minimum=0.1)
 EUNICE_STOP_AT = env_float("EUNICE_STOP_AT", 0.95, minimum=0.1)
+# A running turn's process beats its heartbeat this often; a turn whose last
+# beat is older than STALE (its process gone, on any host) is closed as
+# interrupted by the next message (docs/agent-loop.md, "Turns").
+EUNICE_TURN_HEARTBEAT_SECONDS = env_float("EUNICE_TURN_HEARTBEAT_SECONDS", 10.0, minimum=0.1)
+EUNICE_TURN_STALE_SECONDS = env_float("EUNICE_TURN_STALE_SECONDS", 60.0, minimum=1.0)
+# The ASGI app closes, as it starts, the turns a stopped server process left running.
+EUNICE_CLOSE_DEAD_TURNS_AT_START_UP = env_bool("EUNICE_CLOSE_DEAD_TURNS_AT_START_UP", True)
 # Websocket limits: concurrent runs per user (per process) and message size.
 EUNICE_MAX_RUNS_PER_USER = env_int("EUNICE_MAX_RUNS_PER_USER", 2, minimum=1)
 EUNICE_MAX_MESSAGE_CHARS = env_int("EUNICE_MAX_MESSAGE_CHARS", 32_000, minimum=100)

@@ -41,3 +41,7 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {  # noqa: F405
     scope: "1000000/min" for scope in REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]  # noqa: F405
 }
+
+# Tests import the ASGI app before their database exists; a test that starts a
+# server process of its own (tests/faults/) turns the start-up close back on.
+EUNICE_CLOSE_DEAD_TURNS_AT_START_UP = env_bool("EUNICE_CLOSE_DEAD_TURNS_AT_START_UP", False)  # noqa: F405

@@ -71,7 +71,8 @@ def test_a_turn_that_cannot_be_recorded_leaves_no_answer_or_events_behind():
 
     conversation = Conversation.objects.create(tenant_id=TENANT)
     runtime = begin_turn(conversation, user_message="hello")
-    TurnRecord.objects.create(conversation=conversation, turn=runtime.turn, effects=[])  # the slot is taken
+    ConversationEvent.objects.create(conversation=conversation, turn=runtime.turn, sequence=2,
+                                     event_type="status")  # the slot of the turn's "done" is taken
     events_before = ConversationEvent.objects.filter(conversation=conversation).count()
 
     with pytest.raises(IntegrityError):
@@ -79,3 +80,4 @@ def test_a_turn_that_cannot_be_recorded_leaves_no_answer_or_events_behind():
 
     assert not ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).exists()
     assert ConversationEvent.objects.filter(conversation=conversation).count() == events_before
+    assert TurnRecord.objects.get(conversation=conversation).status == TurnRecord.Status.RUNNING

@@ -95,7 +95,7 @@ def test_a_turn_that_fails_unexpectedly_keeps_the_events_it_recorded(model, conv
     with pytest.raises(RuntimeError, match="the display went away"):
         async_to_sync(run_turn)(conversation, text="hello", user=user, display=BrokenDisplay())
 
-    assert stored_kinds(conversation) == ["user_message"]
+    assert stored_kinds(conversation) == ["user_message", "interrupted"]
 
 
 @pytest.mark.django_db(transaction=True)

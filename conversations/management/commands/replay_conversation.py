@@ -25,9 +25,11 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(asdict(report)))
         elif report.identical:
+            extra = f" ({report.interrupted} interrupted)" if report.interrupted else ""
+            running = f"; {report.running} turn(s) still running, not compared" if report.running else ""
             self.stdout.write(
-                f"replayed {report.turns} turn(s): {report.events} events and {report.messages} "
-                "message(s), identical to what was persisted"
+                f"replayed {report.turns} turn(s){extra}: {report.events} events and {report.messages} "
+                f"message(s), identical to what was persisted{running}"
             )
         else:
             self.stdout.write(f"replay differs: {report.first_difference}")

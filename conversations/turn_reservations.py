@@ -1,0 +1,219 @@
+"""A turn's reservation: the row that says a turn runs, who runs it, and how it ended.
+
+A turn is reserved before anything of it happens: ``reserve_turn`` takes the
+next number and marks it ``running`` in one transaction, under the
+conversation's row lock (PostgreSQL) and two unique constraints (one number
+once; one running turn per conversation), so two messages at once, in one
+process or in two, cannot both start a turn: the second is refused with
+``TurnInProgress``, which names the running turn.
+
+A running turn belongs to a server process (``OWNER``: host, pid and a token
+drawn at start-up) that beats its heartbeat while the turn lasts. A turn
+whose process is gone (a pid no longer running on this host, a token of an
+earlier process with this pid, or a heartbeat older than
+``EUNICE_TURN_STALE_SECONDS``) is dead: the next message on the conversation,
+or the server's start-up (``close_dead_turns``), closes it as *interrupted*.
+Closing keeps what the turn recorded: its events become its effects, so
+replay rebuilds it like any other, and an ``interrupted`` event says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import socket
+import threading
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from conversations.inserts import insert_rows
+from conversations.models import (
+    ChatMessage,
+    Conversation,
+    ConversationEvent,
+    TurnRecord,
+)
+
+logger = logging.getLogger("eunice.conversations")
+
+HOST = socket.gethostname()
+TOKEN = uuid.uuid4().hex[:12]
+OWNER = f"{HOST}:{os.getpid()}:{TOKEN}"
+
+_running_here: set[tuple[str, int]] = set()  # (conversation id, turn) reserved by this process
+_running_lock = threading.Lock()
+
+
+class TurnInProgress(Exception):
+    """A turn of the conversation is running; a new message must wait for it (or cancel it)."""
+
+    def __init__(self, conversation_id: str, turn: int | None) -> None:
+        self.conversation_id, self.turn = conversation_id, turn
+        which = f"turn {turn}" if turn is not None else "another turn"
+        super().__init__(f"{which} of this conversation is still running; wait for its answer or cancel it, "
+                         "then send your message again")
+
+
+def reserve_turn(conversation: Conversation) -> int:
+    """The number of the turn now reserved for ``conversation``; raises TurnInProgress.
+
+    Runs inside the caller's transaction (``begin_turn``'s), which it requires:
+    the reservation commits with the turn's first message and event. The
+    conversation's cancel flag (an earlier turn's) is lowered once the turn is
+    reserved, never for a message that is refused (the running turn keeps it).
+    """
+    locked = Conversation.objects.select_for_update().filter(pk=conversation.pk)
+    flag = locked.values_list("cancel_requested_at", flat=True).first()
+    for running in TurnRecord.objects.filter(conversation=conversation, status=TurnRecord.Status.RUNNING):
+        if is_alive(running):
+            raise TurnInProgress(conversation.pk, running.turn)
+        close_dead_turn(running, "the server stopped while this turn was running")
+    turn = (conversation.turns.aggregate(n=Max("turn"))["n"] or 0) + 1
+    # Turns closed before reservations existed (or broken by them) left events under
+    # numbers with no record: never reuse one.
+    orphan = ConversationEvent.objects.filter(conversation=conversation, turn__gte=turn).aggregate(n=Max("turn"))["n"]
+    if orphan is not None:
+        turn = orphan + 1
+    insert_rows([TurnRecord(conversation=conversation, turn=turn, status=TurnRecord.Status.RUNNING,
+                            owner=OWNER, heartbeat_at=timezone.now())])
+    with _running_lock:
+        _running_here.add((conversation.pk, turn))
+    if flag is not None:  # a cancel of an earlier turn must not stop this one
+        Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=None)
+    conversation.cancel_requested_at = None
+    return turn
+
+
+def refused_reservation(conversation: Conversation, error: IntegrityError) -> TurnInProgress:
+    """What a reservation that lost a race to another process's is: that turn running.
+    Re-raises ``error`` when no turn runs (the constraint that failed was another)."""
+    running = (TurnRecord.objects.filter(conversation=conversation, status=TurnRecord.Status.RUNNING)
+               .values_list("turn", flat=True).first())
+    if running is None:
+        raise error
+    return TurnInProgress(conversation.pk, running)
+
+
+def released(conversation_id: str, turn: int) -> None:
+    """The turn is closed (finished or interrupted): no longer this process's to run."""
+    with _running_lock:
+        _running_here.discard((conversation_id, turn))
+
+
+def is_alive(record: TurnRecord) -> bool:
+    """Whether the process that reserved ``record`` is still running it."""
+    if record.owner == OWNER:
+        with _running_lock:
+            return (record.conversation_id, record.turn) in _running_here
+    host, _, rest = record.owner.partition(":")
+    pid = rest.partition(":")[0]
+    # This pid with another token is an earlier process that had this pid: gone.
+    if host == HOST and pid.isdigit() and (int(pid) == os.getpid() or not _pid_running(int(pid))):
+        return False
+    stale = timezone.now() - timedelta(seconds=settings.EUNICE_TURN_STALE_SECONDS)
+    return record.heartbeat_at is not None and record.heartbeat_at > stale
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+def beat(conversation_id: str, turn: int) -> None:
+    """Say this process still runs the turn."""
+    TurnRecord.objects.filter(conversation_id=conversation_id, turn=turn, status=TurnRecord.Status.RUNNING).update(
+        heartbeat_at=timezone.now()
+    )
+
+
+async def heartbeat(conversation_id: str, turn: int) -> None:
+    """Beat every ``EUNICE_TURN_HEARTBEAT_SECONDS`` until cancelled (a turn's lifetime)."""
+    from registry.aio import in_db_thread
+
+    while True:
+        await asyncio.sleep(settings.EUNICE_TURN_HEARTBEAT_SECONDS)
+        try:
+            await in_db_thread(beat)(conversation_id, turn)
+        except Exception:  # a missed beat is retried at the next; the turn goes on
+            logger.warning("could not beat the heartbeat of turn %s of %s", turn, conversation_id, exc_info=True)
+
+
+def close_dead_turn(record: TurnRecord, reason: str) -> bool:
+    """Close a turn whose process is gone as interrupted, from what it recorded.
+
+    Its events (in order) become its effects, an ``interrupted`` event ends
+    them, and the text its model calls had produced is kept as a partial
+    answer. False when another closer got there first (nothing written)."""
+    with transaction.atomic():
+        claimed = TurnRecord.objects.filter(pk=record.pk, status=TurnRecord.Status.RUNNING).update(
+            status=TurnRecord.Status.INTERRUPTED, interrupted_reason=reason[:300]
+        )
+        if not claimed:
+            return False
+        events = list(ConversationEvent.objects.filter(conversation_id=record.conversation_id, turn=record.turn)
+                      .select_related("blob").order_by("sequence"))
+        ending = {"turn": record.turn, "reason": reason[:300]}
+        effects = [_telemetry(e.event_type, e.data, bytes(e.blob.data) if e.blob else None) for e in events]
+        effects.append(_telemetry("interrupted", ending))
+        insert_rows([ConversationEvent(conversation_id=record.conversation_id, turn=record.turn,
+                                       sequence=(events[-1].sequence if events else 0) + 1,
+                                       event_type="interrupted", data=ending)])
+        partial = "".join(e.data.get("text", "") for e in events if e.event_type == "text_delta")
+        if partial.strip():
+            effects.append(_partial_answer(record, partial))
+            message = effects[-1]
+            insert_rows([ChatMessage(conversation_id=record.conversation_id, message_id=message["message_id"],
+                                     tenant_id=message["tenant_id"], role=ChatMessage.Role.ASSISTANT,
+                                     text=partial)])
+        TurnRecord.objects.filter(pk=record.pk).update(effects=effects)
+    logger.warning("turn %s of conversation %s closed as interrupted: %s", record.turn, record.conversation_id, reason)
+    return True
+
+
+def _telemetry(event_type: str, data: dict, blob: bytes | None = None) -> dict:
+    return {"kind": "TelemetryEvent", "event_type": event_type, "data": data,
+            "blob": base64.b64encode(blob).decode() if blob is not None else None}
+
+
+def _partial_answer(record: TurnRecord, text: str) -> dict:
+    tenant = Conversation.objects.filter(pk=record.conversation_id).values_list("tenant_id", flat=True).first()
+    return {"kind": "PersistAssistantMessage", "message_id": uuid.uuid4().hex,
+            "conversation_id": record.conversation_id, "tenant_id": tenant or "", "final_text": text,
+            "structured_content": [], "cards": [], "cost_usd": 0.0}
+
+
+def close_dead_turns() -> int:
+    """Close every running turn whose process is gone (the server's start-up); how many."""
+    closed = 0
+    for record in TurnRecord.objects.filter(status=TurnRecord.Status.RUNNING):
+        if not is_alive(record) and close_dead_turn(record, "the server stopped while this turn was running"):
+            closed += 1
+    return closed
+
+
+def close_dead_turns_at_start_up() -> None:
+    """``close_dead_turns``, logged; a database that cannot answer yet is no reason not to start
+    (each conversation's next message closes its own dead turn)."""
+    from django.db import DatabaseError, connection
+
+    try:
+        closed = close_dead_turns()
+    except DatabaseError:
+        logger.warning("could not close the turns a stopped server left running", exc_info=True)
+        return
+    finally:
+        connection.close()
+    if closed:
+        logger.warning("closed %d turn(s) a stopped server left running", closed)

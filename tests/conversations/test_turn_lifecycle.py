@@ -1,0 +1,285 @@
+"""A conversation always accepts its next message: turns are reserved when they begin,
+closed as interrupted when they cannot finish, and never two at once.
+
+Through the real anthropic SDK against the scripted Messages API server, over REST
+and the websocket.
+"""
+
+import subprocess
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.core.management import call_command
+from django.db import close_old_connections, connection
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from conversations.loop import run_turn
+from conversations.models import (
+    ChatMessage,
+    Conversation,
+    ConversationEvent,
+    TurnRecord,
+)
+from conversations.replay import replay
+from conversations.turn_reservations import HOST, TurnInProgress, close_dead_turns
+from conversations.turns import begin_turn
+from tests.conversations.test_websocket import cookie_for, receive_until_done, socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HELD = {"text": ["Thinking ", "it ", "over…"], "pause_after": 4}  # streams a word, then waits for resume()
+
+
+@pytest.fixture
+def api(user):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def post(api, conversation, text):
+    return api.post(f"/api/conversations/{conversation.pk}/messages/", {"text": text}, format="json")
+
+
+def kinds(conversation, turn):
+    return list(ConversationEvent.objects.filter(conversation=conversation, turn=turn)
+                .order_by("sequence").values_list("event_type", flat=True))
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def dead_pid() -> int:
+    """The pid of a process of this host that has exited."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+class DisplayThatBreaks:
+    """A display that fails on the second chunk of text, as a broken relay would."""
+
+    def __init__(self):
+        self.texts = []
+
+    def send(self, chunk):
+        if chunk["type"] == "text_delta":
+            if self.texts:
+                raise RuntimeError("the relay broke")
+            self.texts.append(chunk["text"])
+
+
+def test_a_turn_that_raises_is_closed_as_interrupted_and_the_next_message_is_answered(model, conversation, user, api):
+    model([{"text": ["Half ", "an answer"]}, {"text": ["Here is all of it."]}])
+
+    with pytest.raises(RuntimeError, match="the relay broke"):
+        async_to_sync(run_turn)(conversation, text="first", user=user, display=DisplayThatBreaks())
+
+    first = TurnRecord.objects.get(conversation=conversation, turn=1)
+    assert first.status == "interrupted" and "RuntimeError" in first.interrupted_reason
+    assert "the relay broke" not in first.interrupted_reason  # the message may quote anything; the log has it
+    assert kinds(conversation, 1) == ["user_message", "interrupted"]
+    # What the user saw stays: the text streamed before the failure, as the model's words and nothing more.
+    assert ChatMessage.objects.get(conversation=conversation, role="assistant").text == "Half "
+
+    response = post(api, conversation, "second")
+
+    assert response.status_code == 201, response.content
+    assert response.json()["message"]["text"] == "Here is all of it."
+    assert TurnRecord.objects.get(conversation=conversation, turn=2).status == "finished"
+    report = replay(conversation)
+    assert report.identical, report.first_difference
+    assert (report.turns, report.interrupted) == (2, 1)
+
+
+def test_a_turn_whose_server_was_killed_is_closed_by_the_next_message_keeping_what_it_recorded(
+    model, conversation, user, api
+):
+    # What a server SIGKILLed during its second model call leaves: a running turn, its events so far.
+    TurnRecord.objects.create(conversation=conversation, turn=1, status="running",
+                              owner=f"{HOST}:{dead_pid()}:gone", heartbeat_at=timezone.now())
+    ChatMessage.objects.create(conversation=conversation, message_id="u1", tenant_id=conversation.tenant_id,
+                               role="user", text="plan my trip")
+    for sequence, (kind, data) in enumerate([
+        ("user_message", {"text": "plan my trip", "turn": 1}),
+        ("text_delta", {"text": "Let me look at trains."}),
+        ("llm_request", {"model": "claude-test", "stop_reason": "tool_use"}),
+    ], start=1):
+        ConversationEvent.objects.create(conversation=conversation, turn=1, sequence=sequence,
+                                         event_type=kind, data=data)
+    model([{"text": ["Trains leave hourly."]}])
+
+    response = post(api, conversation, "are you there?")
+
+    assert response.status_code == 201, response.content
+    first = TurnRecord.objects.get(conversation=conversation, turn=1)
+    assert first.status == "interrupted" and "server stopped" in first.interrupted_reason
+    assert kinds(conversation, 1) == ["user_message", "text_delta", "llm_request", "interrupted"]
+    assert kinds(conversation, 2)[0] == "user_message" and kinds(conversation, 2)[-1] == "done"
+    answers = list(ChatMessage.objects.filter(conversation=conversation, role="assistant").values_list("text", flat=True))
+    assert answers == ["Let me look at trains.", "Trains leave hourly."]
+    assert replay(conversation).identical
+
+
+def test_start_up_closes_the_turns_of_dead_processes_and_leaves_running_ones(conversation, user):
+    other = Conversation.objects.create(tenant_id=conversation.tenant_id, user=user)
+    third = Conversation.objects.create(tenant_id=conversation.tenant_id, user=user)
+    stale = timezone.now() - timedelta(hours=1)
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        TurnRecord.objects.create(conversation=conversation, turn=1, status="running",
+                                  owner=f"{HOST}:{dead_pid()}:gone", heartbeat_at=timezone.now())
+        TurnRecord.objects.create(conversation=other, turn=1, status="running",
+                                  owner="another-host:123:abc", heartbeat_at=stale)
+        TurnRecord.objects.create(conversation=third, turn=1, status="running",
+                                  owner=f"{HOST}:{alive.pid}:live", heartbeat_at=timezone.now())
+
+        assert close_dead_turns() == 2
+    finally:
+        alive.kill()
+        alive.wait()
+    statuses = dict(TurnRecord.objects.values_list("conversation_id", "status"))
+    assert statuses == {conversation.pk: "interrupted", other.pk: "interrupted", third.pk: "running"}
+    assert replay(conversation).identical and replay(third).running == 1
+
+
+def test_a_second_message_while_a_turn_streams_is_refused_with_409_naming_it_and_nothing_is_lost(
+    model, conversation, api
+):
+    server = model([HELD, {"text": ["Second answer."]}])
+    first = {}
+    runner = threading.Thread(target=lambda: first.update(response=post(api, conversation, "first")))
+    runner.start()
+    try:
+        wait_for(lambda: TurnRecord.objects.filter(conversation=conversation, status="running").exists()
+                 and len(server.requests) == 1)
+
+        refused = post(api, conversation, "second, too soon")
+    finally:
+        server.resume()
+        runner.join(30)
+
+    assert refused.status_code == 409
+    assert refused["Content-Type"] == "application/json"
+    assert refused.json() == {"detail": refused.json()["detail"], "code": "turn_in_progress", "running_turn": 1}
+    assert "turn 1" in refused.json()["detail"] and "cancel" in refused.json()["detail"]
+    assert first["response"].status_code == 201
+    assert first["response"].json()["message"]["text"] == "Thinking it over…"  # the billed answer is kept
+    # The refused message was never stored; the conversation goes on with the next one.
+    assert list(ChatMessage.objects.filter(conversation=conversation).values_list("text", flat=True)) == [
+        "first", "Thinking it over…"]
+    assert post(api, conversation, "second").json()["message"]["text"] == "Second answer."
+    assert replay(conversation).identical
+
+
+def test_a_turn_running_in_another_server_process_refuses_the_message(model, conversation, api):
+    elsewhere = subprocess.Popen(["sleep", "60"])  # a live process of this host owns the turn
+    try:
+        TurnRecord.objects.create(conversation=conversation, turn=1, status="running",
+                                  owner=f"{HOST}:{elsewhere.pid}:other", heartbeat_at=timezone.now())
+        response = post(api, conversation, "hello")
+    finally:
+        elsewhere.kill()
+        elsewhere.wait()
+    assert response.status_code == 409 and response.json()["running_turn"] == 1
+    assert not ChatMessage.objects.filter(conversation=conversation).exists()
+
+
+def test_messages_sent_at_once_on_separate_connections_start_exactly_one_turn(conversation):
+    # Each thread has its own database connection, as each server process does:
+    # only the database's lock and constraints can keep the turns apart.
+    count = 6
+    barrier = threading.Barrier(count)
+    outcomes = []
+
+    def send(n):
+        try:
+            barrier.wait(10)
+            begin_turn(Conversation.objects.get(pk=conversation.pk), user_message=f"message {n}")
+            outcomes.append("started")
+        except TurnInProgress as busy:
+            outcomes.append(f"refused, turn {busy.turn} runs")
+        except Exception as exc:  # noqa: BLE001 (the test reports whatever else happened)
+            outcomes.append(repr(exc))
+        finally:
+            close_old_connections()
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    assert sorted(outcomes) == ["refused, turn 1 runs"] * (count - 1) + ["started"]
+    assert list(TurnRecord.objects.filter(conversation=conversation).values_list("turn", "status")) == [(1, "running")]
+    assert ChatMessage.objects.filter(conversation=conversation).count() == 1
+
+
+def test_a_second_message_over_the_websocket_gets_an_error_event_and_the_socket_stays_open(model, conversation, user):
+    server = model([HELD, {"text": ["Now the second."]}])
+
+    async def chat():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        await ws.send_json_to({"type": "message", "text": "first"})
+        assert (await ws.receive_json_from(timeout=10))["type"] == "text_delta"
+        await ws.send_json_to({"type": "message", "text": "second, too soon"})
+        refused = []
+        while not refused:
+            chunk = await ws.receive_json_from(timeout=10)
+            if chunk["type"] == "error":
+                refused.append(chunk)
+        server.resume()
+        first = await receive_until_done(ws)
+        await ws.send_json_to({"type": "message", "text": "second"})
+        second = await receive_until_done(ws)
+        await ws.disconnect()
+        return refused[0], first, second
+
+    refused, first, second = async_to_sync(chat)()
+    assert refused["code"] == "turn_in_progress" and refused["running_turn"] == 1
+    assert "still running" in refused["message"]
+    assert first[-1]["type"] == "done" and not first[-1]["cancelled"]
+    assert "".join(c["text"] for c in second if c["type"] == "text_delta") == "Now the second."
+    assert list(TurnRecord.objects.filter(conversation=conversation).values_list("turn", "status")) == [
+        (1, "finished"), (2, "finished")]
+    assert replay(conversation).identical
+
+
+def test_replay_says_which_turns_were_interrupted(model, conversation, user, capsys):
+    model([{"text": ["Half ", "an answer"]}])
+    with pytest.raises(RuntimeError):
+        async_to_sync(run_turn)(conversation, text="first", user=user, display=DisplayThatBreaks())
+
+    call_command("replay_conversation", conversation.pk)
+
+    assert "replayed 1 turn(s) (1 interrupted): 2 events and 1 message(s), identical" in capsys.readouterr().out
+
+
+def test_the_migration_closes_turns_that_broke_before_reservations_and_replay_covers_them(conversation):
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([("conversations", "0005_file_owner")])
+    apps = executor.loader.project_state([("conversations", "0005_file_owner")]).apps
+    Event = apps.get_model("conversations", "ConversationEvent")
+    for sequence, kind in enumerate(["user_message", "llm_request"], start=1):  # a turn that raised: no record
+        Event.objects.create(conversation_id=conversation.pk, turn=1, sequence=sequence, event_type=kind, data={})
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    record = TurnRecord.objects.get(conversation=conversation, turn=1)
+    assert record.status == "interrupted"
+    assert kinds(conversation, 1) == ["user_message", "llm_request", "interrupted"]
+    assert replay(conversation).identical
