@@ -1,0 +1,1 @@
+"""Fault injection: real processes, a fault injected, nothing lost (pytest -m faults)."""
