@@ -71,11 +71,13 @@ def reserve_turn(conversation: Conversation) -> int:
     """
     locked = Conversation.objects.select_for_update().filter(pk=conversation.pk)
     flag = locked.values_list("cancel_requested_at", flat=True).first()
-    for running in TurnRecord.objects.filter(conversation=conversation, status=TurnRecord.Status.RUNNING):
-        if is_alive(running):
-            raise TurnInProgress(conversation.pk, running.turn)
-        close_dead_turn(running, "the server stopped while this turn was running")
-    turn = (conversation.turns.aggregate(n=Max("turn"))["n"] or 0) + 1
+    # A running turn is always the latest: one query finds both it and the last number.
+    latest = conversation.turns.defer("effects").order_by("-turn").first()
+    if latest is not None and latest.status == TurnRecord.Status.RUNNING:
+        if is_alive(latest):
+            raise TurnInProgress(conversation.pk, latest.turn)
+        close_dead_turn(latest, "the server stopped while this turn was running")
+    turn = (latest.turn if latest is not None else 0) + 1
     # Turns closed before reservations existed (or broken by them) left events under
     # numbers with no record: never reuse one.
     orphan = ConversationEvent.objects.filter(conversation=conversation, turn__gte=turn).aggregate(n=Max("turn"))["n"]

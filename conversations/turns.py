@@ -55,22 +55,29 @@ def begin_turn(
             )])
             runtime.recorder.record("user_message", {"text": kept, "turn": turn})
             runtime.flush_events()  # a turn killed during its first model call still shows its question
-    except IntegrityError as exc:  # another process reserved the turn between our read and our write
-        raise refused_reservation(conversation, exc) from None
-    except BaseException:
-        if turn is not None:
+    except BaseException as exc:
+        if turn is not None:  # rolled back: the reservation is gone
             released(conversation.pk, turn)
+        if isinstance(exc, IntegrityError):  # another process reserved a turn between our read and our write
+            raise refused_reservation(conversation, exc) from None
         raise
     return runtime
 
 
-@transaction.atomic
 def finish_turn(runtime: Runtime, final_text: str, structured_content: list | None = None) -> PersistAssistantMessage:
     """Persist the assistant's answer (as an effect), close the turn and store its record.
 
     One transaction: the answer, the last events and the record are stored
-    together or not at all, with one commit instead of three.
+    together or not at all, with one commit instead of three. The turn is this
+    process's to run until that commit (then ``released``).
     """
+    with transaction.atomic():
+        message = _finish(runtime, final_text, structured_content)
+    released(runtime.conversation.pk, runtime.turn)
+    return message
+
+
+def _finish(runtime: Runtime, final_text: str, structured_content: list | None) -> PersistAssistantMessage:
     message = PersistAssistantMessage(
         message_id=uuid.uuid4().hex,
         conversation_id=runtime.conversation.pk,
@@ -84,7 +91,6 @@ def finish_turn(runtime: Runtime, final_text: str, structured_content: list | No
     runtime.recorder.record("done", {"turn": runtime.turn, "cost_usd": message.cost_usd})
     runtime.flush_events()
     _close(runtime, TurnRecord.Status.FINISHED)
-    released(runtime.conversation.pk, runtime.turn)
     return message
 
 
