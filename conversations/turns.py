@@ -14,9 +14,8 @@ from conversations.effects import PersistAssistantMessage, effect_to_dict
 from conversations.inserts import insert_rows
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import Runtime, start_run
-from conversations.llm.offline import redact_command
 from conversations.side_effects import merge_cards
-from registry.snapshot import Definition, redacted
+from registry.snapshot import Definition, redact_command, redacted
 
 
 def begin_turn(

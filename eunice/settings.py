@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "csp",
     "channels",
     "django_q",
+    "llm",
     "registry",
     "tools",
     "conversations",
@@ -421,7 +422,7 @@ JSON_MAX_DEPTH = env_int("EUNICE_JSON_MAX_DEPTH", 64, minimum=2)
 # --- Models ------------------------------------------------------------------
 # Read once here and never logged or echoed (Django's error reports already
 # hide settings whose names contain KEY). Provider names match
-# registry.surface.PROVIDER_NATIVE_CAPABILITIES and conversations.llm.roles.
+# registry.surface.PROVIDER_NATIVE_CAPABILITIES and llm.roles.
 LLM_PROVIDERS = ("anthropic", "offline")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY").strip()
 ANTHROPIC_BASE_URL = env_http_url("ANTHROPIC_BASE_URL")  # "": the SDK's default endpoint
