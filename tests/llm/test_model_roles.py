@@ -4,12 +4,12 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
+from eunice.env import env_http_url, env_model_ref
 from llm import LLMConfigError, LLMRequest
 from llm.anthropic_provider import AnthropicProvider
+from llm.models import ModelConfig
 from llm.offline import OfflineProvider
 from llm.roles import PROVIDERS, create_llm_client_for_role, get_model_for_role
-from eunice.env import env_http_url, env_model_ref
-from llm.models import ModelConfig
 from registry.surface import PROVIDER_NATIVE_CAPABILITIES
 from tests.llm.conftest import TEST_KEY
 

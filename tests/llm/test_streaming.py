@@ -10,8 +10,8 @@ from llm import (
     ToolUseStart,
     ToolUseStop,
     UsageUpdate,
+    anthropic_provider,
 )
-from llm import anthropic_provider
 from llm.anthropic_provider import AnthropicProvider, _tls_context, warm_up
 from llm.scripted.render import http_chunk, sse, stream_events
 from llm.scripted.script import Turn
