@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conversations.llm.scripted.render import LAST_CHUNK, http_chunk, sse, stream_events  # noqa: E402
-from conversations.llm.scripted.script import ToolUse, Turn  # noqa: E402
+from llm.scripted.render import LAST_CHUNK, http_chunk, sse, stream_events  # noqa: E402
+from llm.scripted.script import ToolUse, Turn  # noqa: E402
 
 
 def rendered(turn: Turn) -> list[tuple[str, bytes]]:

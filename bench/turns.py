@@ -70,7 +70,8 @@ def prepare(conversations: int) -> list[tuple[str, str]]:
     from django.test import Client
 
     from conversations.models import Conversation
-    from registry.models import ModelConfig, TenantMembership
+    from llm.models import ModelConfig
+    from registry.models import TenantMembership
 
     ModelConfig.objects.update_or_create(role="chat", defaults={"provider": "anthropic", "model": "bench-model"})
     User = get_user_model()

@@ -20,8 +20,8 @@ from django.conf import settings
 from conversations.dispatcher import dispatch_tool_calls
 from conversations.history import load_history
 from conversations.inserts import insert_rows
-from conversations.llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
-from conversations.llm.roles import create_llm_client_for_role, get_model_for_role
+from llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
+from llm.roles import create_llm_client_for_role, get_model_for_role
 from conversations.models import Conversation, UsageLog
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conversations.llm import CURRENT_STATE_MARKER
+from llm import CURRENT_STATE_MARKER
 
 SYSTEM_PROMPT = (
     "You are Eunice, an assistant that gets work done with tools. Use the tools you are "

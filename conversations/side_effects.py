@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from conversations.catalog.files import is_tenant_file
 from conversations.models import GeneratedFile, Notification, UsageLog
+from eunice.tenant_files import is_tenant_file
 from registry.result import ToolResult
 
 if TYPE_CHECKING:

@@ -15,9 +15,8 @@ from conversations.inserts import insert_rows
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import Runtime, start_run
 from conversations.turn_reservations import refused_reservation, released, reserve_turn
-from conversations.llm.offline import redact_command
 from conversations.side_effects import merge_cards
-from registry.snapshot import Definition, redacted
+from registry.snapshot import Definition, redact_command, redacted
 
 logger = logging.getLogger("eunice.conversations")
 

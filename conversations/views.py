@@ -11,8 +11,8 @@ from django.views.decorators.http import require_POST
 
 from conversations.access import conversations_of, owned_conversation
 from conversations.approvals import pending_cards
-from conversations.llm.roles import get_model_for_role
 from conversations.models import ChatMessage, Conversation
+from llm.roles import get_model_for_role
 from registry.tenancy import tenant_of
 
 

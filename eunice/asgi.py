@@ -39,7 +39,7 @@ get_resolver().url_patterns  # noqa: B018 (the attribute imports the URLconf)
 # The same for what the first turn would otherwise import or load while other
 # answers stream: the system tools' handler modules (about half a second
 # under the GIL) and the model SDK's first-request set-up.
-from conversations.llm.anthropic_provider import warm_up  # noqa: E402
+from llm.anthropic_provider import warm_up  # noqa: E402
 from registry.handlers import import_system_handlers  # noqa: E402
 
 import_system_handlers()

@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "csp",
     "channels",
     "django_q",
+    "llm",
     "registry",
     "tools",
     "conversations",
@@ -350,7 +351,7 @@ MCP_REGISTRY_URL = env_str("EUNICE_MCP_REGISTRY_URL", "https://registry.modelcon
 EUNICE_APPROVAL_TTL_SECONDS = env_int("EUNICE_APPROVAL_TTL_SECONDS", 24 * 3600, minimum=60)
 
 # Knowledge tools (tools/corpora.py, tools/documents.py, tools/web.py).
-# Uploaded and generated files live under EUNICE_FILES_DIR/<tenant>/.
+# Every tenant's files live under EUNICE_FILES_DIR (eunice.tenant_files).
 EUNICE_FILES_DIR = Path(env_str("EUNICE_FILES_DIR", str(VAR_DIR / "files")))
 # fetch_url: the largest body read and the seconds a whole fetch may take.
 WEB_FETCH_MAX_BYTES = env_int("EUNICE_FETCH_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
@@ -381,8 +382,7 @@ SANDBOX = {
 }
 
 # --- Data tools (conversations/catalog) ----------------------------------------
-# Datasets, uploads and exported files live here, one directory per tenant.
-FILES_DIR = Path(env_str("EUNICE_FILES_DIR", str(VAR_DIR / "files")))
+# Datasets and exported files live under EUNICE_FILES_DIR (eunice.tenant_files).
 DATA = {
     "UPLOAD_MAX_BYTES": env_int("EUNICE_UPLOAD_MAX_MB", 50, minimum=1) << 20,
     # Rows a query may return to the model before it gets a fetch hint instead.
@@ -428,7 +428,7 @@ JSON_MAX_DEPTH = env_int("EUNICE_JSON_MAX_DEPTH", 64, minimum=2)
 # --- Models ------------------------------------------------------------------
 # Read once here and never logged or echoed (Django's error reports already
 # hide settings whose names contain KEY). Provider names match
-# registry.surface.PROVIDER_NATIVE_CAPABILITIES and conversations.llm.roles.
+# registry.surface.PROVIDER_NATIVE_CAPABILITIES and llm.roles.
 LLM_PROVIDERS = ("anthropic", "offline")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY").strip()
 ANTHROPIC_BASE_URL = env_http_url("ANTHROPIC_BASE_URL")  # "": the SDK's default endpoint

@@ -14,10 +14,10 @@ from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from eunice.platform_admin import PlatformAdmin
 from registry import custom_tools
-from registry.admin_scope import PlatformAdmin, TenantScopedAdmin
+from registry.admin_scope import TenantScopedAdmin
 from registry.models import (
-    ModelConfig,
     SandboxRun,
     SeedLog,
     ToolDefinition,
@@ -198,12 +198,6 @@ class ToolJobAdmin(TenantScopedAdmin):
     list_filter = ("job_type", "status", "tenant_id")
     search_fields = ("id", "tool_name")
     readonly_fields = ("created_at", "updated_at")
-
-
-@admin.register(ModelConfig)
-class ModelConfigAdmin(PlatformAdmin):
-    list_display = ("role", "provider", "model", "max_output_tokens", "is_active")
-    list_filter = ("provider", "is_active")
 
 
 @admin.register(SeedLog)

@@ -5,8 +5,8 @@ rows of the user's tenant scope (``registry.tenancy.tenant_scope``); a row of
 another tenant answers as one that does not exist. For staff the tenant field is
 read-only (a new row gets their tenant), the tenant list filter is left out (its
 choices would name every tenant), and a foreign key offers only rows of their
-tenant. ``PlatformAdmin`` is for rows that belong to no tenant (the model
-configuration, the seeding log): superusers only.
+tenant. Rows that belong to no tenant (the model configuration, the seeding
+log) use ``eunice.platform_admin.PlatformAdmin``: superusers only.
 """
 
 from __future__ import annotations
@@ -58,22 +58,3 @@ class TenantScopedAdmin(admin.ModelAdmin):
             elif any(field.name == "tenant_id" for field in related._meta.get_fields()):
                 kwargs["queryset"] = related.objects.filter(tenant_id=scope)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-
-class PlatformAdmin(admin.ModelAdmin):
-    """Rows of the platform, not of a tenant: only superusers see or change them."""
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_active and request.user.is_superuser
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return self.has_module_permission(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)

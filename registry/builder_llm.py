@@ -15,12 +15,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from conversations.llm import LLMConfigError, LLMError, LLMRequest
-from conversations.llm.offline import OfflineProvider
-from conversations.llm.provider import Provider
-from conversations.llm.roles import create_llm_client_for_role, get_model_for_role
+from llm import LLMConfigError, LLMError, LLMRequest
+from llm.offline import OfflineProvider
+from llm.provider import Provider
+from llm.roles import create_llm_client_for_role, get_model_for_role
 from eunice.jsonlimits import JSONTooDeep, loads_bounded
-from registry.models import ModelConfig
+from llm.models import ModelConfig
 
 BUILDER_ROLE = "tool_builder"
 AUDITOR_ROLE = "tool_auditor"
@@ -100,7 +100,7 @@ def model_for(role: str) -> RoleModel:
         # The offline provider would answer with setup advice, not a tool: stop here instead.
         raise BuildFailed(
             f"{client.reason} Tool building needs a model for the {role!r} role: add an active "
-            "ModelConfig row for it in the admin (Registry → Model configs), or set ANTHROPIC_API_KEY."
+            "ModelConfig row for it in the admin (Language models → Model configs), or set ANTHROPIC_API_KEY."
         )
     return RoleModel(config, client)
 

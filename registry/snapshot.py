@@ -8,9 +8,13 @@ and newest ``updated_at``) differs; that query runs at most once every
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from eunice.jsonlimits import loads_bounded
+from llm.offline import slash_command
 from registry.models import (
     ALL_TENANTS,
     HASHED_FIELDS,
@@ -121,6 +125,29 @@ def redacted(inputs: dict, definition: Definition | None) -> dict:
     if not secret or secret.isdisjoint(inputs):
         return inputs
     return {name: REDACTED if name in secret else value for name, value in inputs.items()}
+
+
+def redact_command(text: str, definitions: Callable[[], Mapping[str, Definition]]) -> str:
+    """``text`` as it may be stored: a slash command (``llm.offline.slash_command``) for
+    a tool whose schema marks inputs ``writeOnly`` keeps ``"[redacted]"`` in their place
+    (the message row, the ``user_message`` event and the turn record never hold what was
+    typed); any other text is returned unchanged. A command to such a tool whose
+    arguments do not parse as an object keeps only the tool's name: whatever it held may
+    be the secret. ``definitions`` (the registry's) is called only for a slash command,
+    so a plain message never loads the registry."""
+    command = slash_command(text)
+    definition = definitions().get(command[0]) if command else None
+    if command is None or definition is None or not definition.secret_inputs:
+        return text
+    name, raw = command
+    try:
+        inputs = loads_bounded(raw or "{}", what="the arguments")
+    except ValueError:  # not JSON, or nested past the limit (JSONTooDeep)
+        inputs = None
+    if not isinstance(inputs, dict):
+        return f"/{name} {REDACTED}"
+    kept = redacted(inputs, definition)
+    return text if kept is inputs else f"/{name} {json.dumps(kept, ensure_ascii=False)}"
 
 
 def _current_hash(row: dict) -> str:

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from registry.models import ModelConfig, ToolDefinition
+from llm.models import ModelConfig
+from registry.models import ToolDefinition
 from registry.surface_floor import resolve_floor_names
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ def fresh_registry(monkeypatch):
     yield fresh
     # Model servers keep connections open, as the real API does: close the
     # shared providers' before the test's server goes away.
-    from conversations.llm.roles import close_providers
+    from llm.roles import close_providers
 
     close_providers()
 

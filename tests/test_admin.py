@@ -20,7 +20,7 @@ def staff_client(client):
         "/admin/registry/tooldefinition/?tool_type__exact=system&status__exact=approved",
         "/admin/registry/toolexecutionlog/",
         "/admin/registry/tooljob/",
-        "/admin/registry/modelconfig/",
+        "/admin/llm/modelconfig/",
         "/admin/registry/seedlog/",
     ],
 )

@@ -115,7 +115,7 @@ def test_plain_users_get_no_admin(cast, both, who):
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
 
-@pytest.mark.parametrize("url", ["/admin/registry/modelconfig/", "/admin/registry/seedlog/"])
+@pytest.mark.parametrize("url", ["/admin/llm/modelconfig/", "/admin/registry/seedlog/"])
 def test_platform_settings_are_for_superusers_only(cast, url):
     assert signed_in(cast["staff"]).get(url).status_code == 403
     assert signed_in(cast["superuser"]).get(url).status_code == 200

@@ -8,8 +8,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from conversations.models import Conversation, WorkingSetEntry
+from llm.models import ModelConfig
 from registry import surface, surface_floor
-from registry.models import ModelConfig, SeedLog, ToolExecutionLog
+from registry.models import SeedLog, ToolExecutionLog
 from registry.surface import MAX_TOOL_SURFACE, ToolSurfaceBudgetError, compose, page_in
 from registry.surface_floor import (
     ANCHORS,

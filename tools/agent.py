@@ -13,8 +13,8 @@ from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_
 @uniform_contract(name="call_llm", is_tabular=False)
 async def call_llm(inputs: dict, context: dict) -> Ok:
     """One completion, no tools, no history; its cost rides on the result."""
-    from conversations.llm import LLMRequest
-    from conversations.llm.roles import create_llm_client_for_role, get_model_for_role
+    from llm import LLMRequest
+    from llm.roles import create_llm_client_for_role, get_model_for_role
 
     # Through a worker whose connection is tidied after, not Django's shared async-ORM thread.
     config = await in_db_thread(get_model_for_role)(inputs.get("role", "chat"))

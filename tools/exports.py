@@ -9,7 +9,7 @@ import pandas as pd
 
 from conversations.catalog import file_card, register_export
 from conversations.catalog.access import readable_files
-from conversations.catalog.files import is_tenant_file
+from eunice.tenant_files import is_tenant_file
 from conversations.catalog.uploads import EXCEL_MIME
 from conversations.models import GeneratedFile
 from eunice.bounded_read import InputTooLarge, open_workbook

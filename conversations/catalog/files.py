@@ -1,44 +1,15 @@
-"""Where the catalog keeps files: ``FILES_DIR/<tenant>/…``, and exported files as GeneratedFile rows."""
+"""Uploads and exported files as GeneratedFile rows (where they live: eunice.tenant_files)."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from django.conf import settings
 from django.db import transaction
 
 from conversations.models import GeneratedFile
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def tenant_dir(tenant_id: str, *parts: str) -> Path:
-    """The tenant's directory (created); a hash keeps any tenant id a safe, distinct path."""
-    digest = hashlib.sha256(tenant_id.encode()).hexdigest()[:12]
-    path = Path(settings.FILES_DIR) / f"{safe_name(tenant_id)[:40]}-{digest}"
-    path = path.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def is_tenant_file(tenant_id: str, path: str) -> bool:
-    """Whether ``path`` is an existing file inside one of the tenant's directories
-    (the catalog's, or the tools' uploads and generated files), links resolved.
-    A path a tool result names is checked before it becomes a download: anything
-    else on the server's disk (its secret key, the database) never does."""
-    from tools.lib.files import tenant_dir as tools_tenant_dir
-
-    try:
-        real = Path(path).resolve(strict=True)
-    except (OSError, RuntimeError, ValueError):
-        return False
-    roots = (tenant_dir(tenant_id).resolve(), tools_tenant_dir(tenant_id).resolve())
-    return real.is_file() and any(real.is_relative_to(root) for root in roots)
-
+from eunice.tenant_files import catalog_dir, safe_name, user_uploads_dir
 
 UPLOAD_TOOL = "document_upload"  # GeneratedFile.source_tool of a document a user uploaded
 
@@ -51,8 +22,6 @@ def save_upload(tenant_id: str, *, acting_user: object, name: str, chunks: Itera
     Returns the GeneratedFile row (``user`` set: the upload is the user's alone, and their
     tenant's staff'). Raises OSError when the disk refuses the write.
     """
-    from tools.lib.files import user_uploads_dir
-
     folder = user_uploads_dir(tenant_id, acting_user.pk)  # type: ignore[attr-defined]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{uuid.uuid4().hex[:12]}-{safe_name(name)}"
@@ -72,12 +41,6 @@ def save_upload(tenant_id: str, *, acting_user: object, name: str, chunks: Itera
     )
 
 
-def safe_name(name: str) -> str:
-    """``name`` reduced to letters, digits, dot, dash and underscore (never empty, never a dot path)."""
-    cleaned = _UNSAFE.sub("_", name).strip("._") or "file"
-    return cleaned[:120]
-
-
 def register_export(
     tenant_id: str, conversation_id: str | None, filename: str, payload: bytes, mime_type: str,
     *, source_tool: str,
@@ -87,7 +50,7 @@ def register_export(
     Returns the export dict a ToolResult carries (``file_id`` lets the dispatcher
     reuse the row instead of making a second one).
     """
-    directory = tenant_dir(tenant_id, "exports")
+    directory = catalog_dir(tenant_id, "exports")
     path = directory / f"{uuid.uuid4().hex[:12]}-{safe_name(filename)}"
     path.write_bytes(payload)
     generated = GeneratedFile.objects.create(

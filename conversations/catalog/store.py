@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from conversations.catalog.files import tenant_dir
 from conversations.models import CatalogDataset, Conversation
 from eunice.bounded_read import InputTooLarge, check_frame, read_parquet_file
+from eunice.tenant_files import catalog_dir
 
 NAME_RULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 SAVED_MARK = "eunice_catalog_saved"
@@ -112,7 +112,7 @@ class ConversationCatalog:
         except InputTooLarge as exc:
             raise CatalogError(str(exc)) from None
         frame = _parquet_ready(frame)
-        path = tenant_dir(self.tenant_id, "datasets", self.conversation_id) / f"{name}.parquet"
+        path = catalog_dir(self.tenant_id, "datasets", self.conversation_id) / f"{name}.parquet"
         frame.to_parquet(path, index=False)
         entry, _ = CatalogDataset.objects.update_or_create(
             conversation_id=self.conversation_id, name=name,

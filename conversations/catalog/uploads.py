@@ -8,10 +8,11 @@ from pathlib import PurePath
 import pandas as pd
 from django.conf import settings
 
-from conversations.catalog.files import register_export, safe_name
+from conversations.catalog.files import register_export
 from conversations.catalog.store import CatalogError, ConversationCatalog
 from conversations.models import CatalogDataset
 from eunice.bounded_read import InputTooLarge, read_table
+from eunice.tenant_files import safe_name
 
 FORMATS = {".csv": "csv", ".tsv": "csv", ".xlsx": "excel", ".parquet": "parquet", ".json": "json"}
 EXCEL_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"

@@ -22,7 +22,8 @@ from rest_framework.views import APIView
 
 from conversations.access import owned_conversation
 from conversations.catalog.access import readable_files, upload_names
-from conversations.catalog.files import is_tenant_file, save_upload
+from conversations.catalog.files import save_upload
+from eunice.tenant_files import is_tenant_file
 from conversations.catalog.store import CatalogError, ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
 from conversations.models import CatalogDataset

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from registry.models import ModelConfig
+from llm.models import ModelConfig
 from tests.llm.conftest import TEST_KEY, _no_hosted_model, scripted  # noqa: F401 - shared fixtures
 from tests.sandbox.conftest import _zygote_stops_at_the_end, custom_tools_on, staff  # noqa: F401
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from registry.models import JobStatus, ModelConfig, ToolDefinition, ToolJob
+from llm.models import ModelConfig
+from registry.models import JobStatus, ToolDefinition, ToolJob
 from registry.tool_jobs import request_build, run_build_job
 from tests.builder.conftest import APPROVE, PLUS_ONE, auditor_turn, builder_turn
 from tests.conftest import TENANT

@@ -3,9 +3,10 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from conversations.llm.scripted import ScriptedMessagesServer
+from llm.scripted import ScriptedMessagesServer
 from conversations.models import Conversation
-from registry.models import ModelConfig, TenantMembership
+from llm.models import ModelConfig
+from registry.models import TenantMembership
 from tests.conftest import TENANT
 
 TEST_KEY = "sk-ant-test-0123456789abcdef"

@@ -8,12 +8,11 @@ from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from conversations.llm.offline import redact_command
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent, TurnRecord
 from conversations.replay import replay
 from registry.models import TenantMembership, ToolExecutionLog
-from registry.snapshot import REDACTED
+from registry.snapshot import REDACTED, redact_command
 from tests.conftest import OTHER_TENANT, TENANT
 
 pytestmark = pytest.mark.django_db(transaction=True)

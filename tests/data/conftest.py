@@ -29,9 +29,8 @@ ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 @pytest.fixture(autouse=True)
 def files_dir(settings, tmp_path):
-    settings.FILES_DIR = tmp_path / "files"
-    settings.EUNICE_FILES_DIR = settings.FILES_DIR  # the tools' uploads and generated files, read from the same variable
-    return settings.FILES_DIR
+    settings.EUNICE_FILES_DIR = tmp_path / "files"
+    return settings.EUNICE_FILES_DIR
 
 
 @pytest.fixture

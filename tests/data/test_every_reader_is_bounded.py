@@ -24,9 +24,9 @@ JSON = re.compile(r"\b(?:json|orjson)\.loads?\s*\(")
 
 # path → why its JSON never comes from outside (or is bounded another way).
 TRUSTED_JSON = {
-    "conversations/llm/anthropic_stream.py": "orjson refuses past 1024 levels itself; its fallback is loads_bounded",
-    "conversations/llm/scripted/script.py": "the demo model server's own script file",
-    "conversations/llm/scripted/server.py": "the demo model server reading the SDK's requests (our own process)",
+    "llm/anthropic_stream.py": "orjson refuses past 1024 levels itself; its fallback is loads_bounded",
+    "llm/scripted/script.py": "the demo model server's own script file",
+    "llm/scripted/server.py": "the demo model server reading the SDK's requests (our own process)",
     "conversations/recording.py": "event blobs this process wrote",
     "registry/fields.py": "database values this process wrote",
     "registry/migrations/0007_mcp_trust.py": "database values the app wrote (a server's env and headers, sealed)",

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from conversations.catalog import ConversationCatalog
-from conversations.catalog.files import tenant_dir
+from eunice.tenant_files import catalog_dir
 from tests.conftest import OTHER_TENANT, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,7 +52,7 @@ def test_a_file_named_as_a_table_or_a_url_is_not_read(sales, in_conversation):
 def test_a_glob_of_another_tenants_folder_names_none_of_its_files(sales, in_conversation, other_conversation):
     ConversationCatalog(OTHER_TENANT, other_conversation.id).save(
         "globex_payroll", pd.DataFrame({"salary": [1]}), source="upload")
-    folder = tenant_dir(OTHER_TENANT)
+    folder = catalog_dir(OTHER_TENANT)
     assert any("globex_payroll" in p.name for p in folder.rglob("*")), "the other tenant's file exists"
     for sql in (f"SELECT * FROM glob('{folder}/**')", f"SELECT * FROM read_json('{folder}/**/*')",
                 f"SELECT * FROM read_csv('{folder}/*/*/*')"):

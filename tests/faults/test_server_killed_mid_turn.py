@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
-from conversations.llm.scripted import ScriptedMessagesServer
+from llm.scripted import ScriptedMessagesServer
 from conversations.models import (
     ChatMessage,
     Conversation,

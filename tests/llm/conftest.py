@@ -9,9 +9,9 @@ from __future__ import annotations
 import anthropic
 import pytest
 
-from conversations.llm import CURRENT_STATE_MARKER, LLMRequest
-from conversations.llm.anthropic_provider import AnthropicProvider
-from conversations.llm.scripted import ScriptedMessagesServer
+from llm import CURRENT_STATE_MARKER, LLMRequest
+from llm.anthropic_provider import AnthropicProvider
+from llm.scripted import ScriptedMessagesServer
 
 TEST_KEY = "sk-ant-test-0123456789abcdef"
 

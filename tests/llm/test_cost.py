@@ -2,8 +2,8 @@ from decimal import Decimal
 
 import pytest
 
-from conversations.llm import Usage
-from registry.models import ModelConfig
+from llm import Usage
+from llm.models import ModelConfig
 
 
 def priced(input_price: str, output_price: str) -> ModelConfig:
@@ -35,7 +35,7 @@ def test_a_stored_rows_decimal_prices_give_the_cost(scripted, provider_for):
         role="chat", provider="anthropic", model="claude-test",
         input_price_per_mtok=Decimal("3.0000"), output_price_per_mtok=Decimal("15.0000"),
     )
-    from conversations.llm.roles import get_model_for_role
+    from llm.roles import get_model_for_role
     from tests.llm.conftest import request
 
     server = scripted([{"text": "ok", "usage": {"input_tokens": 100_000, "output_tokens": 10_000}}])

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from conversations.llm.anthropic_stream import SSEBuffer, StreamAssembler
-from conversations.llm.errors import LLMResponseError
-from conversations.llm.offline import OfflineProvider
-from conversations.llm.types import LLMRequest
+from llm.anthropic_stream import SSEBuffer, StreamAssembler
+from llm.errors import LLMResponseError
+from llm.offline import OfflineProvider
+from llm.types import LLMRequest
 
 DEPTH = 100_000
 

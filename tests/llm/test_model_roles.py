@@ -4,12 +4,12 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
-from conversations.llm import LLMConfigError, LLMRequest
-from conversations.llm.anthropic_provider import AnthropicProvider
-from conversations.llm.offline import OfflineProvider
-from conversations.llm.roles import PROVIDERS, create_llm_client_for_role, get_model_for_role
 from eunice.env import env_http_url, env_model_ref
-from registry.models import ModelConfig
+from llm import LLMConfigError, LLMRequest
+from llm.anthropic_provider import AnthropicProvider
+from llm.models import ModelConfig
+from llm.offline import OfflineProvider
+from llm.roles import PROVIDERS, create_llm_client_for_role, get_model_for_role
 from registry.surface import PROVIDER_NATIVE_CAPABILITIES
 from tests.llm.conftest import TEST_KEY
 
@@ -80,7 +80,7 @@ def test_a_request_takes_its_token_limit_from_the_model_row():
 @pytest.mark.django_db(transaction=True)  # the async ORM runs on another thread's connection
 @pytest.mark.asyncio
 async def test_async_callers_get_the_same_row():
-    from conversations.llm.roles import aget_model_for_role
+    from llm.roles import aget_model_for_role
 
     await ModelConfig.objects.acreate(role="auditor", provider="offline", model="offline", max_output_tokens=100)
     assert (await aget_model_for_role("auditor")).max_output_tokens == 100

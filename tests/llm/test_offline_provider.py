@@ -1,7 +1,7 @@
 import pytest
 
-from conversations.llm import LLMRequest, MessageStop, ToolUseStop
-from conversations.llm.offline import OfflineProvider
+from llm import LLMRequest, MessageStop, ToolUseStop
+from llm.offline import OfflineProvider
 from tests.llm.conftest import request, state_block
 
 TOOLS = [{"name": "search_tools", "description": "Find tools.", "input_schema": {"type": "object"}}]

@@ -1,6 +1,6 @@
 import copy
 
-from conversations.llm.anthropic_request import build_params
+from llm.anthropic_request import build_params
 from tests.llm.conftest import request, state_block
 
 EPHEMERAL = {"type": "ephemeral"}

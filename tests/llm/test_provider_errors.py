@@ -2,7 +2,7 @@ import socket
 
 import pytest
 
-from conversations.llm import (
+from llm import (
     LLMAuthError,
     LLMBadRequestError,
     LLMConnectionError,
@@ -11,7 +11,7 @@ from conversations.llm import (
     LLMResponseError,
     TextDelta,
 )
-from conversations.llm.anthropic_provider import AnthropicProvider
+from llm.anthropic_provider import AnthropicProvider
 from tests.llm.conftest import TEST_KEY, request
 
 OVERLOADED = {"status": 529, "type": "overloaded_error", "message": "Overloaded"}
@@ -92,7 +92,7 @@ def test_an_unreachable_provider_is_a_connection_error():
 
 
 def test_tool_input_that_is_not_a_json_object_is_a_response_error():
-    from conversations.llm.anthropic_stream import _tool_input
+    from llm.anthropic_stream import _tool_input
 
     with pytest.raises(LLMResponseError, match="not a JSON object"):
         _tool_input("plan", "[1, 2]")

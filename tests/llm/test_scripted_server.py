@@ -7,7 +7,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from conversations.llm.scripted import load_script
+from llm.scripted import load_script
 from tests.llm.conftest import TEST_KEY, request
 
 ROOT = Path(__file__).resolve().parents[2]

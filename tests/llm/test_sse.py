@@ -3,7 +3,7 @@
 import json
 
 from conversations.display import encode
-from conversations.llm.anthropic_stream import SSEBuffer
+from llm.anthropic_stream import SSEBuffer
 
 DELTA = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi \\u00e9"}}'
 

@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from conversations.llm import (
+from llm import (
     MessageStop,
     TextDelta,
     ThinkingDelta,
@@ -10,11 +10,11 @@ from conversations.llm import (
     ToolUseStart,
     ToolUseStop,
     UsageUpdate,
+    anthropic_provider,
 )
-from conversations.llm import anthropic_provider
-from conversations.llm.anthropic_provider import AnthropicProvider, _tls_context, warm_up
-from conversations.llm.scripted.render import http_chunk, sse, stream_events
-from conversations.llm.scripted.script import Turn
+from llm.anthropic_provider import AnthropicProvider, _tls_context, warm_up
+from llm.scripted.render import http_chunk, sse, stream_events
+from llm.scripted.script import Turn
 from tests.llm.conftest import TEST_KEY, request
 
 

@@ -27,7 +27,7 @@ TARGETS_CSV = b"region,target\nnorth,15\nsouth,10\neast,5\n"
 
 @pytest.fixture(autouse=True)
 def files_dir(settings, tmp_path):
-    settings.FILES_DIR = tmp_path / "files"
+    settings.EUNICE_FILES_DIR = tmp_path / "files"
 
 
 @pytest.fixture

@@ -144,7 +144,7 @@ result = (monthly.pct_change() * 100).round(1).fillna(0)
 
 @pytest.fixture(autouse=True)
 def files_dir(settings, tmp_path):
-    settings.FILES_DIR = tmp_path / "files"
+    settings.EUNICE_FILES_DIR = tmp_path / "files"
 
 
 @pytest.fixture

@@ -142,8 +142,8 @@ def test_a_user_signs_in_and_runs_a_tool_from_the_chat_page(server, conversation
 @pytest.fixture
 def scripted_model(model_env):
     """A scripted Messages API server the product's chat role talks to."""
-    from conversations.llm.scripted import ScriptedMessagesServer
-    from registry.models import ModelConfig
+    from llm.scripted import ScriptedMessagesServer
+    from llm.models import ModelConfig
 
     holder = {}
 

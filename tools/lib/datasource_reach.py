@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
-from conversations.catalog.files import is_tenant_file
+from eunice.tenant_files import is_tenant_file
 from registry.mcp.urls import UnsafeURL, pinned_address
 
 _POSTGRES_ENGINES = ("postgresql", "postgis")
@@ -110,7 +110,7 @@ def check_connected(connection: Any) -> None:
 def tenant_file(tenant_id: str, path: str) -> Path:
     """The real path of ``path`` when it is a file in one of the tenant's folders and not the
     app's database. A relative path is taken inside the tenant's uploads. Raises SourceRefused."""
-    from tools.lib.files import uploads_dir
+    from eunice.tenant_files import uploads_dir
 
     given = Path(path)
     if not given.is_absolute():

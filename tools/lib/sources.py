@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from eunice import tenant_files as files
 from registry.contract import HintException
-from tools.lib import files
 from tools.lib.extract import (
     FORMATS,
     RefusedDocument,
@@ -65,7 +65,7 @@ def _upload(name: str, context: dict) -> tuple[bytes, str, str, str]:
     """The caller's own upload ``name`` (conversations.catalog.access.own_uploads), else the file
     of that name in the tenant's folder. A colleague's upload is never found by name."""
     from conversations.catalog.access import own_uploads, upload_names
-    from conversations.catalog.files import is_tenant_file
+    from eunice.tenant_files import is_tenant_file
 
     tenant_id = context["tenant_id"]
     row = own_uploads(context).filter(filename=name).first()
@@ -90,7 +90,7 @@ def _read(path: str) -> bytes:
 
 def _generated(file_id: int, context: dict, conversation_id: str | None) -> tuple[bytes, str, str, str]:
     from conversations.catalog.access import readable_files
-    from conversations.catalog.files import is_tenant_file
+    from eunice.tenant_files import is_tenant_file
 
     tenant_id = context["tenant_id"]
     row = readable_files(context).filter(pk=file_id).first()

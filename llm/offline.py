@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from conversations.llm.cost import Usage
-from conversations.llm.provider import events_for
-from conversations.llm.types import (
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
+from llm.cost import Usage
+from llm.provider import events_for
+from llm.types import (
     CURRENT_STATE_MARKER,
     LLMRequest,
     LLMResponse,
@@ -35,15 +36,13 @@ from conversations.llm.types import (
     TextBlock,
     ToolUseBlock,
 )
-from eunice.jsonlimits import JSONTooDeep, loads_bounded
-from registry.snapshot import REDACTED, Definition, redacted
 
 MODEL_NAME = "offline"
 _COMMAND = re.compile(r"\A\s*/(?P<name>[A-Za-z0-9_-]{1,128})(?:\s+(?P<args>.*))?\Z", re.DOTALL)
 _SETUP = (
     "To use a model, set ANTHROPIC_API_KEY in the environment (and ANTHROPIC_BASE_URL for "
     "a gateway or a local server), or add an active ModelConfig row for this role in the admin "
-    "(Registry → Model configs)."
+    "(Language models → Model configs)."
 )
 
 
@@ -73,14 +72,14 @@ class OfflineProvider:
             yield event
 
     def _answer(self, text: str, tools: list[dict[str, Any]]) -> LLMResponse:
-        match = _COMMAND.match(text)
+        command = slash_command(text)
         example = _example(tools)
-        if match is None:
+        if command is None:
             return _reply(
                 f"{self.reason} {_SETUP}\n\nMeanwhile you can run any tool yourself: "
                 f"type /TOOL_NAME followed by its arguments as a JSON object, e.g. {example}"
             )
-        name, raw = match["name"], (match["args"] or "").strip()
+        name, raw = command
         try:
             inputs = loads_bounded(raw) if raw else {}
         except JSONTooDeep as exc:
@@ -96,26 +95,11 @@ class OfflineProvider:
         return LLMResponse((block,), "tool_use", Usage(), MODEL_NAME)
 
 
-def redact_command(text: str, definitions: Callable[[], Mapping[str, Definition]]) -> str:
-    """``text`` as it may be stored: a slash command for a tool whose schema marks inputs
-    ``writeOnly`` keeps ``"[redacted]"`` in their place (the message row, the
-    ``user_message`` event and the turn record never hold what was typed); any other
-    text is returned unchanged. A command to such a tool whose arguments do not parse
-    as an object keeps only the tool's name: whatever it held may be the secret.
-    ``definitions`` (the registry's) is called only for a slash command, so a plain
-    message never loads the registry."""
+def slash_command(text: str) -> tuple[str, str] | None:
+    """``(tool name, raw arguments)`` when ``text`` is a slash command (see the module
+    docstring), else None. The arguments are stripped and not parsed."""
     match = _COMMAND.match(text)
-    definition = definitions().get(match["name"]) if match else None
-    if definition is None or not definition.secret_inputs:
-        return text
-    try:
-        inputs = loads_bounded((match["args"] or "").strip() or "{}", what="the arguments")
-    except ValueError:  # not JSON, or nested past the limit (JSONTooDeep)
-        inputs = None
-    if not isinstance(inputs, dict):
-        return f"/{match['name']} {REDACTED}"
-    kept = redacted(inputs, definition)
-    return text if kept is inputs else f"/{match['name']} {json.dumps(kept, ensure_ascii=False)}"
+    return (match["name"], (match["args"] or "").strip()) if match else None
 
 
 def _reply(text: str) -> LLMResponse:

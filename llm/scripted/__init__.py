@@ -4,7 +4,7 @@ For tests (the real ``anthropic`` SDK talks to it through ANTHROPIC_BASE_URL)
 and for demos (``manage.py fake_model_server``). It never calls a model.
 """
 
-from conversations.llm.scripted.script import Expect, ScriptError, ToolUse, Turn, load_script
-from conversations.llm.scripted.server import RecordedRequest, ScriptedMessagesServer
+from llm.scripted.script import Expect, ScriptError, ToolUse, Turn, load_script
+from llm.scripted.server import RecordedRequest, ScriptedMessagesServer
 
 __all__ = ["Expect", "RecordedRequest", "ScriptError", "ScriptedMessagesServer", "ToolUse", "Turn", "load_script"]

@@ -7,8 +7,8 @@
     cost = response.usage.cost_usd(config)
 """
 
-from conversations.llm.cost import Usage
-from conversations.llm.errors import (
+from llm.cost import Usage
+from llm.errors import (
     LLMAuthError,
     LLMBadRequestError,
     LLMConfigError,
@@ -18,8 +18,8 @@ from conversations.llm.errors import (
     LLMRateLimitError,
     LLMResponseError,
 )
-from conversations.llm.provider import Provider
-from conversations.llm.types import (
+from llm.provider import Provider
+from llm.types import (
     CURRENT_STATE_MARKER,
     ContentBlock,
     LLMRequest,

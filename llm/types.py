@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union
 
-from conversations.llm.cost import Usage
+from llm.cost import Usage
 
 if TYPE_CHECKING:
-    from registry.models import ModelConfig
+    from llm.models import ModelConfig
 
 # The per-call [CURRENT_STATE] block goes last in the last user message; the
 # prompt-cache breakpoint sits on the block before it.

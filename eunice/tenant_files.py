@@ -1,12 +1,18 @@
-"""Where a tenant's files live: ``EUNICE_FILES_DIR/<tenant>/{uploads,users/<id>/uploads,generated}``.
+"""Where a tenant's files live, for every app: all under ``EUNICE_FILES_DIR``.
 
-``uploads/`` holds the tenant's own documents (put there by an operator, outside
-the app: every user of the tenant may index them); ``users/<id>/uploads/`` holds
-what a user uploaded through the API, recorded as GeneratedFile rows with their
-``user`` (theirs alone, and their tenant's staff': conversations.catalog.access).
+Two trees per tenant, each named as it always was (files already on disk stay found):
+
+- ``tenant_dir``: ``EUNICE_FILES_DIR/<tenant>/{uploads,users/<id>/uploads,generated}``.
+  ``uploads/`` holds the tenant's own documents (put there by an operator, outside
+  the app: every user of the tenant may index them); ``users/<id>/uploads/`` holds
+  what a user uploaded through the API, recorded as GeneratedFile rows with their
+  ``user`` (theirs alone, and their tenant's staff': conversations.catalog.access);
+  ``generated/`` the documents tools write.
+- ``catalog_dir``: ``EUNICE_FILES_DIR/<safe tenant>-<digest>/{datasets,exports}``, the
+  conversation catalog's datasets and exported files.
 
 Every path a tool reads or writes is resolved here and must stay inside its
-tenant's directory: no absolute names, no ``..``, no symlink out.
+tenant's directories: no absolute names, no ``..``, no symlink out (``is_tenant_file``).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 from django.conf import settings
 
 _SAFE_TENANT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class UnsafePath(ValueError):
@@ -33,6 +39,35 @@ def tenant_dir(tenant_id: str) -> Path:
     else:
         name = "t-" + hashlib.sha256(tenant_id.encode()).hexdigest()[:32]
     return Path(settings.EUNICE_FILES_DIR) / name
+
+
+def catalog_dir(tenant_id: str, *parts: str) -> Path:
+    """The catalog's directory of the tenant, or ``parts`` below it (created); a hash
+    keeps any tenant id a safe, distinct path."""
+    digest = hashlib.sha256(tenant_id.encode()).hexdigest()[:12]
+    path = Path(settings.EUNICE_FILES_DIR) / f"{safe_name(tenant_id)[:40]}-{digest}"
+    path = path.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def is_tenant_file(tenant_id: str, path: str) -> bool:
+    """Whether ``path`` is an existing file inside one of the tenant's directories
+    (the catalog's, or the uploads and generated files), links resolved.
+    A path a tool result names is checked before it becomes a download: anything
+    else on the server's disk (its secret key, the database) never does."""
+    try:
+        real = Path(path).resolve(strict=True)
+    except (OSError, RuntimeError, ValueError):
+        return False
+    roots = (catalog_dir(tenant_id).resolve(), tenant_dir(tenant_id).resolve())
+    return real.is_file() and any(real.is_relative_to(root) for root in roots)
+
+
+def safe_name(name: str) -> str:
+    """``name`` reduced to letters, digits, dot, dash and underscore (never empty, never a dot path)."""
+    cleaned = _UNSAFE.sub("_", name).strip("._") or "file"
+    return cleaned[:120]
 
 
 def uploads_dir(tenant_id: str) -> Path:
@@ -69,7 +104,7 @@ def list_uploads(tenant_id: str) -> list[str]:
 
 def new_generated_path(tenant_id: str, title: str, extension: str) -> tuple[Path, str]:
     """A fresh path for a generated file and the file name a user sees. Creates the folder."""
-    slug = _SLUG.sub("-", title).strip("-.")[:60] or "document"
+    slug = _UNSAFE.sub("-", title).strip("-.")[:60] or "document"
     folder = tenant_dir(tenant_id) / "generated"
     folder.mkdir(parents=True, exist_ok=True)
     filename = f"{slug}.{extension}"

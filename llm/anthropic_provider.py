@@ -16,9 +16,9 @@ import anthropic
 import httpcore2
 import httpx2
 
-from conversations.llm.anthropic_request import build_params
-from conversations.llm.anthropic_stream import SSEBuffer, StreamAssembler, StreamError, response_from_message, sse_data
-from conversations.llm.errors import (
+from llm.anthropic_request import build_params
+from llm.anthropic_stream import SSEBuffer, StreamAssembler, StreamError, response_from_message, sse_data
+from llm.errors import (
     LLMAuthError,
     LLMBadRequestError,
     LLMConnectionError,
@@ -27,7 +27,7 @@ from conversations.llm.errors import (
     LLMRateLimitError,
     LLMResponseError,
 )
-from conversations.llm.types import LLMRequest, LLMResponse, MessageStop, StreamEvent
+from llm.types import LLMRequest, LLMResponse, MessageStop, StreamEvent
 
 logger = logging.getLogger("eunice.llm")
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.llm.scripted import ScriptedMessagesServer, load_script
+from llm.scripted import ScriptedMessagesServer, load_script
 
 
 class Command(BaseCommand):
     help = (
         "Serve POST /v1/messages on 127.0.0.1 from a script of turns (see "
-        "conversations/llm/scripted/script.py for the format). Point Eunice at it with "
+        "llm/scripted/script.py for the format). Point Eunice at it with "
         "ANTHROPIC_BASE_URL=<printed URL> and any ANTHROPIC_API_KEY. No model is ever called."
     )
 

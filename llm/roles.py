@@ -15,12 +15,12 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from conversations.llm.anthropic_provider import AnthropicProvider
-from conversations.llm.errors import LLMConfigError
-from conversations.llm.offline import MODEL_NAME as OFFLINE_MODEL
-from conversations.llm.offline import OfflineProvider
-from conversations.llm.provider import Provider
-from registry.models import ModelConfig
+from llm.anthropic_provider import AnthropicProvider
+from llm.errors import LLMConfigError
+from llm.models import ModelConfig
+from llm.offline import MODEL_NAME as OFFLINE_MODEL
+from llm.offline import OfflineProvider
+from llm.provider import Provider
 
 
 def get_model_for_role(role: str) -> ModelConfig:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conversations.llm.scripted.script import Expect
+from llm.scripted.script import Expect
 
 MAX_CACHE_BREAKPOINTS = 4  # the API refuses more
 

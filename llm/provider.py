@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Protocol, runtime_checkable
 
-from conversations.llm.types import (
+from llm.types import (
     LLMRequest,
     LLMResponse,
     MessageStop,
@@ -27,7 +27,7 @@ class Provider(Protocol):
     ``stream`` / ``astream`` yield typed events ending with exactly one
     ``MessageStop`` that carries the whole response; ``complete`` /
     ``acomplete`` return that response without streaming. All four raise
-    only ``conversations.llm.errors.LLMError`` subclasses, whose messages are
+    only ``llm.errors.LLMError`` subclasses, whose messages are
     safe to show.
     """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conversations.llm.types import LLMRequest
+from llm.types import LLMRequest
 
 EPHEMERAL = {"type": "ephemeral"}
 # Blocks the API refuses to carry cache_control.

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from registry.models import ModelConfig
+    from llm.models import ModelConfig
 
 # Prompt-cache pricing relative to the input price, as Anthropic bills it:
 # reading a cached prefix costs a tenth, writing one (5-minute TTL) a quarter more.

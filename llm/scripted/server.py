@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from conversations.llm.scripted.checks import blocks, expectation_misses, protocol_problems
-from conversations.llm.scripted.render import LAST_CHUNK, http_chunk, message_json, sse, stream_events
-from conversations.llm.scripted.script import ScriptError, Turn, load_script
+from llm.scripted.checks import blocks, expectation_misses, protocol_problems
+from llm.scripted.render import LAST_CHUNK, http_chunk, message_json, sse, stream_events
+from llm.scripted.script import ScriptError, Turn, load_script
 
 logger = logging.getLogger("eunice.llm.scripted")
 

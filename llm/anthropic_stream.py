@@ -8,9 +8,10 @@ from typing import Any
 
 import orjson
 
-from conversations.llm.cost import Usage
-from conversations.llm.errors import LLMConnectionError, LLMResponseError
-from conversations.llm.types import (
+from eunice.jsonlimits import JSONTooDeep, check_depth, loads_bounded
+from llm.cost import Usage
+from llm.errors import LLMConnectionError, LLMResponseError
+from llm.types import (
     ContentBlock,
     LLMResponse,
     MessageStop,
@@ -25,7 +26,6 @@ from conversations.llm.types import (
     ToolUseStop,
     UsageUpdate,
 )
-from eunice.jsonlimits import JSONTooDeep, check_depth, loads_bounded
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conversations.llm.scripted.script import Turn
+from llm.scripted.script import Turn
 
 SIGNATURE = "scripted-signature"
 # Tool input JSON is streamed in pieces this long, so clients must assemble it.
