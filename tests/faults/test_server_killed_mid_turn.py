@@ -25,7 +25,8 @@ from conversations.models import (
     TurnRecord,
 )
 from conversations.replay import replay
-from registry.models import ModelConfig, TenantMembership
+from llm.models import ModelConfig
+from registry.models import TenantMembership
 from tests.conftest import TENANT
 from tests.test_background_jobs import database_url
 
