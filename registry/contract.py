@@ -25,7 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from types import CoroutineType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registry.contract_coerce import coerce_return, err_from_exception, measure, measure_schema
 from registry.contract_counter import EnvelopeCounter, ToolTally, classify
@@ -44,6 +44,9 @@ from registry.contract_types import (
     envelope_kind,
 )
 from registry.result import ToolResult
+
+if TYPE_CHECKING:
+    from registry.context import ToolContext
 
 __all__ = [
     "ENVELOPE_KINDS",
@@ -331,7 +334,7 @@ def _finisher(spec: ToolSpec, observer: Observer | None) -> Callable[[Envelope],
 
 
 def _sync_dispatch(body: Handler, name: str, finish: Callable[[Envelope], Envelope]) -> Dispatch:
-    def dispatch(inputs: dict, context: dict) -> Any:
+    def dispatch(inputs: dict, context: ToolContext) -> Any:
         try:
             value = body(inputs, context)
             if type(value) is CoroutineType:
@@ -349,7 +352,7 @@ def _sync_dispatch(body: Handler, name: str, finish: Callable[[Envelope], Envelo
 
 
 def _async_dispatch(body: Handler, name: str, finish: Callable[[Envelope], Envelope]) -> Dispatch:
-    async def dispatch(inputs: dict, context: dict) -> Envelope:
+    async def dispatch(inputs: dict, context: ToolContext) -> Envelope:
         try:
             pending = body(inputs, context)
         except HintException as exc:

@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from eunice.jsonlimits import JSONTooDeep, loads_bounded
+from registry.context import ToolContext
 from registry.execlog import writer
 from registry.models import ToolDefinition, ToolExecutionLog
 from registry.registry import get_registry
@@ -59,7 +60,7 @@ def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
             context["input_error"] = f"tenant: you act only for your own tenant ({scope or 'none'})"
             return render(request, "eunice/playground_tool.html", context, status=403)
         result = get_registry().execute_tool(
-            name, inputs, {"tenant_id": tenant, "user_id": str(request.user.pk), "conversation_id": ""}
+            name, inputs, ToolContext(tenant_id=tenant, user_id=str(request.user.pk))
         )
         writer().flush()
         context.update(

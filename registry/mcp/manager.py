@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from django.db import close_old_connections
 
+from registry.context import ToolContext
 from registry.contract import Err, Ok
 from registry.mcp import MCPError, require_sdk
 from registry.mcp import inventory
@@ -415,8 +416,8 @@ class MCPManager:
 def _handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
-    def call_mcp_tool(inputs: dict, context: dict) -> Ok | Err:
-        token = context.get("_cancel")
+    def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
+        token = context.cancel
         return manager.call_tool(server_id, tool, inputs, (lambda: token.cancelled) if token is not None else None)
 
     call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from registry.context import ToolContext
 from registry.sandbox.policy import SandboxRefusal
 
 _DATA_NAMES = frozenset({"df", "datasets", "frames"})
@@ -36,7 +37,7 @@ class StoredDataset:
 
 
 class DatasetSource(Protocol):
-    def readable(self, context: dict) -> tuple[str | None, list[StoredDataset]]:
+    def readable(self, context: ToolContext) -> tuple[str | None, list[StoredDataset]]:
         """The default dataset's name and every dataset the context's caller may read
         (newest first); ``(None, [])`` when it may read none."""
 
@@ -99,7 +100,7 @@ def names_used(code: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def for_run(code: str, context: dict, budget_bytes: int) -> dict[str, Any]:
+def for_run(code: str, context: ToolContext, budget_bytes: int) -> dict[str, Any]:
     """``{"default": df, "frames": {name: frame}}`` for a run of ``code`` for ``context``'s
     caller, at most ``budget_bytes`` of frames in memory (the default dataset first)."""
     used = names_used(code)
