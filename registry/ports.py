@@ -94,3 +94,15 @@ class SystemCatalog(Protocol):
         """The feature flag that turns ``name`` off, if one does."""
 
     def sandbox_callable(self, name: str) -> bool: ...
+
+
+class WorkingSet(Protocol):
+    """The tools a conversation (or one of its namespaces) has paged in, installed by
+    ``conversations`` (registry.surface reads and extends it)."""
+
+    def names(self, conversation_id: str, namespace_id: str) -> list[str]:
+        """The paged-in tool names, in the order they were added."""
+
+    def add(self, conversation_id: str, namespace_id: str, names: list[str], query: str) -> None:
+        """Page ``names`` in (those already there are left as they are)."""
+

@@ -37,6 +37,7 @@ from registry.contract import (
 )
 from registry.execlog import summarize, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
+from registry.lazy import Lazy
 from registry.models import ToolType
 from registry.result import ToolResult
 from registry.snapshot import Definition, Snapshot, redacted
@@ -403,18 +404,7 @@ def _on_worker(func: HandlerFunc, inputs: dict, context: ToolContext) -> Any:
         close_old_connections()
 
 
-_registry: ToolRegistry | None = None
-_registry_lock = threading.Lock()
-
-
-def get_registry() -> ToolRegistry:
-    """The process-wide registry."""
-    global _registry
-    if _registry is None:
-        with _registry_lock:
-            if _registry is None:
-                _registry = ToolRegistry()
-    return _registry
+get_registry: Lazy[ToolRegistry] = Lazy(ToolRegistry)  # the process-wide registry
 
 
 def execute_tool(name: str, inputs: dict | None, context: ToolContext) -> ToolResult:

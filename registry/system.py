@@ -7,20 +7,13 @@ its catalog here when Django starts.
 
 from __future__ import annotations
 
-from django.core.exceptions import ImproperlyConfigured
-
+from registry.installed import Port
 from registry.ports import SystemCatalog
 
-_installed: list[SystemCatalog] = []
-
-
-def install(catalog: SystemCatalog) -> None:
-    """Make ``catalog`` the deployment's system catalog (the tools app does, when ready)."""
-    _installed[:] = [catalog]
+_catalog: Port[SystemCatalog] = Port("system tool catalog", "tools")
+install = _catalog.install
 
 
 def system_catalog() -> SystemCatalog:
     """The installed catalog. Raises ImproperlyConfigured before the tools app is ready."""
-    if not _installed:
-        raise ImproperlyConfigured("no system tool catalog is installed (is 'tools' in INSTALLED_APPS?)")
-    return _installed[0]
+    return _catalog.get()

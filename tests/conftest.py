@@ -22,7 +22,7 @@ def fresh_registry(monkeypatch):
     from registry.surface_floor import clear_floor_cache
 
     fresh = registry_module.ToolRegistry()
-    monkeypatch.setattr(registry_module, "_registry", fresh)
+    monkeypatch.setattr(registry_module.get_registry, "_value", fresh)
     clear_floor_cache()
     clear_capability_cache()
     yield fresh

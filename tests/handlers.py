@@ -47,7 +47,7 @@ def flaky(inputs, context):
 
 def with_side_channels(inputs, context):
     from registry.result import ToolResult
-    from tools.lib.files import new_generated_path
+    from registry.tenant_files import new_generated_path
 
     path, _ = new_generated_path(context.tenant_id, "report", "csv")
     path.write_text("region,total\n")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 
 from conversations.models import ChatMessage, Conversation, ConversationEvent
+from registry import tenant_files as files
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, uniform_contract
-from tools.lib import files
 from tools.lib.render_docs import MIME_TYPES, write_document
 
 # Tool results worth a section of a report; bookkeeping calls are left out.

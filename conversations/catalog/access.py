@@ -90,6 +90,6 @@ def own_uploads(context: ToolContext) -> QuerySet:
 
 def upload_names(context: ToolContext) -> list[str]:
     """What ``{"upload": NAME}`` may name for the caller: their uploads and the tenant's folder."""
-    from tools.lib.files import list_uploads
+    from registry.tenant_files import list_uploads
 
     return sorted({*own_uploads(context).values_list("filename", flat=True), *list_uploads(context.tenant_id)})

@@ -30,7 +30,7 @@ def is_tenant_file(tenant_id: str, path: str) -> bool:
     (the catalog's, or the tools' uploads and generated files), links resolved.
     A path a tool result names is checked before it becomes a download: anything
     else on the server's disk (its secret key, the database) never does."""
-    from tools.lib.files import tenant_dir as tools_tenant_dir
+    from registry.tenant_files import tenant_dir as tools_tenant_dir
 
     try:
         real = Path(path).resolve(strict=True)
@@ -51,7 +51,7 @@ def save_upload(tenant_id: str, *, acting_user: object, name: str, chunks: Itera
     Returns the GeneratedFile row (``user`` set: the upload is the user's alone, and their
     tenant's staff'). Raises OSError when the disk refuses the write.
     """
-    from tools.lib.files import user_uploads_dir
+    from registry.tenant_files import user_uploads_dir
 
     folder = user_uploads_dir(tenant_id, acting_user.pk)  # type: ignore[attr-defined]
     folder.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ from registry.mcp import MCPError, require_sdk
 from registry.mcp import inventory
 from registry.mcp.breaker import CircuitBreaker
 from registry.mcp.config import CONNECT_TIMEOUT, ServerConfig
+from registry.lazy import Lazy
 from registry.mcp.connection import Connection, ConnectionLost
 from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
@@ -437,15 +438,4 @@ def _registry():  # noqa: ANN202
     return get_registry()
 
 
-_manager: MCPManager | None = None
-_manager_lock = threading.Lock()
-
-
-def get_manager() -> MCPManager:
-    """The process-wide manager."""
-    global _manager
-    if _manager is None:
-        with _manager_lock:
-            if _manager is None:
-                _manager = MCPManager()
-    return _manager
+get_manager: Lazy[MCPManager] = Lazy(MCPManager)  # the process-wide manager

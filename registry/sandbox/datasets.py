@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from registry.context import ToolContext
+from registry.installed import Port
 from registry.sandbox.policy import SandboxRefusal
 
 _DATA_NAMES = frozenset({"df", "datasets", "frames"})
@@ -42,13 +43,8 @@ class DatasetSource(Protocol):
         (newest first); ``(None, [])`` when it may read none."""
 
 
-_source: DatasetSource | None = None
-
-
-def provide(source: DatasetSource) -> None:
-    """Install the app's dataset source (the conversations app does, when Django starts)."""
-    global _source
-    _source = source
+_sources: Port[DatasetSource] = Port("dataset source", "conversations")
+provide = _sources.install  # the conversations app installs its catalog's, when Django starts
 
 
 class DatasetTooLarge:
@@ -104,9 +100,10 @@ def for_run(code: str, context: ToolContext, budget_bytes: int) -> dict[str, Any
     """``{"default": df, "frames": {name: frame}}`` for a run of ``code`` for ``context``'s
     caller, at most ``budget_bytes`` of frames in memory (the default dataset first)."""
     used = names_used(code)
-    if _source is None or not used:
+    source = _sources.installed()
+    if source is None or not used:
         return {}
-    default, stored = _source.readable(context)
+    default, stored = source.readable(context)
     if not used & {"datasets", "frames"}:
         stored = [item for item in stored if item.name == default]
     stored.sort(key=lambda item: item.name != default)  # stable: the default, then newest first

@@ -23,7 +23,7 @@ from django.db import connection as app_connection
 
 from conversations.models import DataSource
 from tests.conftest import OTHER_TENANT, TENANT, text
-from tools.lib.files import uploads_dir
+from registry.tenant_files import uploads_dir
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

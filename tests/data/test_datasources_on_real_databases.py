@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 
 from conversations.models import DataSource
 from tests.conftest import OTHER_TENANT, TENANT, text
-from tools.lib.files import uploads_dir
+from registry.tenant_files import uploads_dir
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -110,7 +110,7 @@ def check_connected(connection: Any) -> None:
 def tenant_file(tenant_id: str, path: str) -> Path:
     """The real path of ``path`` when it is a file in one of the tenant's folders and not the
     app's database. A relative path is taken inside the tenant's uploads. Raises SourceRefused."""
-    from tools.lib.files import uploads_dir
+    from registry.tenant_files import uploads_dir
 
     given = Path(path)
     if not given.is_absolute():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from registry import tenant_files as files
 from registry.context import ToolContext
 from registry.contract import HintException
-from tools.lib import files
 from tools.lib.extract import (
     FORMATS,
     RefusedDocument,
