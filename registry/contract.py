@@ -1,13 +1,8 @@
 """The Uniform Tool Contract: every dispatched tool call ends as Ok | Hint | Err.
 
-Two ways in, both recording a ToolSpec in one module-level table:
-
-* ``migrate_tool(handler, name, is_tabular=...)`` registers a spec and returns
-  the handler untouched; it keeps returning ToolResult / legacy dicts to its
-  direct callers.
-* ``@uniform_contract(name=..., is_tabular=...)`` decorates a handler whose
-  body returns ``Ok`` or raises ``HintException``; the decorated function
-  always returns an envelope.
+``@uniform_contract(name=..., is_tabular=...)`` records a ToolSpec in one
+module-level table and decorates a handler whose body returns ``Ok`` or raises
+``HintException``; the decorated function always returns an envelope.
 
 The registry calls ``wrap_for_dispatch(name, handler)`` once per tool at
 registration; the returned callable is what dispatch invokes, and it coerces,
@@ -68,7 +63,6 @@ __all__ = [
     "envelope_to_tool_result",
     "measure",
     "measure_schema",
-    "migrate_tool",
     "registered_names",
     "render_envelope",
     "spec_for",
@@ -132,23 +126,6 @@ def registered_names() -> frozenset[str]:
     return frozenset(_TOOL_SPECS)
 
 
-def migrate_tool(
-    handler: Handler,
-    name: str,
-    *,
-    is_tabular: bool,
-    is_cost_rollup: bool = False,
-    expected_envelopes: Iterable[str] = ENVELOPE_KINDS,
-) -> Handler:
-    """Register a spec for an unmodified handler and return the handler itself.
-
-    Raises ValueError if ``name`` already has a spec for a different handler or
-    different flags, or if the spec itself is invalid (see ToolSpec).
-    """
-    _register(ToolSpec(name, handler, is_tabular, is_cost_rollup, frozenset(expected_envelopes)))
-    return handler
-
-
 def uniform_contract(
     *,
     name: str,
@@ -160,7 +137,8 @@ def uniform_contract(
 
     The decorated function always returns an envelope (a coroutine resolving to
     one for an ``async def`` handler): a raised HintException becomes a Hint,
-    any other exception an Err. Raises ValueError as ``migrate_tool`` does.
+    any other exception an Err. Raises ValueError if ``name`` already has a spec for a
+    different handler or different flags, or if the spec itself is invalid (see ToolSpec).
     """
 
     def decorate(handler: Handler) -> Dispatch:
