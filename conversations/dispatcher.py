@@ -165,12 +165,12 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
     state.repeat_count = state.repeat_count + 1 if h == state.last_hash else 1
     state.last_hash = h
     if state.repeat_count > LOOP_GUARD_THRESHOLD:
-        refusal = Err(
+        looping = Err(
             f"refused: this is call {state.repeat_count} in a row of {name} with the same arguments; "
             "the result will not change. Use what you have or try a different approach.",
             "LoopGuard",
         )
-        return _Planned(block, h, refusal, "", started, status_message)
+        return _Planned(block, h, looping, "", started, status_message)
     refusal, warnings = policy_refusal(name, runtime, state)
     hint = repeat_failure_hint(name, h, state)
     return _Planned(block, h, refusal, "\n".join(p for p in (warnings, hint) if p), started, status_message)

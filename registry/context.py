@@ -9,7 +9,6 @@ are how a tool reaches the conversation without importing it.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,7 +55,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Who calls, from where, and what the call may reach. Immutable; ``replace`` for a variant."""
+    """Who calls, from where, and what the call may reach. Immutable (``dataclasses.replace`` for a variant)."""
 
     tenant_id: str
     user_id: str = ""  # a user's primary key, or a username (call_tool --user)
@@ -93,6 +92,3 @@ class ToolContext:
         made = object.__new__(ToolContext)
         made.__dict__.update(self.__dict__, registry=registry, tool_name=name, reasoning=reasoning)
         return made
-
-    def replace(self, **changes: Any) -> "ToolContext":
-        return dataclasses.replace(self, **changes)

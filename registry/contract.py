@@ -78,8 +78,8 @@ logger = logging.getLogger(__name__)
 # content, a custom tool) must not make any of them carry megabytes.
 MAX_CARDS_BYTES = 1024 * 1024
 
-Handler = Callable[[dict, dict], Any]
-Dispatch = Callable[[dict, dict], Any]
+Handler = Callable[[dict, "ToolContext"], Any]
+Dispatch = Callable[[dict, "ToolContext"], Any]
 Observer = Callable[[str, Envelope], None]
 
 

@@ -133,10 +133,10 @@ class ToolRegistry:
         catalog = system_catalog()
         with self._lock:
             enabled = {entry["name"]: entry for entry in catalog.entries()}
-            for entry in catalog.all_entries():
-                if entry["name"] not in enabled:
-                    flag = catalog.flag_of(entry["name"]) or "?"
-                    self._unavailable[entry["name"]] = f"turned off by the feature flag {flag}"
+            for listed in catalog.all_entries():
+                if listed["name"] not in enabled:
+                    flag = catalog.flag_of(listed["name"]) or "?"
+                    self._unavailable[listed["name"]] = f"turned off by the feature flag {flag}"
             for name, definition in defs.items():
                 if definition.tool_type != ToolType.SYSTEM or name in self._handlers:
                     continue

@@ -277,6 +277,13 @@ def test_handlers_receive_a_typed_context_of_their_turn(run, make_tool, user, co
     assert context.questions is None  # nobody is on a socket to answer
 
 
+def test_a_tool_sees_the_datasets_earlier_tools_of_the_conversation_made(run, make_tool):
+    make_tool("report", handlers.with_side_channels)
+    make_tool("reader", lambda inputs, context: f"datasets: {sorted(context.datasets)}")
+    dispatch(run, block("report"))
+    assert "datasets: ['sales']" in dispatch(run, block("reader"))[0].content
+
+
 def test_a_sequential_system_tool_is_known_on_a_registry_that_has_not_loaded_yet(run, registry, monkeypatch):
     from tools import catalog
 
