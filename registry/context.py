@@ -9,6 +9,7 @@ are how a tool reaches the conversation without importing it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,9 @@ from registry.ports import (
 
 if TYPE_CHECKING:
     from registry.registry import ToolRegistry
+
+
+_new = object.__new__
 
 
 def _no_progress(message: str, fraction: float | None = None) -> None:
@@ -86,9 +90,26 @@ class ToolContext:
     reasoning: str | None = None
     registry: "ToolRegistry | None" = None
 
+    def __post_init__(self) -> None:
+        # A field left at its plain default is read from the class: the instance keeps only
+        # what differs, so that copying it for each call (``for_call``) stays cheap.
+        fields = self.__dict__
+        for name, default in _PLAIN_DEFAULTS:
+            if fields[name] is default:
+                del fields[name]
+
     def for_call(self, registry: "ToolRegistry", name: str, reasoning: str | None) -> "ToolContext":
         """This context as the registry hands it to ``name``'s handler."""
         # Not dataclasses.replace: that re-runs __init__, and this is on every call's path.
-        made = object.__new__(ToolContext)
-        made.__dict__.update(self.__dict__, registry=registry, tool_name=name, reasoning=reasoning)
+        made = _new(ToolContext)
+        fields = made.__dict__
+        fields.update(self.__dict__)
+        fields["registry"], fields["tool_name"], fields["reasoning"] = registry, name, reasoning
         return made
+
+
+# Fields whose default is a plain value (not a function: read from the class, that would bind).
+_PLAIN_DEFAULTS = tuple(
+    (f.name, f.default) for f in dataclasses.fields(ToolContext)
+    if f.default is not dataclasses.MISSING and not hasattr(type(f.default), "__get__")
+)

@@ -12,6 +12,8 @@ The rules are a table, in order; the first that refuses decides:
   travels into the calls a sandboxed run makes, so they meet the same rules.
 
 A refusal is an Err; the registry renders, records and logs it like a call that ran.
+A context with neither a sandbox scope nor a gate meets no rule: the registry skips
+``check`` for it (that is the hot path of a call from the command line or a test).
 """
 
 from __future__ import annotations
