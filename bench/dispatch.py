@@ -47,6 +47,7 @@ def per_call_us(fn, calls: int, after=None) -> float:
 
 
 def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
+    from registry.context import ToolContext
     from registry.models import ToolDefinition, ToolStatus, ToolType
 
     ToolDefinition.objects.filter(name__in=names).delete()
@@ -57,7 +58,7 @@ def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
         )
     registry.register_handler("bench_add", add, inline=True)
     registry.register_handler("bench_add_threaded", add, inline=False)
-    context = {"tenant_id": "bench", "user_id": "bench"}
+    context = ToolContext(tenant_id="bench", user_id="bench")
     inputs = {"a": 2, "b": 3}
     assert registry.execute_tool("bench_add", inputs, context).content == "✓ ok. 1 row.\n5"
 

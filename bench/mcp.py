@@ -61,10 +61,11 @@ def registry_server(transport: str, target: str):
 
 
 def registry_calls(count: int) -> list[float]:
+    from registry.context import ToolContext
     from registry.mcp.naming import tool_name
     from registry.registry import get_registry
 
-    registry, context = get_registry(), {"tenant_id": "bench", "user_id": "bench"}
+    registry, context = get_registry(), ToolContext(tenant_id="bench", user_id="bench")
     name = tool_name("bench", "bench", "add")
     samples = []
     for _ in range(count):

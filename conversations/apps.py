@@ -8,7 +8,10 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations.catalog.sandbox import CatalogDatasets
+        from conversations.working_set import StoredWorkingSets
+        from registry import surface
         from registry.sandbox import datasets
 
-        # The sandbox (registry) reads conversation datasets only through this port.
+        # The registry reads conversation datasets and working sets only through these ports.
         datasets.provide(CatalogDatasets())
+        surface.working_sets.install(StoredWorkingSets())

@@ -1,7 +1,9 @@
 """The dispatcher: between the model's tool_use blocks and the registry.
 
-Per call it checks the loop guard and the policy rules, runs the tool through
-``aexecute_tool`` raced against the user's cancel, and routes the result's
+Per call it checks the loop guard and the policy rules, in the model's order, and
+leaves the verdict with the turn's gate (conversations.ports.TurnGate), which the
+registry's pre-dispatch gate consults; it runs the tool through ``aexecute_tool``
+raced against the user's cancel, and routes the result's
 side channels (exports, datasets, cards, cost). Several calls of one turn run
 concurrently up to ``Runtime.parallel_limit``; results keep the model's order.
 """
@@ -17,10 +19,12 @@ from dataclasses import dataclass, replace
 
 
 from conversations.policies import Violation, check_policies, count_violation, format_policy_warnings
+from conversations.ports import TurnGate
 from conversations.runtime import Runtime
 from conversations.side_effects import route_side_effects
 from conversations.state import DispatchState
 from registry.aio import in_db_thread
+from registry.context import ToolContext
 from registry.contract import Err
 from registry.result import ToolResult
 from registry.snapshot import redacted
@@ -108,13 +112,16 @@ async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: Dispa
     before and after it, in order.
     """
     results: list[DispatchResult] = []
+    gate = TurnGate(runtime, state)
     for group in await in_db_thread(_groups)(blocks, runtime):
         planned = await in_db_thread(_plan_group)(group, runtime, state)
         limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
+        for item in planned:
+            gate.plan(item.block["id"], item.refusal)
 
         async def run(item: _Planned) -> ToolResult:
             async with limit:
-                return await _execute(item, runtime, state)
+                return await _execute(item, runtime, state, gate)
 
         outcomes = await asyncio.gather(*(run(item) for item in planned))
         results += await in_db_thread(_settle_group)(planned, outcomes, runtime, state)
@@ -158,18 +165,24 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
     state.repeat_count = state.repeat_count + 1 if h == state.last_hash else 1
     state.last_hash = h
     if state.repeat_count > LOOP_GUARD_THRESHOLD:
-        refusal = Err(
+        looping = Err(
             f"refused: this is call {state.repeat_count} in a row of {name} with the same arguments; "
             "the result will not change. Use what you have or try a different approach.",
             "LoopGuard",
         )
-        return _Planned(block, h, refusal, "", started, status_message)
-    violations = _violations(name, runtime, state)
-    warnings = format_policy_warnings(violations)
-    blocked = [v for v in violations if v.blocking]
-    refusal = Err(f"refused by policy: {blocked[0].detail}", "PolicyBlocked") if blocked else None
+        return _Planned(block, h, looping, "", started, status_message)
+    refusal, warnings = policy_refusal(name, runtime, state)
     hint = repeat_failure_hint(name, h, state)
     return _Planned(block, h, refusal, "\n".join(p for p in (warnings, hint) if p), started, status_message)
+
+
+def policy_refusal(name: str, runtime: Runtime, state: DispatchState) -> tuple[Err | None, str]:
+    """The policy rules' verdict on a call of ``name`` now: a refusal when one blocks,
+    and the warnings of those that do not. Their violations are recorded and counted."""
+    violations = _violations(name, runtime, state)
+    blocked = [v for v in violations if v.blocking]
+    refusal = Err(f"refused by policy: {blocked[0].detail}", "PolicyBlocked") if blocked else None
+    return refusal, format_policy_warnings(violations)
 
 
 def _violations(name: str, runtime: Runtime, state: DispatchState) -> list[Violation]:
@@ -193,13 +206,12 @@ def _violations(name: str, runtime: Runtime, state: DispatchState) -> list[Viola
     return counted
 
 
-async def _execute(item: _Planned, runtime: Runtime, state: DispatchState) -> ToolResult:
+async def _execute(item: _Planned, runtime: Runtime, state: DispatchState, gate: TurnGate) -> ToolResult:
+    """The call through the registry (whose gate refuses what ``_plan`` refused)."""
     block = item.block
-    context = runtime.tool_context(block["id"], block["name"], state.cancel)
-    if item.refusal is not None:
-        return await in_db_thread(runtime.registry.refuse)(
-            block["name"], block.get("input"), context, item.refusal
-        )
+    context = runtime.tool_context(block["id"], block["name"], state.cancel, gate)
+    if item.refusal is not None:  # the gate refuses it at once: nothing to race
+        return await runtime.registry.aexecute_tool(block["name"], block.get("input"), context)
     if state.cancel.cancelled:
         return await _cancelled(block, runtime, context)
     task = asyncio.ensure_future(runtime.registry.aexecute_tool(block["name"], block.get("input"), context))
@@ -209,12 +221,12 @@ async def _execute(item: _Planned, runtime: Runtime, state: DispatchState) -> To
     if task in done:
         return task.result()
     # The user stopped waiting; a tool running in a thread finishes (or not)
-    # on its own, one in a process is told through context["_cancel"].
+    # on its own, one in a process is told through context.cancel.
     task.cancel()
     return await _cancelled(block, runtime, context)
 
 
-async def _cancelled(block: dict, runtime: Runtime, context: dict) -> ToolResult:
+async def _cancelled(block: dict, runtime: Runtime, context: ToolContext) -> ToolResult:
     envelope = Err("cancelled by the user before the tool finished", "Cancelled")
     return await in_db_thread(runtime.registry.refuse)(
         block["name"], block.get("input"), context, envelope

@@ -129,7 +129,7 @@ async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, r
     limit = budget_usd if parent.budget_limit is None else min(budget_usd or parent.budget_limit, parent.budget_limit)
     child = replace(parent, mode="delegate", cost=CostTracker(), cards=[], datasets=dict(parent.datasets),
                     failed_delegations=[],
-                    budget_limit=(parent.budget_ref[0] + limit) if limit is not None else None,
+                    budget_limit=(parent.budget.spent + limit) if limit is not None else None,
                     depth=parent.depth + 1, interactive=False)
     state = await in_db_thread(DispatchState.for_conversation)(parent.conversation)
     try:
@@ -148,7 +148,7 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
         prepared = None if state.cancel.cancelled else await in_db_thread(_next_request)(runtime, config, messages, estimator)
         if prepared is None:  # cancelled, here or (the conversation's flag) in another process
             return _cancelled(runtime, call - 1, new_messages, response)
-        if runtime.budget_limit is not None and runtime.budget_ref[0] >= runtime.budget_limit:
+        if runtime.budget_limit is not None and runtime.budget.spent >= runtime.budget_limit:
             text = (response.text if response else "") + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
             return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
         request, entries, size = prepared
@@ -301,7 +301,7 @@ async def _relay(events: AsyncIterator, display: Any) -> LLMResponse:
 def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: list) -> None:
     cost = response.usage.cost_usd(config)
     runtime.cost.add(f"llm:{config.model}", cost)
-    runtime.budget_ref[0] += cost
+    runtime.budget.spend(cost)
     if response.thinking:
         runtime.recorder.record("thinking", {"text": response.thinking})
     if response.text:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from django.conf import settings
@@ -13,6 +14,9 @@ from conversations.effects import EffectContext, EffectLog, RecordingDisplay, Re
 from conversations.models import Conversation
 from conversations.recording import EventRecorder, ListDisplay, persist_message
 from conversations.state import CostTracker
+from conversations.ports import Questions, Subtasks
+from registry.context import Budget, ToolContext
+from registry.ports import CallGate, CancelSignal
 from registry.registry import ToolRegistry, get_registry
 
 
@@ -30,7 +34,7 @@ class Runtime:
     cost: CostTracker = field(default_factory=CostTracker)
     datasets: dict[str, Any] = field(default_factory=dict)
     cards: list[dict] = field(default_factory=list)
-    budget_ref: list[float] = field(default_factory=lambda: [0.0])
+    budget: Budget = field(default_factory=Budget)  # shared with the turn's delegated tasks
     budget_limit: float | None = None
     interactive: bool = False  # a person is on a websocket and can answer questions
     depth: int = 0  # 0 for the user's own turn, 1 inside a delegated task
@@ -83,31 +87,30 @@ class Runtime:
 
         return report
 
-    def tool_context(self, tool_use_id: str, name: str, cancel: Any) -> dict[str, Any]:
-        """The context a handler receives (the registry adds _reasoning and _tool_registry)."""
-        from registry.contract import spec_for
-
-        return {
-            "tenant_id": self.tenant_id,
-            "user_id": self.user_id,
-            "conversation_id": self.conversation.pk,
-            "mode": self.mode,
-            "catalog": self.catalog,
-            "capabilities": self.capabilities,
-            "display": self.display,
-            "progress_callback": self.progress_reporter(tool_use_id, name),
-            "_recorder": self.recorder,
-            "_user_message": self.user_message,
-            "_agentic_mode": self.mode == "agentic",
-            "_tool_spec": spec_for(name),
-            "_budget_ref": self.budget_ref,
-            "_budget_limit": self.budget_limit,
-            "_namespace_id": self.conversation.namespace_id,
-            "_current_tool_use_id": tool_use_id,
-            "_cancel": cancel,
-            # For the tools that drive the loop itself (delegate, request_user_input).
-            "_runtime": self,
-        }
+    def tool_context(
+        self, tool_use_id: str, name: str, cancel: CancelSignal | None = None, gate: CallGate | None = None
+    ) -> ToolContext:
+        """The context a handler receives (the registry adds reasoning, registry and tool_name)."""
+        return ToolContext(
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            conversation_id=self.conversation.pk,
+            namespace_id=self.conversation.namespace_id,
+            mode=self.mode,
+            capabilities=self.capabilities,
+            tool_use_id=tool_use_id,
+            depth=self.depth,
+            progress=self.progress_reporter(tool_use_id, name),
+            cancel=cancel,
+            budget=self.budget,
+            budget_limit=self.budget_limit,
+            datasets=MappingProxyType(self.datasets),
+            catalog=self.catalog,
+            recorder=self.recorder,
+            subtasks=Subtasks(self),
+            questions=Questions(self) if self.interactive else None,
+            gate=gate,
+        )
 
 
 def start_run(

@@ -52,7 +52,7 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
             # A roll-up (delegate) reports what its leaf calls cost; those calls
             # already wrote their own usage rows and moved the budget.
             return shown
-        runtime.budget_ref[0] += result.cost
+        runtime.budget.spend(result.cost)
         UsageLog.objects.create(
             tenant_id=runtime.tenant_id, user_id=runtime.user_id, conversation=runtime.conversation,
             kind=UsageLog.Kind.TOOL, name=tool_name, cost_usd=result.cost,

@@ -4,6 +4,7 @@ from django.http import JsonResponse
 from django.urls import include, path
 from django.views import defaults
 
+from conversations import staff_views as telemetry_views
 from conversations import views as chat_views
 from registry import staff_views
 
@@ -30,8 +31,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("playground/", staff_views.playground, name="playground"),
     path("playground/<str:name>/", staff_views.playground_tool, name="playground-tool"),
-    path("telemetry/", staff_views.telemetry, name="telemetry"),
-    path("telemetry/conversations/<str:conversation_id>/", staff_views.telemetry_conversation, name="telemetry-conversation"),
+    path("telemetry/", telemetry_views.telemetry, name="telemetry"),
+    path("telemetry/conversations/<str:conversation_id>/", telemetry_views.telemetry_conversation, name="telemetry-conversation"),
     path("admin/", admin.site.urls),
     path("api/", include("eunice.api_urls")),
     path("health/", health, name="health"),

@@ -14,30 +14,28 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from registry.lazy import Lazy
+
 T = TypeVar("T")
 
-_loop: asyncio.AbstractEventLoop | None = None
-_thread: threading.Thread | None = None
-_lock = threading.Lock()
+def _start_loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="registry-event-loop", daemon=True)
+    thread.start()
+    return loop, thread
+
+
+_background: Lazy[tuple[asyncio.AbstractEventLoop, threading.Thread]] = Lazy(_start_loop)
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
     """The shared loop, started on first use."""
-    global _loop, _thread
-    if _loop is None:
-        with _lock:
-            if _loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="registry-event-loop", daemon=True
-                )
-                thread.start()
-                _loop, _thread = loop, thread
-    return _loop
+    return _background()[0]
 
 
 def on_background_loop() -> bool:
-    return _thread is not None and threading.current_thread() is _thread
+    started = _background.peek()
+    return started is not None and threading.current_thread() is started[1]
 
 
 def run_sync(coro: Coroutine[Any, Any, T], timeout: float) -> T:
@@ -87,6 +85,7 @@ def in_worker_thread(func):
 
 
 _db_pools: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+_lock = threading.Lock()
 
 
 def _db_pool() -> concurrent.futures.ThreadPoolExecutor:

@@ -29,12 +29,10 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from registry.context import ToolContext
 from registry.models import ApprovalStatus, PendingApproval
 from registry.tenancy import tenant_of
 
-# The context key through which the host hands an approved row to the tool it runs.
-# Only host code builds contexts; a model's call sets arguments, never this.
-APPROVAL_KEY = "_approval_id"
 DECIDE_ANY = "registry.decide_pendingapproval"
 MAX_REASON_CHARS = 1000
 
@@ -164,17 +162,17 @@ def _uuid(approval_id: str | uuid.UUID) -> uuid.UUID | None:
         return None
 
 
-def context_for(row: PendingApproval) -> dict:
+def context_for(row: PendingApproval) -> ToolContext:
     """The context the host runs an approved call with: as the person who approved it."""
-    return {
-        "tenant_id": row.tenant_id,
-        "user_id": str(row.decided_by_id or ""),
-        "conversation_id": row.conversation_id,
-        APPROVAL_KEY: str(row.pk),
-    }
+    return ToolContext(
+        tenant_id=row.tenant_id,
+        user_id=str(row.decided_by_id or ""),
+        conversation_id=row.conversation_id,
+        approval_id=str(row.pk),
+    )
 
 
-def claim(context: dict, tool_name: str, arguments: dict) -> PendingApproval | None:
+def claim(context: ToolContext, tool_name: str, arguments: dict) -> PendingApproval | None:
     """For the tool: the approved row its context carries, taken for this one run.
 
     None when the context carries no approval (the tool should then ask for
@@ -182,11 +180,11 @@ def claim(context: dict, tool_name: str, arguments: dict) -> PendingApproval | N
     was used already, is another tool's or tenant's, was approved for other
     arguments, or no longer matches its hash.
     """
-    approval_id = context.get(APPROVAL_KEY)
+    approval_id = context.approval_id
     if not approval_id:
         return None
     row = PendingApproval.objects.filter(
-        pk=_uuid(approval_id), tenant_id=context.get("tenant_id"), tool_name=tool_name
+        pk=_uuid(approval_id), tenant_id=context.tenant_id, tool_name=tool_name
     ).first()
     if row is None or row.status != ApprovalStatus.APPROVED:
         raise ApprovalConflict("this call has no approval from the person")

@@ -12,6 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from registry.context import ToolContext
 from registry.models import ReviewAction, ToolDefinition, ToolReview
 from registry.sandbox import service
 
@@ -36,7 +37,7 @@ def static_problems(tool: ToolDefinition) -> list[str]:
 
 def run_case(tool: ToolDefinition, case: dict) -> dict[str, Any]:
     """Run one test case ``{"inputs": {...}, "expect": "text the output contains"}``."""
-    context = {"tenant_id": tool.tenant_id if tool.tenant_id != "*" else "audit", "user_id": "auditor"}
+    context = ToolContext(tenant_id=tool.tenant_id if tool.tenant_id != "*" else "audit", user_id="auditor")
     outcome = service.run_code(tool.implementation, case.get("inputs") or {}, context,
                                tool_name=tool.name, definition_hash=tool.definition_hash)
     output = service.outcome_to_return(outcome)

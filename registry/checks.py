@@ -26,9 +26,9 @@ def check_tool_system_settings(app_configs=None, **kwargs) -> list:
             )
         )
     try:
-        from tools.catalog import system_tools
+        from registry.system import system_catalog
 
-        system_tools()
+        system_catalog().entries()
     except KeyError as exc:
         problems.append(Error(f"the system tool catalog is inconsistent: {exc}", id="eunice.E002"))
     return problems

@@ -1,13 +1,8 @@
 """The Uniform Tool Contract: every dispatched tool call ends as Ok | Hint | Err.
 
-Two ways in, both recording a ToolSpec in one module-level table:
-
-* ``migrate_tool(handler, name, is_tabular=...)`` registers a spec and returns
-  the handler untouched; it keeps returning ToolResult / legacy dicts to its
-  direct callers.
-* ``@uniform_contract(name=..., is_tabular=...)`` decorates a handler whose
-  body returns ``Ok`` or raises ``HintException``; the decorated function
-  always returns an envelope.
+``@uniform_contract(name=..., is_tabular=...)`` records a ToolSpec in one
+module-level table and decorates a handler whose body returns ``Ok`` or raises
+``HintException``; the decorated function always returns an envelope.
 
 The registry calls ``wrap_for_dispatch(name, handler)`` once per tool at
 registration; the returned callable is what dispatch invokes, and it coerces,
@@ -25,7 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from types import CoroutineType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registry.contract_coerce import coerce_return, err_from_exception, measure, measure_schema
 from registry.contract_counter import EnvelopeCounter, ToolTally, classify
@@ -44,6 +39,9 @@ from registry.contract_types import (
     envelope_kind,
 )
 from registry.result import ToolResult
+
+if TYPE_CHECKING:
+    from registry.context import ToolContext
 
 __all__ = [
     "ENVELOPE_KINDS",
@@ -65,7 +63,6 @@ __all__ = [
     "envelope_to_tool_result",
     "measure",
     "measure_schema",
-    "migrate_tool",
     "registered_names",
     "render_envelope",
     "spec_for",
@@ -81,8 +78,8 @@ logger = logging.getLogger(__name__)
 # content, a custom tool) must not make any of them carry megabytes.
 MAX_CARDS_BYTES = 1024 * 1024
 
-Handler = Callable[[dict, dict], Any]
-Dispatch = Callable[[dict, dict], Any]
+Handler = Callable[[dict, "ToolContext"], Any]
+Dispatch = Callable[[dict, "ToolContext"], Any]
 Observer = Callable[[str, Envelope], None]
 
 
@@ -129,23 +126,6 @@ def registered_names() -> frozenset[str]:
     return frozenset(_TOOL_SPECS)
 
 
-def migrate_tool(
-    handler: Handler,
-    name: str,
-    *,
-    is_tabular: bool,
-    is_cost_rollup: bool = False,
-    expected_envelopes: Iterable[str] = ENVELOPE_KINDS,
-) -> Handler:
-    """Register a spec for an unmodified handler and return the handler itself.
-
-    Raises ValueError if ``name`` already has a spec for a different handler or
-    different flags, or if the spec itself is invalid (see ToolSpec).
-    """
-    _register(ToolSpec(name, handler, is_tabular, is_cost_rollup, frozenset(expected_envelopes)))
-    return handler
-
-
 def uniform_contract(
     *,
     name: str,
@@ -157,7 +137,8 @@ def uniform_contract(
 
     The decorated function always returns an envelope (a coroutine resolving to
     one for an ``async def`` handler): a raised HintException becomes a Hint,
-    any other exception an Err. Raises ValueError as ``migrate_tool`` does.
+    any other exception an Err. Raises ValueError if ``name`` already has a spec for a
+    different handler or different flags, or if the spec itself is invalid (see ToolSpec).
     """
 
     def decorate(handler: Handler) -> Dispatch:
@@ -331,7 +312,7 @@ def _finisher(spec: ToolSpec, observer: Observer | None) -> Callable[[Envelope],
 
 
 def _sync_dispatch(body: Handler, name: str, finish: Callable[[Envelope], Envelope]) -> Dispatch:
-    def dispatch(inputs: dict, context: dict) -> Any:
+    def dispatch(inputs: dict, context: ToolContext) -> Any:
         try:
             value = body(inputs, context)
             if type(value) is CoroutineType:
@@ -349,7 +330,7 @@ def _sync_dispatch(body: Handler, name: str, finish: Callable[[Envelope], Envelo
 
 
 def _async_dispatch(body: Handler, name: str, finish: Callable[[Envelope], Envelope]) -> Dispatch:
-    async def dispatch(inputs: dict, context: dict) -> Envelope:
+    async def dispatch(inputs: dict, context: ToolContext) -> Envelope:
         try:
             pending = body(inputs, context)
         except HintException as exc:

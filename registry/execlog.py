@@ -19,6 +19,8 @@ from typing import Any
 
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
+from registry.lazy import Lazy
+
 logger = logging.getLogger("eunice.registry")
 
 SUMMARY_CHARS = 500
@@ -155,23 +157,16 @@ def _values(row: dict[str, Any]) -> tuple:
     )
 
 
-_writer: ExecutionLogWriter | None = None
-_writer_lock = threading.Lock()
+def _new_writer() -> ExecutionLogWriter:
+    """The process-wide writer, configured from settings; stopped (flushed) at exit."""
+    from django.conf import settings
+
+    made = ExecutionLogWriter(settings.EXECUTION_LOG_FLUSH_SECONDS, settings.EXECUTION_LOG_MAX_BUFFER)
+    atexit.register(made.stop)
+    return made
 
 
-def writer() -> ExecutionLogWriter:
-    """The process-wide writer, configured from settings on first use."""
-    global _writer
-    if _writer is None:
-        with _writer_lock:
-            if _writer is None:
-                from django.conf import settings
-
-                _writer = ExecutionLogWriter(
-                    settings.EXECUTION_LOG_FLUSH_SECONDS, settings.EXECUTION_LOG_MAX_BUFFER
-                )
-                atexit.register(_writer.stop)
-    return _writer
+writer: Lazy[ExecutionLogWriter] = Lazy(_new_writer)
 
 
 def summarize(content: str) -> str:

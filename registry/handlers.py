@@ -7,11 +7,14 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from registry.context import ToolContext
 
 logger = logging.getLogger("eunice.registry")
 
-HandlerFunc = Callable[[dict, dict], Any]
+HandlerFunc = Callable[[dict, "ToolContext"], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +81,10 @@ def import_system_handlers() -> list[str]:
     answers were streaming. A module that fails is only logged here; the
     registry reports the tool as unavailable when it loads it.
     """
-    from tools.catalog import system_tools
+    from registry.system import system_catalog
 
     failed = []
-    for module_name in sorted({entry["handler_path"].rpartition(".")[0] for entry in system_tools()}):
+    for module_name in sorted({entry["handler_path"].rpartition(".")[0] for entry in system_catalog().entries()}):
         try:
             importlib.import_module(module_name)
         except ImportError as exc:

@@ -25,7 +25,8 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from eunice.jsonlimits import JSONTooDeep, check_depth
-from registry import aio
+from registry import aio, gate
+from registry.context import ToolContext
 from registry.contract import (
     Envelope,
     Err,
@@ -36,6 +37,7 @@ from registry.contract import (
 )
 from registry.execlog import summarize, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
+from registry.lazy import Lazy
 from registry.models import ToolType
 from registry.result import ToolResult
 from registry.snapshot import Definition, Snapshot, redacted
@@ -54,7 +56,7 @@ class Call:
 
     name: str
     inputs: dict
-    context: dict
+    context: ToolContext
     definition: Definition | None
     handler: Handler | None
     started: float
@@ -126,14 +128,15 @@ class ToolRegistry:
         return defs
 
     def _load_system_handlers(self, defs: dict[str, Definition]) -> None:
-        from tools.catalog import ALL_SYSTEM_TOOLS, FLAG_GATED, system_tools
+        from registry.system import system_catalog
 
+        catalog = system_catalog()
         with self._lock:
-            enabled = {entry["name"]: entry for entry in system_tools()}
-            for entry in ALL_SYSTEM_TOOLS:
-                if entry["name"] not in enabled:
-                    flag = FLAG_GATED.get(entry["name"], "?")
-                    self._unavailable[entry["name"]] = f"turned off by the feature flag {flag}"
+            enabled = {entry["name"]: entry for entry in catalog.entries()}
+            for listed in catalog.all_entries():
+                if listed["name"] not in enabled:
+                    flag = catalog.flag_of(listed["name"]) or "?"
+                    self._unavailable[listed["name"]] = f"turned off by the feature flag {flag}"
             for name, definition in defs.items():
                 if definition.tool_type != ToolType.SYSTEM or name in self._handlers:
                     continue
@@ -172,8 +175,8 @@ class ToolRegistry:
 
     # --- dispatch ----------------------------------------------------------
 
-    def execute_tool(self, name: str, inputs: dict | None, context: dict) -> ToolResult:
-        """Run tool ``name`` for ``context["tenant_id"]``; never raises for tool failures.
+    def execute_tool(self, name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
+        """Run tool ``name`` for ``context.tenant_id``; never raises for tool failures.
 
         Raises RuntimeError when called on a thread that is running an event
         loop: this call blocks, so async code must ``await aexecute_tool``.
@@ -187,7 +190,7 @@ class ToolRegistry:
         envelope = call.early if call.early is not None else self._run_sync(call)
         return self._finish(call, envelope)
 
-    async def aexecute_tool(self, name: str, inputs: dict | None, context: dict) -> ToolResult:
+    async def aexecute_tool(self, name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
         """``execute_tool`` for async callers: nothing blocks the caller's event loop."""
         call = await aio.in_db_thread(self._prepare)(name, inputs, context)
         if call.early is not None:
@@ -203,25 +206,33 @@ class ToolRegistry:
         handler = self._handlers.get(name)
         return handler is not None and handler.sequential
 
-    def refuse(self, name: str, inputs: dict | None, context: dict, envelope: Envelope) -> ToolResult:
-        """Answer a call the caller refused to run (loop guard, policy, cancel).
+    def refuse(self, name: str, inputs: dict | None, context: ToolContext, envelope: Envelope) -> ToolResult:
+        """Answer a call the caller stopped before it ran (the user's cancel).
 
         The refusal is rendered, recorded and logged exactly like a call that ran.
         """
-        call = Call(name, dict(inputs or {}), {**context, "_tool_registry": self}, None, None, time.perf_counter())
-        call.inputs.pop("reasoning", None)
-        return self._finish(call, envelope)
-
-    def _prepare(self, name: str, inputs: dict | None, context: dict) -> Call:
-        started = time.perf_counter()
-        tenant_id = context.get("tenant_id")
-        if not tenant_id:
-            raise ValueError("execute_tool needs context['tenant_id']")
         inputs = dict(inputs or {})
         reasoning = inputs.pop("reasoning", None)
-        ctx = {**context, "_reasoning": reasoning, "_tool_registry": self, "_tool_name": name}
-        call = Call(name, inputs, ctx, None, None, started)
-        definition = self.definitions().get(name)
+        call = Call(name, inputs, context.for_call(self, name, reasoning), None, None, time.perf_counter())
+        return self._finish(call, envelope)
+
+    def _prepare(self, name: str, inputs: dict | None, context: ToolContext) -> Call:
+        started = time.perf_counter()
+        if not isinstance(context, ToolContext):
+            raise TypeError(f"execute_tool needs a ToolContext, not {type(context).__name__}")
+        tenant_id = context.tenant_id
+        if not tenant_id:
+            raise ValueError("execute_tool needs a context with a tenant_id")
+        inputs = dict(inputs or {})
+        reasoning = inputs.pop("reasoning", None)
+        call = Call(name, inputs, context.for_call(self, name, reasoning), None, None, started)
+        definitions = self.definitions()
+        if context.gate is not None or context.sandbox is not None:  # the rules read these (registry.gate)
+            refusal = gate.check(self, name, inputs, call.context)
+            if refusal is not None:
+                call.definition, call.early = definitions.get(name), refusal
+                return call
+        definition = definitions.get(name)
         if definition is None or not definition.callable_by(tenant_id):
             call.early = self._unknown_tool(name, tenant_id)
             return call
@@ -342,7 +353,7 @@ class ToolRegistry:
     def _finish(self, call: Call, envelope: Envelope) -> ToolResult:
         result = envelope_to_tool_result(envelope)
         outcome, kind = classify(envelope)
-        recorder = call.context.get("_recorder")
+        recorder = call.context.recorder
         if recorder is not None:
             _record_envelope(recorder, call, outcome, kind)
         if settings.EXECUTION_LOG_ENABLED:
@@ -355,9 +366,9 @@ class ToolRegistry:
         writer().record(
             {
                 "tool_name": call.name[:64],
-                "tenant_id": str(ctx["tenant_id"]),
-                "user_id": str(ctx.get("user_id") or ""),
-                "conversation_id": str(ctx.get("conversation_id") or ""),
+                "tenant_id": str(ctx.tenant_id),
+                "user_id": str(ctx.user_id or ""),
+                "conversation_id": str(ctx.conversation_id or ""),
                 "input_data": redacted(call.inputs, call.definition),
                 "output_summary": summarize(result.content),
                 # A Hint is a correction the model can act on, not a failure.
@@ -387,27 +398,16 @@ def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) 
         logger.exception("recording contract_envelope for %s failed", call.name)
 
 
-def _on_worker(func: HandlerFunc, inputs: dict, context: dict) -> Any:
+def _on_worker(func: HandlerFunc, inputs: dict, context: ToolContext) -> Any:
     try:
         return func(inputs, context)
     finally:
         close_old_connections()
 
 
-_registry: ToolRegistry | None = None
-_registry_lock = threading.Lock()
+get_registry: Lazy[ToolRegistry] = Lazy(ToolRegistry)  # the process-wide registry
 
 
-def get_registry() -> ToolRegistry:
-    """The process-wide registry."""
-    global _registry
-    if _registry is None:
-        with _registry_lock:
-            if _registry is None:
-                _registry = ToolRegistry()
-    return _registry
-
-
-def execute_tool(name: str, inputs: dict | None, context: dict) -> ToolResult:
+def execute_tool(name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
     return get_registry().execute_tool(name, inputs, context)
 

@@ -126,10 +126,11 @@ def _default(key: str) -> object:
 
 def seed_catalog() -> SeedReport:
     """Seed this deployment's catalog (feature flags applied)."""
-    from tools.catalog import ALL_SYSTEM_TOOLS, RETIRED_TOOLS, system_tools
+    from registry.system import system_catalog
 
+    catalog = system_catalog()
     return seed_system_tools(
-        system_tools(),
-        retired=RETIRED_TOOLS,
-        known=[entry["name"] for entry in ALL_SYSTEM_TOOLS],
+        catalog.entries(),
+        retired=catalog.retired(),
+        known=[entry["name"] for entry in catalog.all_entries()],
     )

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from llm.models import ModelConfig
+from registry.installed import Port
 from registry.models import ToolDefinition
+from registry.ports import WorkingSet
 from registry.surface_floor import resolve_floor_names
 
 if TYPE_CHECKING:
@@ -109,16 +111,13 @@ def active_capabilities(model: ModelConfig | None) -> frozenset[str]:
     return frozenset(claimed) & provider_native_capabilities(model.provider)
 
 
-def working_set_names(conversation_id: str | None, namespace_id: str = "") -> list[str]:
-    from conversations.models import WorkingSetEntry
+working_sets: Port[WorkingSet] = Port("working-set store", "conversations")
 
+
+def working_set_names(conversation_id: str | None, namespace_id: str = "") -> list[str]:
     if not conversation_id:
         return []
-    return list(
-        WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).values_list(
-            "tool_name", flat=True
-        )
-    )
+    return working_sets.get().names(conversation_id, namespace_id)
 
 
 def resident_entries(mode: str) -> list[SurfaceEntry]:
@@ -237,8 +236,6 @@ def page_in(
     This is where MAX_TOOL_SURFACE is enforced: tools that would push the
     composed surface over it are not added and are reported in ``over_budget``.
     """
-    from conversations.models import WorkingSetEntry
-
     current = {e.name for e in compose(
         registry, tenant_id, mode=mode, conversation_id=conversation_id, namespace_id=namespace_id
     )}
@@ -252,13 +249,6 @@ def page_in(
         else:
             added.append(name)
             room -= 1
-    WorkingSetEntry.objects.bulk_create(
-        [
-            WorkingSetEntry(
-                conversation_id=conversation_id, namespace_id=namespace_id, tool_name=name, query=query[:500]
-            )
-            for name in added
-        ],
-        ignore_conflicts=True,
-    )
+    if added:
+        working_sets.get().add(conversation_id, namespace_id, added, query)
     return PageResult(added, already, over)

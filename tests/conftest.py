@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from registry.context import ToolContext
+
 import re
 
 import pytest
@@ -20,7 +22,7 @@ def fresh_registry(monkeypatch):
     from registry.surface_floor import clear_floor_cache
 
     fresh = registry_module.ToolRegistry()
-    monkeypatch.setattr(registry_module, "_registry", fresh)
+    monkeypatch.setattr(registry_module.get_registry, "_value", fresh)
     clear_floor_cache()
     clear_capability_cache()
     yield fresh
@@ -82,7 +84,7 @@ def call(registry):
     """call(name, tenant=..., **inputs) -> ToolResult through the one dispatch path."""
 
     def run(name, tenant=TENANT, context=None, **inputs):
-        ctx = {"tenant_id": tenant, "user_id": "u1", **(context or {})}
+        ctx = ToolContext(**{"tenant_id": tenant, "user_id": "u1", **(context or {})})
         return registry.execute_tool(name, inputs, ctx)
 
     return run

@@ -7,7 +7,7 @@ released = threading.Event()
 
 
 def echo(inputs, context):
-    return {"message": f"echo {inputs}", "metadata": {"reasoning": context.get("_reasoning")}}
+    return {"message": f"echo {inputs}", "metadata": {"reasoning": context.reasoning}}
 
 
 def boom(inputs, context):
@@ -49,7 +49,7 @@ def with_side_channels(inputs, context):
     from registry.result import ToolResult
     from eunice.tenant_files import new_generated_path
 
-    path, _ = new_generated_path(context["tenant_id"], "report", "csv")
+    path, _ = new_generated_path(context.tenant_id, "report", "csv")
     path.write_text("region,total\n")
     return ToolResult(
         content="made a file",

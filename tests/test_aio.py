@@ -1,5 +1,7 @@
 """Where async code runs its blocking work: bookkeeping on a few database threads, tools elsewhere."""
 
+from registry.context import ToolContext
+
 import asyncio
 import threading
 import time
@@ -54,7 +56,7 @@ def test_a_blocked_tool_does_not_hold_up_bookkeeping(settings, registry, make_to
     make_tool("blocking", blocking)
 
     async def tool_and_bookkeeping():
-        call = asyncio.ensure_future(registry.aexecute_tool("blocking", {}, {"tenant_id": "t"}))
+        call = asyncio.ensure_future(registry.aexecute_tool("blocking", {}, ToolContext(tenant_id="t")))
         await asyncio.get_running_loop().run_in_executor(None, entered.wait, 10)
         done_meanwhile = await asyncio.wait_for(in_db_thread(lambda: "done")(), timeout=5)
         release.set()

@@ -1,3 +1,4 @@
+from registry.context import ToolContext
 import asyncio
 import os
 import subprocess
@@ -40,7 +41,7 @@ def test_a_job_queued_by_an_async_handler_under_a_running_loop_completes(registr
     token = uuid.uuid4().hex
 
     async def dispatch_from_a_running_loop():
-        return await registry.aexecute_tool("queue_marker", {"token": token}, {"tenant_id": "acme"})
+        return await registry.aexecute_tool("queue_marker", {"token": token}, ToolContext(tenant_id="acme"))
 
     result = asyncio.run(dispatch_from_a_running_loop())
     assert text(result).startswith("queued"), result.content

@@ -1,3 +1,4 @@
+from registry.context import ToolContext
 import asyncio
 
 import pytest
@@ -130,7 +131,7 @@ def test_the_blocking_call_on_an_event_loop_thread_is_refused_clearly(call, make
 @pytest.mark.django_db(transaction=True)
 def test_aexecute_tool_awaits_an_async_handler(registry, make_tool):
     make_tool("shout", handlers.async_echo)
-    result = asyncio.run(registry.aexecute_tool("shout", {"word": "aw"}, {"tenant_id": "acme"}))
+    result = asyncio.run(registry.aexecute_tool("shout", {"word": "aw"}, ToolContext(tenant_id="acme")))
     assert text(result) == "async aw"
 
 
@@ -184,4 +185,4 @@ def test_a_broken_handler_path_disables_only_that_tool(call, caplog):
 
 def test_execute_tool_refuses_a_call_without_a_tenant(registry):
     with pytest.raises(ValueError, match="tenant_id"):
-        registry.execute_tool("plan", {}, {})
+        registry.execute_tool("plan", {}, ToolContext(tenant_id=""))

@@ -12,6 +12,7 @@ from conversations.dispatcher import args_hash, dispatch_tool_call, dispatch_too
 from conversations.models import Conversation, ConversationEvent, GeneratedFile, Notification, Observation, PolicyRule, UsageLog
 from conversations.state import DispatchState, request_cancel
 from conversations.turns import begin_turn
+from registry.context import ToolContext
 from registry.models import ToolExecutionLog
 from registry.execlog import writer
 from tests import handlers
@@ -220,7 +221,7 @@ def test_exports_datasets_cards_and_cost_go_where_they_belong(run, make_tool):
     assert ConversationEvent.objects.filter(event_type="export").exists()
     assert runtime.datasets["sales"] == [{"region": "north", "total": 3}]
     assert [c["type"] for c in runtime.cards] == ["chart", "cited_answer"]
-    assert runtime.cost.total == 0.25 and runtime.budget_ref == [0.25]
+    assert runtime.cost.total == 0.25 and runtime.budget.spent == 0.25
     assert UsageLog.objects.get().cost_usd == 0.25
 
 
@@ -255,21 +256,32 @@ def test_a_write_only_input_reaches_the_tool_but_neither_the_log_nor_the_events(
     assert logged == recorded == {"user": "ann", "password": "[redacted]"}
 
 
-def test_handlers_receive_the_documented_context(run, make_tool, user):
-    seen = {}
+def test_handlers_receive_a_typed_context_of_their_turn(run, make_tool, user, conversation):
+    seen = []
 
     def spy(inputs, context):
-        seen.update(context)
+        seen.append(context)
         return "ok"
 
     make_tool("spy", spy)
+    runtime, state = run
     dispatch(run, block("spy", reasoning="checking the context"))
-    for key in ("tenant_id", "user_id", "conversation_id", "capabilities", "display", "_recorder",
-                "_tool_registry", "_tool_spec", "_budget_ref", "_budget_limit", "_namespace_id",
-                "_reasoning", "_current_tool_use_id", "_user_message", "_agentic_mode", "_cancel"):
-        assert key in seen, key
-    assert seen["_reasoning"] == "checking the context"
-    assert seen["_current_tool_use_id"] == "toolu_spy_0"
+    (context,) = seen
+    assert isinstance(context, ToolContext)
+    assert (context.tenant_id, context.user_id, context.conversation_id) == (
+        conversation.tenant_id, str(user.pk), conversation.pk)
+    assert (context.tool_name, context.reasoning, context.tool_use_id) == ("spy", "checking the context", "toolu_spy_0")
+    assert context.registry is runtime.registry and context.cancel is state.cancel
+    assert context.budget is runtime.budget and context.depth == 0
+    assert context.recorder is not None and context.catalog is not None and context.subtasks is not None
+    assert context.questions is None  # nobody is on a socket to answer
+
+
+def test_a_tool_sees_the_datasets_earlier_tools_of_the_conversation_made(run, make_tool):
+    make_tool("report", handlers.with_side_channels)
+    make_tool("reader", lambda inputs, context: f"datasets: {sorted(context.datasets)}")
+    dispatch(run, block("report"))
+    assert "datasets: ['sales']" in dispatch(run, block("reader"))[0].content
 
 
 def test_a_sequential_system_tool_is_known_on_a_registry_that_has_not_loaded_yet(run, registry, monkeypatch):

@@ -1,3 +1,4 @@
+from registry.context import ToolContext
 import os
 import sqlite3
 import subprocess
@@ -54,7 +55,7 @@ def test_the_output_summary_keeps_only_the_first_500_characters(call, make_tool)
 
 def test_inputs_json_cannot_express_are_logged_as_their_repr(registry, make_tool):
     make_tool("anything", handlers.echo)
-    registry.execute_tool("anything", {"tags": {1}}, {"tenant_id": "acme"})
+    registry.execute_tool("anything", {"tags": {1}}, ToolContext(tenant_id="acme"))
     assert ToolExecutionLog.objects.get().input_data == {"tags": "{1}"}
 
 
@@ -119,9 +120,10 @@ def test_buffered_rows_are_written_when_the_process_exits(tmp_path):
     for command in (["migrate", "-v0"], ["seed_tools", "-v0"]):
         subprocess.run(manage + command, env=env, cwd=ROOT, check=True, timeout=120)
     script = (
+        "from registry.context import ToolContext\n"
         "from registry.registry import execute_tool\n"
         "from registry.execlog import writer\n"
-        "execute_tool('search_tools', {'query': 'plan'}, {'tenant_id': 'acme'})\n"
+        "execute_tool('search_tools', {'query': 'plan'}, ToolContext(tenant_id='acme'))\n"
         "assert writer().pending() == 1, writer().pending()\n"
     )
     subprocess.run(manage + ["shell", "-c", script], env=env, cwd=ROOT, check=True, timeout=120)

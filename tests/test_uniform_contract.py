@@ -75,9 +75,9 @@ def test_a_contract_envelope_event_is_recorded_for_every_call(call, make_tool):
             self.events.append((event_type, data))
 
     recorder = Recorder()
-    call("search_tools", context={"_recorder": recorder}, query="plan")
-    call("nope", context={"_recorder": recorder})
-    call("divide", context={"_recorder": recorder})
+    call("search_tools", context={"recorder": recorder}, query="plan")
+    call("nope", context={"recorder": recorder})
+    call("divide", context={"recorder": recorder})
     assert recorder.events == [
         ("contract_envelope", {"tool": "search_tools", "envelope": "ok", "kind": None}),
         ("contract_envelope", {"tool": "nope", "envelope": "hint", "kind": "schema"}),
@@ -91,7 +91,7 @@ def test_a_failing_recorder_never_fails_the_call(call):
         def record(self, event_type, data):
             raise RuntimeError("telemetry is down")
 
-    assert call("search_tools", context={"_recorder": Broken()}, query="plan").error is None
+    assert call("search_tools", context={"recorder": Broken()}, query="plan").error is None
 
 
 @pytest.mark.django_db

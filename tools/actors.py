@@ -6,6 +6,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
+from registry.context import ToolContext
+
 
 def active_user(user_id: object) -> Any | None:
     """The active user whose primary key or username is ``user_id``, or None."""
@@ -22,14 +24,14 @@ def staff_user(user_id: object) -> Any | None:
     return user if user is not None and user.is_staff else None
 
 
-def may(context: dict, permission: str) -> bool:
+def may(context: ToolContext, permission: str) -> bool:
     """Whether the caller is staff or holds ``permission`` ("app.codename").
 
     A conversation passes the user's capabilities in the context; other callers
     (the CLI, a custom tool's call_tool) are looked up by user_id.
     """
-    capabilities = context.get("capabilities")
+    capabilities = context.capabilities
     if capabilities:
         return "staff" in capabilities or permission in capabilities
-    user = active_user(context.get("user_id"))
+    user = active_user(context.user_id)
     return user is not None and (user.is_staff or user.has_perm(permission))

@@ -7,11 +7,13 @@ import asyncio
 from registry.aio import in_db_thread
 from django.conf import settings
 
+from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
+from registry.ports import SubtaskOutcome, SubtaskRunner
 
 
 @uniform_contract(name="call_llm", is_tabular=False)
-async def call_llm(inputs: dict, context: dict) -> Ok:
+async def call_llm(inputs: dict, context: ToolContext) -> Ok:
     """One completion, no tools, no history; its cost rides on the result."""
     from llm import LLMRequest
     from llm.roles import create_llm_client_for_role, get_model_for_role
@@ -28,87 +30,66 @@ async def call_llm(inputs: dict, context: dict) -> Ok:
     return Ok(rows=1, data=response.text, effects=Effects(cost=response.usage.cost_usd(config)))
 
 
-def _runtime(context: dict, tool: str):
-    runtime = context.get("_runtime")
-    if runtime is None:
+def _subtasks(context: ToolContext, tool: str) -> SubtaskRunner:
+    subtasks = context.subtasks
+    if subtasks is None:
         raise HintException("schema", f"{tool} only works inside a conversation turn")
-    if runtime.depth >= settings.EUNICE_MAX_DELEGATION_DEPTH:
+    if context.depth >= settings.EUNICE_MAX_DELEGATION_DEPTH:
         raise HintException("schema", f"a delegated task cannot delegate again (depth limit {settings.EUNICE_MAX_DELEGATION_DEPTH})")
-    return runtime
+    return subtasks
 
 
 @uniform_contract(name="delegate", is_tabular=False, is_cost_rollup=True)
-async def delegate(inputs: dict, context: dict) -> Ok:
+async def delegate(inputs: dict, context: ToolContext) -> Ok:
     """Run the task as a sub-agent in delegate mode and return its final answer."""
-    from conversations.loop import run_subtask
-
-    runtime = _runtime(context, "delegate")
-    outcome = await run_subtask(runtime, inputs["task"], budget_usd=inputs.get("max_cost_usd"))
-    warnings = [] if _finished(outcome) else [
+    subtasks = _subtasks(context, "delegate")
+    outcome = await subtasks.run(inputs["task"], budget_usd=inputs.get("max_cost_usd"))
+    warnings = [] if outcome.finished else [
         Warning("incomplete", f"the helper stopped early ({outcome.stop_reason})")
     ]
-    _note_failures(runtime, [inputs["task"]], [outcome])
+    _note_failures(subtasks, [inputs["task"]], [outcome])
     return Ok(rows=1, data=outcome.text, warnings=warnings, effects=Effects(cost=outcome.cost_usd))
 
 
-def _finished(outcome) -> bool:
-    """Whether a helper ended its answer itself (not stopped by its budget, the call cap, an error)."""
-    return outcome.stop_reason == "end_turn"
-
-
-def _note_failures(runtime, tasks: list[str], outcomes: list) -> None:
+def _note_failures(subtasks: SubtaskRunner, tasks: list[str], outcomes: list[SubtaskOutcome]) -> None:
     """Tasks whose helper stopped before finishing, for the parent's completion guardrail."""
-    runtime.failed_delegations.extend(
-        {"task": task, "stopped": outcome.stop_reason}
-        for task, outcome in zip(tasks, outcomes) if not _finished(outcome)
-    )
+    for task, outcome in zip(tasks, outcomes):
+        if not outcome.finished:
+            subtasks.note_unfinished(task, outcome.stop_reason)
 
 
 @uniform_contract(name="delegate_batch", is_tabular=False, is_cost_rollup=True)
-async def delegate_batch(inputs: dict, context: dict) -> Ok:
+async def delegate_batch(inputs: dict, context: ToolContext) -> Ok:
     """Run each task as its own sub-agent, concurrently; reports in the order given."""
-    from conversations.loop import run_subtask
-
-    runtime = _runtime(context, "delegate_batch")
+    subtasks = _subtasks(context, "delegate_batch")
     tasks, finished = inputs["tasks"], 0
-    report = context["progress_callback"]
+    report = context.progress
 
-    async def run(task: str):
+    async def run(task: str) -> SubtaskOutcome:
         nonlocal finished
-        outcome = await run_subtask(runtime, task, budget_usd=inputs.get("max_cost_usd_each"))
+        outcome = await subtasks.run(task, budget_usd=inputs.get("max_cost_usd_each"))
         finished += 1
         report(f"{finished} of {len(tasks)} tasks finished", finished / len(tasks))
         return outcome
 
     outcomes = await asyncio.gather(*(run(task) for task in tasks))
     summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes), 1))
-    early = [n for n, o in enumerate(outcomes, 1) if not _finished(o)]
+    early = [n for n, o in enumerate(outcomes, 1) if not o.finished]
     warnings = [Warning("incomplete", f"task(s) {early} stopped early")] if early else []
-    _note_failures(runtime, tasks, outcomes)
+    _note_failures(subtasks, tasks, outcomes)
     return Ok(rows=len(outcomes), data=summary, warnings=warnings,
               effects=Effects(cost=sum(o.cost_usd for o in outcomes)))
 
 
 @uniform_contract(name="request_user_input", is_tabular=False)
-async def request_user_input(inputs: dict, context: dict) -> Ok | Err:
+async def request_user_input(inputs: dict, context: ToolContext) -> Ok | Err:
     """Show the question on the user's socket and wait for their answer."""
-    from conversations import questions
-
-    runtime = context.get("_runtime")
-    if runtime is None or not runtime.interactive:
+    if context.questions is None:
         return Err("nobody is connected to answer questions in this conversation; decide, or state your assumption",
                    "NotInteractive")
-    question_id, answer = questions.ask(runtime.conversation.pk)
-    runtime.display.send({"type": "question", "question_id": question_id, "text": inputs["question"],
-                          "choices": inputs.get("choices", [])})
-    runtime.recorder.record("status", {"question_id": question_id, "question": inputs["question"]})
-    await in_db_thread(runtime.flush_events)()  # the pending question is on record while we wait
-    try:
-        text = await asyncio.wait_for(answer, settings.EUNICE_QUESTION_TIMEOUT)
-    except asyncio.TimeoutError:
+    text = await context.questions.ask(inputs["question"], inputs.get("choices", []), settings.EUNICE_QUESTION_TIMEOUT)
+    if text is None:
         return Ok(rows=0, data="The user has not answered.", warnings=[
             Warning("no_answer", f"no answer within {settings.EUNICE_QUESTION_TIMEOUT:g} s; go on without it")
         ])
-    finally:
-        questions.forget(runtime.conversation.pk, question_id)
     return Ok(rows=1, data=f"The user answered: {text}")

@@ -15,6 +15,7 @@ from django.conf import settings
 from conversations.catalog.access import is_staff
 from conversations.catalog.store import NAME_RULE
 from eunice.jsonlimits import loads_bounded
+from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
 from registry.sandbox import service
 from tools.datacommon import catalog, catalog_errors, quality_warnings, table_ok
@@ -22,7 +23,7 @@ from tools.datacommon import catalog, catalog_errors, quality_warnings, table_ok
 
 @uniform_contract(name="analyze_data", is_tabular=False)
 @catalog_errors
-def analyze_data(inputs: dict, context: dict) -> Ok | Err:
+def analyze_data(inputs: dict, context: ToolContext) -> Ok | Err:
     """Run the code; a table result is an Ok with a measured schema, text an Ok of text."""
     if settings.DATA["ANALYZE_DATA_FOR"] == "staff" and not is_staff(context):
         return Err("analyze_data runs code and is limited to staff here (EUNICE_ANALYZE_DATA_FOR)",

@@ -4,3 +4,38 @@ from django.apps import AppConfig
 class ToolsConfig(AppConfig):
     name = "tools"
     verbose_name = "System tools"
+
+    def ready(self) -> None:
+        from registry import system
+
+        # The registry reaches the catalog only through this port.
+        system.install(_Catalog())
+
+
+class _Catalog:
+    """``registry.ports.SystemCatalog`` over ``tools.catalog`` (read at each call: tests patch it)."""
+
+    def entries(self) -> list[dict]:
+        from tools import catalog
+
+        return catalog.system_tools()
+
+    def all_entries(self) -> list[dict]:
+        from tools import catalog
+
+        return list(catalog.ALL_SYSTEM_TOOLS)
+
+    def retired(self) -> list[str]:
+        from tools import catalog
+
+        return sorted(catalog.RETIRED_TOOLS)
+
+    def flag_of(self, name: str) -> str | None:
+        from tools import catalog
+
+        return catalog.FLAG_GATED.get(name)
+
+    def sandbox_callable(self, name: str) -> bool:
+        from tools import catalog
+
+        return name in catalog.SANDBOX_CALLABLE

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.models import JobStatus, ToolJob
 from registry.tool_jobs import describe, request_build
@@ -19,15 +20,15 @@ BUILD_PERMISSION = "registry.add_tooljob"
 
 
 @uniform_contract(name="build_custom_tool", is_tabular=False)
-def build_custom_tool(inputs: dict, context: dict) -> Ok | Err:
+def build_custom_tool(inputs: dict, context: ToolContext) -> Ok | Err:
     """Queue a build; returns the job id. Err when the feature is off or the caller may not build."""
     if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
         return Err("custom tools are turned off on this server (EUNICE_CUSTOM_TOOLS)", "Disabled")
     if not may(context, BUILD_PERMISSION):
         return Err(f"building a tool needs a staff member or the {BUILD_PERMISSION} permission", "PermissionDenied")
     try:
-        job = request_build(name=inputs["name"], request=inputs["request"], tenant_id=context["tenant_id"],
-                            user_id=context.get("user_id") or "", conversation_id=str(context.get("conversation_id") or ""))
+        job = request_build(name=inputs["name"], request=inputs["request"], tenant_id=context.tenant_id,
+                            user_id=context.user_id or "", conversation_id=str(context.conversation_id or ""))
     except ValidationError as exc:
         raise HintException("schema", "; ".join(exc.messages) + " (choose another name, or find the existing "
                             "tool with search_tools)") from None
@@ -38,9 +39,9 @@ def build_custom_tool(inputs: dict, context: dict) -> Ok | Err:
 
 
 @uniform_contract(name="tool_job_status", is_tabular=False)
-def tool_job_status(inputs: dict, context: dict) -> Ok:
+def tool_job_status(inputs: dict, context: ToolContext) -> Ok:
     """The job's status, progress and outcome; a fetch hint for an id this tenant does not have."""
-    jobs = ToolJob.objects.for_tenant(context["tenant_id"])
+    jobs = ToolJob.objects.for_tenant(context.tenant_id)
     job = jobs.filter(pk=inputs["job_id"]).first()
     if job is None:
         recent = [{"label": f"{j.pk} ({j.tool_name}, {j.status})", "score": 1.0 - n / 100}

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from conversations.catalog import file_card, register_export
+from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
 from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns
 
@@ -19,7 +20,7 @@ _LAT, _LON = ("lat", "latitude", "y"), ("lon", "lng", "long", "longitude", "x")
 
 @uniform_contract(name="create_chart", is_tabular=False)
 @catalog_errors
-def create_chart(inputs: dict, context: dict) -> Ok:
+def create_chart(inputs: dict, context: ToolContext) -> Ok:
     """A Vega-Lite chart of a dataset as a card, plus the rendered image as a downloadable file."""
     books, name, frame = chosen_dataset(context, inputs)
     fields = [inputs["x"], inputs["y"], *([inputs["color"]] if inputs.get("color") else [])]
@@ -33,7 +34,7 @@ def create_chart(inputs: dict, context: dict) -> Ok:
     image_format = inputs.get("format", "svg")
     payload, mime = render(spec, image_format)
     title = inputs.get("title") or f"{inputs['y']} by {inputs['x']}"
-    export = register_export(context["tenant_id"], books.conversation_id, f"{_slug(title)}.{image_format}",
+    export = register_export(context.tenant_id, books.conversation_id, f"{_slug(title)}.{image_format}",
                              payload, mime, source_tool="create_chart")
     card = {"type": "chart", "title": title, "dataset": name, "spec": spec}
     return Ok(rows=len(frame), data=f"Chart {title!r} ({inputs.get('mark', 'bar')}) of {len(frame):,} rows "
@@ -84,7 +85,7 @@ def _slug(title: str) -> str:
 
 @uniform_contract(name="display_map", is_tabular=False)
 @catalog_errors
-def display_map(inputs: dict, context: dict) -> Ok:
+def display_map(inputs: dict, context: ToolContext) -> Ok:
     """A map_display card: points from a dataset's coordinates or a GeoJSON object, as one layer.
 
     Calls with the same display_id add layers to one map (merged at the end of the response).

@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from conversations.catalog.access import caller_user
 from conversations.citations import PASSAGES_CARD
+from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, uniform_contract
 from tools.lib.passages import readable_documents, search_passages, store_document
 from tools.lib.sources import load_item
@@ -22,14 +23,14 @@ from tools.models import Corpus, Document
 
 
 @uniform_contract(name="create_corpus", is_tabular=False)
-def create_corpus(inputs: dict, context: dict) -> Ok:
+def create_corpus(inputs: dict, context: ToolContext) -> Ok:
     """Create a named corpus for the tenant (or return the existing one of that name)."""
     name = inputs["name"].strip()
     if not name:
         raise HintException("schema", "name: must not be blank")
     corpus, created = Corpus.objects.get_or_create(
-        tenant_id=context["tenant_id"], name=name,
-        defaults={"description": inputs.get("description", ""), "created_by": str(context.get("user_id") or "")},
+        tenant_id=context.tenant_id, name=name,
+        defaults={"description": inputs.get("description", ""), "created_by": str(context.user_id or "")},
     )
     count = readable_documents(context).filter(corpus=corpus).count()
     verb = "Created" if created else "Already exists:"
@@ -37,18 +38,18 @@ def create_corpus(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="index_content", is_tabular=False)
-def index_content(inputs: dict, context: dict) -> Ok:
+def index_content(inputs: dict, context: ToolContext) -> Ok:
     """Extract, chunk, embed and store each item in the corpus; unchanged items cost nothing."""
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     corpus = resolve_corpus(tenant_id, inputs["corpus"])
-    conversation_id = str(context.get("conversation_id") or "")
+    conversation_id = str(context.conversation_id or "")
     loaded = [load_item(item, context) for item in inputs["items"]]
     owner = caller_user(context)
     lines = []
     for document_input in loaded:
         document, status = store_document(
             corpus, document_input, owner=owner, conversation_id=conversation_id,
-            tool_call_id=str(context.get("_current_tool_use_id") or ""),
+            tool_call_id=str(context.tool_use_id or ""),
         )
         passages = document.chunks.count()
         lines.append(f"- document {document.pk} {document.title!r} ({document.format}): {status}, {passages} passage(s)")
@@ -57,7 +58,7 @@ def index_content(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="get_document_text", is_tabular=False)
-def get_document_text(inputs: dict, context: dict) -> Ok:
+def get_document_text(inputs: dict, context: ToolContext) -> Ok:
     """The whole extracted text of one document (never cut)."""
     document = resolve_document(context, inputs["document_id"])
     header = f"Document {document.pk} {document.title!r} in corpus {document.corpus.name!r} ({document.source}):"
@@ -65,9 +66,9 @@ def get_document_text(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="move_documents", is_tabular=False)
-def move_documents(inputs: dict, context: dict) -> Ok:
+def move_documents(inputs: dict, context: ToolContext) -> Ok:
     """Move documents (by id) into another corpus of the same tenant."""
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     target = resolve_corpus(tenant_id, inputs["to_corpus"])
     documents = [resolve_document(context, pk) for pk in dict.fromkeys(inputs["document_ids"])]
     # A corpus holds one document per source and owner (tools.models.Document).
@@ -88,9 +89,9 @@ def move_documents(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="search_documents", is_tabular=False)
-def search_documents(inputs: dict, context: dict) -> Ok:
+def search_documents(inputs: dict, context: ToolContext) -> Ok:
     """Hybrid (lexical + dense) passage search; passages are labelled for citation."""
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     names = inputs.get("corpora")
     documents = readable_documents(context)
     if names:
@@ -129,7 +130,7 @@ def resolve_corpus(tenant_id: str, name: str) -> Corpus:
     )
 
 
-def resolve_document(context: dict, document_id: int) -> Document:
+def resolve_document(context: ToolContext, document_id: int) -> Document:
     """Document ``document_id``, if the caller may read it (``readable_documents``).
     Raises HintException listing the caller's recent documents."""
     readable = readable_documents(context)

@@ -6,6 +6,7 @@ import json
 
 
 
+from registry.context import ToolContext
 from registry.contract import HintException, Ok, Warning, uniform_contract
 from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, quality_warnings, ranked, table_ok
 
@@ -14,7 +15,7 @@ PRESENT_MAX_ROWS = 200
 
 @uniform_contract(name="preview_data", is_tabular=True)
 @catalog_errors
-def preview_data(inputs: dict, context: dict) -> Ok:
+def preview_data(inputs: dict, context: ToolContext) -> Ok:
     """The first (or a random sample of) rows of a dataset, with the whole dataset's measured schema."""
     _, name, frame = chosen_dataset(context, inputs)
     count = inputs.get("rows", 10)
@@ -29,7 +30,7 @@ def preview_data(inputs: dict, context: dict) -> Ok:
 
 @uniform_contract(name="describe_entry", is_tabular=False)
 @catalog_errors
-def describe_entry(inputs: dict, context: dict) -> Ok:
+def describe_entry(inputs: dict, context: ToolContext) -> Ok:
     """What a dataset, tool or datasource is: schema, size, provenance and how to use it."""
     name = inputs["name"]
     kind = inputs.get("kind", "any")
@@ -41,7 +42,7 @@ def describe_entry(inputs: dict, context: dict) -> Ok:
     raise HintException("schema", f"nothing named {name!r} ({kind})", ranked(_everything(name, context)))
 
 
-def _find_dataset(name: str, context: dict) -> dict | None:
+def _find_dataset(name: str, context: ToolContext) -> dict | None:
     from conversations.catalog.store import NoConversation
 
     try:
@@ -59,10 +60,10 @@ def _find_dataset(name: str, context: dict) -> dict | None:
     }
 
 
-def _find_tool(name: str, context: dict) -> dict | None:
-    registry = context.get("_tool_registry")
+def _find_tool(name: str, context: ToolContext) -> dict | None:
+    registry = context.registry
     definition = registry.definitions().get(name) if registry is not None else None
-    if definition is None or not definition.callable_by(context["tenant_id"]):
+    if definition is None or not definition.callable_by(context.tenant_id):
         return None
     return {
         "kind": "tool", "name": definition.name, "description": definition.description,
@@ -70,20 +71,20 @@ def _find_tool(name: str, context: dict) -> dict | None:
     }
 
 
-def _find_datasource(name: str, context: dict) -> dict | None:
+def _find_datasource(name: str, context: ToolContext) -> dict | None:
     from tools.datasources import describe_source
 
-    return describe_source(name, context["tenant_id"])
+    return describe_source(name, context.tenant_id)
 
 
 _FINDERS = (_find_dataset, _find_tool, _find_datasource)
 
 
-def _everything(name: str, context: dict) -> list[str]:
+def _everything(name: str, context: ToolContext) -> list[str]:
     from conversations.catalog.store import NoConversation, closest
     from conversations.models import DataSource
 
-    names = list(DataSource.objects.for_tenant(context["tenant_id"]).values_list("name", flat=True))
+    names = list(DataSource.objects.for_tenant(context.tenant_id).values_list("name", flat=True))
     try:
         names += catalog(context).names()
     except NoConversation:
@@ -93,7 +94,7 @@ def _everything(name: str, context: dict) -> list[str]:
 
 @uniform_contract(name="present_rows", is_tabular=True)
 @catalog_errors
-def present_rows(inputs: dict, context: dict) -> Ok:
+def present_rows(inputs: dict, context: ToolContext) -> Ok:
     """Show rows of a dataset to the user as a table card (the model gets a short preview)."""
     books, name, frame = chosen_dataset(context, inputs)
     columns = inputs.get("columns") or [str(c) for c in frame.columns]

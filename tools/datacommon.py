@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from conversations.catalog.store import CatalogError, ConversationCatalog, NoConversation, UnknownDataset
+from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, Warning, measure_schema
 
 
@@ -17,7 +18,7 @@ def catalog_errors(handler: Callable[[dict, dict], Any]) -> Callable[[dict, dict
     model can fix; a call outside a conversation is an Err (the platform's mistake)."""
 
     @functools.wraps(handler)
-    def run(inputs: dict, context: dict) -> Any:
+    def run(inputs: dict, context: ToolContext) -> Any:
         try:
             return handler(inputs, context)
         except UnknownDataset as exc:
@@ -35,11 +36,11 @@ def ranked(labels: list[str]) -> list[dict]:
     return [{"label": label, "score": round(1.0 - i / 100, 2)} for i, label in enumerate(labels)]
 
 
-def catalog(context: dict) -> ConversationCatalog:
+def catalog(context: ToolContext) -> ConversationCatalog:
     return ConversationCatalog.for_context(context)
 
 
-def chosen_dataset(context: dict, inputs: dict) -> tuple[ConversationCatalog, str, pd.DataFrame]:
+def chosen_dataset(context: ToolContext, inputs: dict) -> tuple[ConversationCatalog, str, pd.DataFrame]:
     """The catalog, the dataset named by ``inputs["dataset"]`` (or the default one) and its frame.
 
     Raises NoConversation or UnknownDataset.

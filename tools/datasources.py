@@ -19,6 +19,7 @@ from django.db import transaction
 
 from conversations.catalog.secrets import seal
 from conversations.models import DataSource
+from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
 from tools.actors import staff_user
 from tools.datacommon import catalog, catalog_errors, quality_warnings, table_ok
@@ -30,35 +31,35 @@ ADD, CHANGE = "conversations.add_datasource", "conversations.change_datasource"
 
 
 @uniform_contract(name="register_datasource", is_tabular=False)
-def register_datasource(inputs: dict, context: dict) -> Ok | Err:
+def register_datasource(inputs: dict, context: ToolContext) -> Ok | Err:
     """Create or replace a datasource of the caller's tenant, check it answers, list its tables.
 
     A source that breaks a reach rule, before or once connected, is not stored.
     """
-    existing = DataSource.objects.for_tenant(context["tenant_id"]).filter(name=inputs["name"]).first()
+    existing = DataSource.objects.for_tenant(context.tenant_id).filter(name=inputs["name"]).first()
     needed = CHANGE if existing else ADD
     if not _staff_with(context, needed):
         return Err(f"registering a datasource needs a staff member with the {needed} permission", "PermissionDenied")
     kind = inputs["kind"]
     secret = seal(inputs["password"]) if inputs.get("password") else (existing.secret if existing else "")
     try:
-        location = _location(kind, inputs, context["tenant_id"])
-        candidate = DataSource(tenant_id=context["tenant_id"], name=inputs["name"], kind=kind,
+        location = _location(kind, inputs, context.tenant_id)
+        candidate = DataSource(tenant_id=context.tenant_id, name=inputs["name"], kind=kind,
                                location=location, secret=secret)
         tables = _tables(candidate)
     except SourceRefused as exc:
         return Err(f"datasource {inputs['name']!r} refused: {exc}", "DatasourceRefused")
     with transaction.atomic():
         source, created = DataSource.objects.update_or_create(
-            tenant_id=context["tenant_id"], name=inputs["name"],
+            tenant_id=context.tenant_id, name=inputs["name"],
             defaults={"kind": kind, "location": location, "secret": secret,
-                      "created_by": str(context.get("user_id", ""))},
+                      "created_by": str(context.user_id)},
         )
     return _report(source, "registered" if created else "updated", tables)
 
 
 @uniform_contract(name="set_datasource_auth", is_tabular=False)
-def set_datasource_auth(inputs: dict, context: dict) -> Ok | Err:
+def set_datasource_auth(inputs: dict, context: ToolContext) -> Ok | Err:
     """Replace the stored password of a datasource and check it connects."""
     if not _staff_with(context, CHANGE):
         return Err(f"changing a datasource's credentials needs a staff member with the {CHANGE} permission",
@@ -75,7 +76,7 @@ def set_datasource_auth(inputs: dict, context: dict) -> Ok | Err:
 
 @uniform_contract(name="query_datasource", is_tabular=True)
 @catalog_errors
-def query_datasource(inputs: dict, context: dict) -> Ok | Err:
+def query_datasource(inputs: dict, context: ToolContext) -> Ok | Err:
     """One read-only query on a registered source, capped in rows and time."""
     source = _source(inputs["name"], context)
     save_as = inputs.get("save_as")
@@ -116,12 +117,12 @@ def describe_source(name: str, tenant_id: str) -> dict | None:
             "how_to_use": f"query_datasource {{name: {name!r}, sql: 'SELECT …'}} (read-only)"}
 
 
-def _staff_with(context: dict, permission: str) -> bool:
+def _staff_with(context: ToolContext, permission: str) -> bool:
     """Whether the caller is an active staff member holding ``permission`` ("app.codename")."""
-    capabilities = context.get("capabilities")
+    capabilities = context.capabilities
     if capabilities:
         return "staff" in capabilities and permission in capabilities
-    user = staff_user(context.get("user_id"))
+    user = staff_user(context.user_id)
     return user is not None and user.has_perm(permission)
 
 
@@ -140,10 +141,10 @@ def _location(kind: str, inputs: dict, tenant_id: str) -> dict:
     return {"path": str(tenant_file(tenant_id, path))}
 
 
-def _source(name: str, context: dict) -> DataSource:
-    source = DataSource.objects.for_tenant(context["tenant_id"]).filter(name=name).first()
+def _source(name: str, context: ToolContext) -> DataSource:
+    source = DataSource.objects.for_tenant(context.tenant_id).filter(name=name).first()
     if source is None:
-        known = list(DataSource.objects.for_tenant(context["tenant_id"]).values_list("name", flat=True))
+        known = list(DataSource.objects.for_tenant(context.tenant_id).values_list("name", flat=True))
         raise HintException("schema", f"name: no datasource {name!r} for this tenant", ranked_names(name, known))
     return source
 

@@ -13,6 +13,7 @@ import json
 
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from eunice import tenant_files as files
+from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, uniform_contract
 from tools.lib.render_docs import MIME_TYPES, write_document
 
@@ -21,7 +22,7 @@ _SKIPPED_TOOLS = frozenset({"plan", "search_tools", "generate_document", "docume
 
 
 @uniform_contract(name="generate_document", is_tabular=False)
-def generate_document(inputs: dict, context: dict) -> Ok:
+def generate_document(inputs: dict, context: ToolContext) -> Ok:
     """Write the outline (and optionally the conversation's results) as Markdown, DOCX or PDF."""
     fmt = inputs.get("format", "pdf")
     sections = list(inputs.get("sections", []))
@@ -31,7 +32,7 @@ def generate_document(inputs: dict, context: dict) -> Ok:
         raise HintException("schema", "the document would be empty: pass `sections` or `include_results: true`")
     outline = {"title": inputs["title"], "sections": sections}
     extension, mime_type = MIME_TYPES[fmt]
-    path, filename = files.new_generated_path(context["tenant_id"], inputs["title"], extension)
+    path, filename = files.new_generated_path(context.tenant_id, inputs["title"], extension)
     write_document(outline, fmt, path)
     size = path.stat().st_size
     export = {"path": str(path), "mime_type": mime_type, "size_bytes": size, "original_filename": filename}
@@ -42,12 +43,12 @@ def generate_document(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="document_conversation", is_tabular=False)
-def document_conversation(inputs: dict, context: dict) -> Ok:
+def document_conversation(inputs: dict, context: ToolContext) -> Ok:
     """A report of this conversation (questions, tool calls, results, charts), via generate_document."""
     conversation = _conversation(context)
     outline_sections = conversation_sections(conversation)
     title = inputs.get("title") or f"Conversation report: {conversation.title or conversation.pk}"
-    result = context["_tool_registry"].execute_tool(
+    result = context.registry.execute_tool(
         "generate_document", {"title": title, "format": inputs.get("format", "pdf"), "sections": outline_sections},
         context,
     )
@@ -57,9 +58,9 @@ def document_conversation(inputs: dict, context: dict) -> Ok:
               effects=Effects(cards=result.cards, exports=result.exports))
 
 
-def _conversation(context: dict) -> Conversation:
-    conversation_id = context.get("conversation_id")
-    conversation = Conversation.objects.for_tenant(context["tenant_id"]).filter(pk=conversation_id).first() if conversation_id else None
+def _conversation(context: ToolContext) -> Conversation:
+    conversation_id = context.conversation_id
+    conversation = Conversation.objects.for_tenant(context.tenant_id).filter(pk=conversation_id).first() if conversation_id else None
     if conversation is None:
         raise HintException("schema", "there is no conversation to report on here; pass `sections` instead")
     return conversation

@@ -12,6 +12,7 @@ import difflib
 
 from django.db.models import Count
 
+from registry.context import ToolContext
 from registry.contract import HintException, Ok, uniform_contract
 from tools.lib import entity_store as store
 from tools.lib.entity_store import Provenance
@@ -19,9 +20,9 @@ from tools.models import Entity, EntityAlias, EntityLink, Fact
 
 
 @uniform_contract(name="record_fact", is_tabular=False)
-def record_fact(inputs: dict, context: dict) -> Ok:
+def record_fact(inputs: dict, context: ToolContext) -> Ok:
     """Record one attribute value of an entity, creating the entity if it is new."""
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     entity_type = inputs.get("entity_type")
     matches = store.find_by_name(tenant_id, inputs["entity"], entity_type)
     if len(matches) > 1:
@@ -40,9 +41,9 @@ def record_fact(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="get_entity", is_tabular=False)
-def get_entity(inputs: dict, context: dict) -> Ok:
+def get_entity(inputs: dict, context: ToolContext) -> Ok:
     """One entity with its aliases, current facts (with provenance), fact history size and links."""
-    entity = resolve_entity(context["tenant_id"], inputs["entity"], inputs.get("entity_type"))
+    entity = resolve_entity(context.tenant_id, inputs["entity"], inputs.get("entity_type"))
     facts = store.current_facts([entity])[entity.pk]
     aliases = [a.alias for a in entity.aliases.all() if store.alias_key(a.alias) != store.alias_key(entity.name)]
     lines = [f"{entity.name} ({entity.entity_type}, id {entity.pk})"]
@@ -61,16 +62,16 @@ def get_entity(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="list_entities", is_tabular=False)
-def list_entities(inputs: dict, context: dict) -> Ok:
+def list_entities(inputs: dict, context: ToolContext) -> Ok:
     """The tenant's entities, optionally of one type, a page at a time."""
-    rows = Entity.objects.for_tenant(context["tenant_id"])
+    rows = Entity.objects.for_tenant(context.tenant_id)
     if inputs.get("entity_type"):
         rows = rows.filter(entity_type=inputs["entity_type"])
     total = rows.count()
     offset, limit = inputs.get("offset", 0), inputs.get("limit", 50)
     page = list(rows[offset : offset + limit])
     if total == 0 and inputs.get("entity_type"):
-        types = list(Entity.objects.for_tenant(context["tenant_id"]).values_list("entity_type", flat=True).distinct())
+        types = list(Entity.objects.for_tenant(context.tenant_id).values_list("entity_type", flat=True).distinct())
         raise HintException("schema", f"no entities of type {inputs['entity_type']!r}",
                             [{"label": t, "score": 0.5} for t in types])
     counts = dict(Fact.objects.filter(entity__in=page).values_list("entity").annotate(n=Count("id")).values_list("entity", "n"))
@@ -82,9 +83,9 @@ def list_entities(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="link_entities", is_tabular=False)
-def link_entities(inputs: dict, context: dict) -> Ok:
+def link_entities(inputs: dict, context: ToolContext) -> Ok:
     """Record a named relation from one entity to another (both must exist)."""
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     source = resolve_entity(tenant_id, inputs["source"], inputs.get("source_type"))
     target = resolve_entity(tenant_id, inputs["target"], inputs.get("target_type"))
     link, created = EntityLink.objects.get_or_create(
@@ -96,9 +97,9 @@ def link_entities(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="recall_entities", is_tabular=False)
-def recall_entities(inputs: dict, context: dict) -> Ok:
+def recall_entities(inputs: dict, context: ToolContext) -> Ok:
     """Entities by name, alias or meaning, with their current facts."""
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     found = store.recall(tenant_id, inputs["query"], inputs.get("limit", 5), inputs.get("entity_type"))
     if not found:
         raise HintException("fetch", f"no entity matches {inputs['query']!r}",

@@ -1,6 +1,6 @@
 """Handlers that move entities to and from tables: ingest_entities and define_entity_projection.
 
-Datasets arrive from the conversation (``context["datasets"]``, filled from
+Datasets arrive from the conversation (``context.datasets``, filled from
 earlier tools' ``datasets`` side channel) or inline as rows; a pandas
 DataFrame and a list of dicts are both accepted, so the coupling to the data
 catalog stays one dictionary lookup.
@@ -13,6 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, measure_schema, uniform_contract
 from tools.lib import entity_store as store
 from tools.lib.entity_store import Provenance
@@ -20,7 +21,7 @@ from tools.models import Entity, EntityAlias, EntityProjection, Fact
 
 
 @uniform_contract(name="ingest_entities", is_tabular=False)
-def ingest_entities(inputs: dict, context: dict) -> Ok:
+def ingest_entities(inputs: dict, context: ToolContext) -> Ok:
     """One entity per row (by the name column) and one fact per chosen column."""
     rows, origin = _rows(inputs, context)
     name_column = inputs["name_column"]
@@ -33,7 +34,7 @@ def ingest_entities(inputs: dict, context: dict) -> Ok:
     if unknown:
         raise HintException("schema", f"attributes {unknown} are not columns of {origin}",
                             [{"label": c, "score": 0.5} for c in columns])
-    created, facts = _ingest(context["tenant_id"], inputs.get("entity_type", "thing"), rows, name_column,
+    created, facts = _ingest(context.tenant_id, inputs.get("entity_type", "thing"), rows, name_column,
                              attributes, Provenance.from_context(context, origin))
     return Ok(rows=len(rows), data=(
         f"Ingested {len(rows)} row(s) of {origin} as {inputs.get('entity_type', 'thing')} entities: "
@@ -42,11 +43,11 @@ def ingest_entities(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="define_entity_projection", is_tabular=True)
-def define_entity_projection(inputs: dict, context: dict) -> Ok:
+def define_entity_projection(inputs: dict, context: ToolContext) -> Ok:
     """Save a named table view of one entity type and return it (also as a dataset of that name)."""
     import pandas as pd
 
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     entities = list(Entity.objects.for_tenant(tenant_id).filter(entity_type=inputs["entity_type"]))
     if not entities:
         types = sorted(set(Entity.objects.for_tenant(tenant_id).values_list("entity_type", flat=True)))
@@ -67,11 +68,11 @@ def define_entity_projection(inputs: dict, context: dict) -> Ok:
               effects=Effects(datasets={inputs["name"]: table}))
 
 
-def _rows(inputs: dict, context: dict) -> tuple[list[dict[str, Any]], str]:
+def _rows(inputs: dict, context: ToolContext) -> tuple[list[dict[str, Any]], str]:
     if "rows" in inputs:
         return inputs["rows"], "the given rows"
     name = inputs.get("dataset")
-    available = dict(context.get("datasets") or {})
+    available = dict(context.datasets or {})
     if name is None:
         raise HintException("schema", "pass `dataset` (a dataset of this conversation) or `rows`",
                             [{"label": n, "score": 0.5} for n in available])

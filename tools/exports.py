@@ -13,6 +13,7 @@ from eunice.tenant_files import is_tenant_file
 from conversations.catalog.uploads import EXCEL_MIME
 from conversations.models import GeneratedFile
 from eunice.bounded_read import InputTooLarge, open_workbook
+from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
 from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, ranked
 
@@ -22,7 +23,7 @@ READ_MAX_CELLS = 2000
 
 @uniform_contract(name="export", is_tabular=False)
 @catalog_errors
-def export(inputs: dict, context: dict) -> Ok:
+def export(inputs: dict, context: ToolContext) -> Ok:
     """Write a dataset to a CSV, Parquet or JSON file the user can download."""
     books, name, frame = chosen_dataset(context, inputs)
     if inputs.get("columns"):
@@ -45,9 +46,9 @@ def _encode(frame: pd.DataFrame, fmt: str) -> bytes:
     return buffer.getvalue()
 
 
-def _file_ok(context: dict, conversation_id: str, filename: str, payload: bytes, mime: str, tool: str,
+def _file_ok(context: ToolContext, conversation_id: str, filename: str, payload: bytes, mime: str, tool: str,
              said: str, warnings: list[Warning] | None = None) -> Ok:
-    exported = register_export(context["tenant_id"], conversation_id, filename, payload, mime, source_tool=tool)
+    exported = register_export(context.tenant_id, conversation_id, filename, payload, mime, source_tool=tool)
     return Ok(rows=1, data=f"{said}: {exported['original_filename']} ({len(payload):,} bytes, file id "
               f"{exported['file_id']}), offered to the user for download.", warnings=list(warnings or []),
               effects=Effects(cards=[file_card(exported)], exports={exported["original_filename"]: exported}))
@@ -55,7 +56,7 @@ def _file_ok(context: dict, conversation_id: str, filename: str, payload: bytes,
 
 @uniform_contract(name="export_excel", is_tabular=False)
 @catalog_errors
-def export_excel(inputs: dict, context: dict) -> Ok:
+def export_excel(inputs: dict, context: ToolContext) -> Ok:
     """One workbook, one sheet per dataset: bold frozen header, autofilter, widths, number formats,
     and optional formulas appended below each sheet's data."""
     books = catalog(context)
@@ -97,7 +98,7 @@ def _format(worksheet, frame: pd.DataFrame, sheet: dict) -> None:  # noqa: ANN00
 
 @uniform_contract(name="manipulate_excel", is_tabular=False)
 @catalog_errors
-def manipulate_excel(inputs: dict, context: dict) -> Ok:
+def manipulate_excel(inputs: dict, context: ToolContext) -> Ok:
     """Read or edit a workbook of this tenant (an upload or an earlier export); edits make a new file."""
     generated = _workbook_file(inputs["file_id"], context)
     try:
@@ -117,10 +118,10 @@ def manipulate_excel(inputs: dict, context: dict) -> Ok:
                     f"Applied {len(operations)} change(s)")
 
 
-def _workbook_file(file_id: int, context: dict) -> GeneratedFile:
+def _workbook_file(file_id: int, context: ToolContext) -> GeneratedFile:
     files = readable_files(context).filter(mime_type=EXCEL_MIME)
     found = files.filter(pk=file_id).first()
-    if found is None or not is_tenant_file(context["tenant_id"], found.path):
+    if found is None or not is_tenant_file(context.tenant_id, found.path):
         recent = [f"{f.pk}: {f.filename}" for f in files.order_by("-created_at")[:5]]
         raise HintException("schema", f"file_id: no workbook {file_id} of yours", ranked(recent))
     return found
@@ -154,7 +155,7 @@ def _read(workbook, sheet_name: str | None, cell_range: str | None) -> str:  # n
     return "\n".join(lines)
 
 
-def _apply(workbook, operation: dict, number: int, context: dict) -> None:  # noqa: ANN001
+def _apply(workbook, operation: dict, number: int, context: ToolContext) -> None:  # noqa: ANN001
     kind = operation["op"]
     if kind == "set_cells":
         sheet = _sheet(workbook, operation.get("sheet"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from registry import approvals
+from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, uniform_contract
 from registry.mcp import MCPError
 from registry.mcp import marketplace
@@ -17,7 +18,7 @@ from tools.actors import staff_user
 
 
 @uniform_contract(name="search_mcp_marketplace", is_tabular=False)
-def search_mcp_marketplace(inputs: dict, context: dict) -> Ok:
+def search_mcp_marketplace(inputs: dict, context: ToolContext) -> Ok:
     found = marketplace.search(inputs["query"], inputs.get("limit", 5))
     if not found.listings:
         detail = f" ({found.registry_error})" if found.registry_error else ""
@@ -34,8 +35,8 @@ def search_mcp_marketplace(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="install_mcp_server", is_tabular=False)
-def install_mcp_server(inputs: dict, context: dict) -> Ok | Err:
-    actor = staff_user(context.get("user_id"))
+def install_mcp_server(inputs: dict, context: ToolContext) -> Ok | Err:
+    actor = staff_user(context.user_id)
     if actor is None:
         return Err("installing an MCP server needs a staff member", "PermissionDenied")
     try:
@@ -46,7 +47,7 @@ def install_mcp_server(inputs: dict, context: dict) -> Ok | Err:
         return _ask_the_person(inputs, context, actor)
     listing = marketplace.Listing.from_shown(approved.shown)
     try:
-        found = marketplace.install(listing, acting_user=actor, tenant_id=context["tenant_id"], name=inputs["name"])
+        found = marketplace.install(listing, acting_user=actor, tenant_id=context.tenant_id, name=inputs["name"])
     except (MCPError, PermissionDenied, ValidationError) as exc:
         return Err(f"could not install {listing.id!r}: {_message(exc)}", type(exc).__name__)
     return Ok(rows=found["tools_discovered"],
@@ -54,7 +55,7 @@ def install_mcp_server(inputs: dict, context: dict) -> Ok | Err:
                    "New tools wait for staff review before they can be called.")
 
 
-def _ask_the_person(inputs: dict, context: dict, actor: object) -> Ok | Err:
+def _ask_the_person(inputs: dict, context: ToolContext, actor: object) -> Ok | Err:
     """Store the install as a pending approval and show it to the person as a card."""
     listing = marketplace.find(inputs["id"])
     if listing is None:
@@ -64,7 +65,7 @@ def _ask_the_person(inputs: dict, context: dict, actor: object) -> Ok | Err:
     if missing:
         return Err(f"{listing.id!r} cannot run on this server: {missing}", "Unavailable")
     row = approvals.request_approval(
-        acting_user=actor, tenant_id=context["tenant_id"], conversation_id=str(context.get("conversation_id") or ""),
+        acting_user=actor, tenant_id=context.tenant_id, conversation_id=str(context.conversation_id or ""),
         tool_name="install_mcp_server", arguments=dict(inputs), shown=listing.shown(inputs["name"]),
     )
     return Ok(rows=0, effects=Effects(cards=[approvals.card(row)]), data=(

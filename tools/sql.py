@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
 from tools.datacommon import catalog, catalog_errors, quality_warnings, ranked, table_ok
 from tools.sqlengine import referenced_tables, run_select
@@ -11,19 +12,19 @@ from tools.sqlengine import referenced_tables, run_select
 
 @uniform_contract(name="query", is_tabular=True)
 @catalog_errors
-def query(inputs: dict, context: dict) -> Ok:
+def query(inputs: dict, context: ToolContext) -> Ok:
     """SELECT over any dataset of the conversation (uploads and tool results)."""
     return _query(inputs, context, sources=None)
 
 
 @uniform_contract(name="query_frames", is_tabular=True)
 @catalog_errors
-def query_frames(inputs: dict, context: dict) -> Ok:
+def query_frames(inputs: dict, context: ToolContext) -> Ok:
     """SELECT over the frames tools produced in this conversation (not uploads)."""
     return _query(inputs, context, sources=("tool",))
 
 
-def _query(inputs: dict, context: dict, *, sources: tuple[str, ...] | None) -> Ok:
+def _query(inputs: dict, context: ToolContext, *, sources: tuple[str, ...] | None) -> Ok:
     books = catalog(context)
     entries = [e for e in books.entries() if sources is None or e.source in sources]
     available = {e.name for e in entries}

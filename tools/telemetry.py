@@ -7,13 +7,14 @@ import pandas as pd
 
 from conversations.catalog.access import caller_is, is_staff, is_superuser
 from conversations.models import Conversation, ConversationEvent
+from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.models import ToolExecutionLog
 from tools.datacommon import quality_warnings, table_ok
 
 
 @uniform_contract(name="query_telemetry", is_tabular=True)
-def query_telemetry(inputs: dict, context: dict) -> Ok | Err:
+def query_telemetry(inputs: dict, context: ToolContext) -> Ok | Err:
     """The execution log (``what: tool_calls``) or the events (``what: events``) of a conversation.
 
     A superuser may pass ``all_tenants`` for the execution log of every tenant; staff
@@ -23,14 +24,14 @@ def query_telemetry(inputs: dict, context: dict) -> Ok | Err:
     if everywhere and not is_superuser(context):
         return Err("all_tenants is for superusers only: staff see their own tenant", "PermissionDenied")
     # Across tenants the question is about the platform, not the caller's conversation.
-    conversation_id = inputs.get("conversation_id") or (None if everywhere else context.get("conversation_id"))
+    conversation_id = inputs.get("conversation_id") or (None if everywhere else context.conversation_id)
     limit = inputs.get("limit", 100)
     if conversation_id and not everywhere:
         _check_readable(str(conversation_id), context)
     if inputs.get("what", "tool_calls") == "events":
-        frame = _events(conversation_id, context["tenant_id"], limit)
+        frame = _events(conversation_id, context.tenant_id, limit)
     else:
-        frame = _calls(conversation_id, None if everywhere else context["tenant_id"], inputs.get("tool"), limit)
+        frame = _calls(conversation_id, None if everywhere else context.tenant_id, inputs.get("tool"), limit)
     return table_ok(frame, warnings=quality_warnings(frame) if frame.empty else [])
 
 
@@ -46,12 +47,12 @@ def _calls(conversation_id: str | None, tenant_id: str | None, tool: str | None,
     return pd.DataFrame(list(rows.values(*fields)[:limit]), columns=fields)
 
 
-def _check_readable(conversation_id: str, context: dict) -> None:
+def _check_readable(conversation_id: str, context: ToolContext) -> None:
     """Raise a hint unless the caller may read ``conversation_id``: the one they are in,
     one of their own, or (staff) any of their tenant's. A colleague's answers as one
     that does not exist, as everywhere else (conversations.access)."""
-    rows = Conversation.objects.for_tenant(context["tenant_id"]).filter(id=conversation_id)
-    if conversation_id != str(context.get("conversation_id") or "") and not is_staff(context):
+    rows = Conversation.objects.for_tenant(context.tenant_id).filter(id=conversation_id)
+    if conversation_id != str(context.conversation_id or "") and not is_staff(context):
         rows = rows.filter(caller_is(context))
     if not rows.exists():
         raise HintException("schema", f"conversation_id: no conversation {conversation_id!r} of yours in this tenant")

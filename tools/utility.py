@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 
+from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 
 
 @uniform_contract(name="search_tools", is_tabular=False)
-def search_tools(inputs: dict, context: dict) -> Ok:
+def search_tools(inputs: dict, context: ToolContext) -> Ok:
     """Find the tools that best match the task and page them into the working set."""
-    registry = context["_tool_registry"]
-    hits = find_tools(registry, inputs["query"], context["tenant_id"], inputs.get("limit", 5))
+    registry = context.registry
+    hits = find_tools(registry, inputs["query"], context.tenant_id, inputs.get("limit", 5))
     if not hits:
         raise HintException(
             "fetch",
@@ -38,19 +39,19 @@ def find_tools(registry, query: str, tenant_id: str, limit: int) -> list:
     return [(d, score) for d, score in hits if d.name != "search_tools"][:limit]
 
 
-def _page_in(registry, context: dict, names: list[str], query: str):
-    conversation_id = context.get("conversation_id")
+def _page_in(registry, context: ToolContext, names: list[str], query: str):
+    conversation_id = context.conversation_id
     if not conversation_id:
         return None
     from registry.surface import page_in
 
     return page_in(
         registry,
-        context["tenant_id"],
+        context.tenant_id,
         names,
         conversation_id=conversation_id,
-        namespace_id=context.get("_namespace_id") or "",
-        mode=context.get("mode") or "chat",
+        namespace_id=context.namespace_id or "",
+        mode=context.mode or "chat",
         query=query,
     )
 
@@ -71,15 +72,15 @@ _STATUS_MARK = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "skipped"
 
 
 @uniform_contract(name="plan", is_tabular=False)
-def plan(inputs: dict, context: dict) -> Ok | Err:
+def plan(inputs: dict, context: ToolContext) -> Ok | Err:
     """Set or update the conversation's step plan and return it."""
     from conversations.models import Conversation
 
-    conversation_id = context.get("conversation_id")
+    conversation_id = context.conversation_id
     conversation = None
     if conversation_id:
         conversation = (
-            Conversation.objects.for_tenant(context["tenant_id"]).filter(id=conversation_id).first()
+            Conversation.objects.for_tenant(context.tenant_id).filter(id=conversation_id).first()
         )
     if conversation is None:
         # Not the model's mistake: the platform called the tool outside a conversation.

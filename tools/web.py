@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from registry.context import ToolContext
 from registry.contract import HintException, Ok, uniform_contract
 from tools.lib.extract import UnreadableDocument, UnsupportedFormat, detect_format, extract_text
 from tools.lib.web_fetch import fetch
@@ -20,7 +21,7 @@ class WebSearchDisabled(Exception):
 
 
 @uniform_contract(name="fetch_url", is_tabular=False)
-async def fetch_url(inputs: dict, context: dict) -> Ok:
+async def fetch_url(inputs: dict, context: ToolContext) -> Ok:
     """The readable text of a public web page (HTML, text, PDF or DOCX)."""
     url = inputs["url"].strip()
     if urlsplit(url).scheme not in ("http", "https"):
@@ -40,7 +41,7 @@ async def fetch_url(inputs: dict, context: dict) -> Ok:
 
 
 @uniform_contract(name="web_search", is_tabular=False)
-def web_search(inputs: dict, context: dict) -> Ok:
+def web_search(inputs: dict, context: ToolContext) -> Ok:
     """Search the web through the configured backend; titles, URLs and snippets."""
     backend = search_backend(settings.WEB_SEARCH_BACKEND)
     hits = backend(inputs["query"], inputs.get("limit", 5))

@@ -20,6 +20,7 @@ from conversations.catalog.access import caller_is, is_staff
 from conversations.catalog.store import ConversationCatalog
 from conversations.models import CatalogDataset
 from eunice.bounded_read import read_parquet_file
+from registry.context import ToolContext
 from registry.sandbox.datasets import StoredDataset
 
 _BYTES_PER_CELL = 8  # a lower bound of a loaded cell, to refuse a huge dataset before reading it
@@ -28,10 +29,10 @@ _BYTES_PER_CELL = 8  # a lower bound of a loaded cell, to refuse a huge dataset 
 class CatalogDatasets:
     """``registry.sandbox.datasets.DatasetSource`` over the conversation catalog."""
 
-    def readable(self, context: dict) -> tuple[str | None, list[StoredDataset]]:
-        tenant_id = str(context.get("tenant_id") or "")
-        found = context.get("catalog")
-        conversation_id = found.conversation_id if isinstance(found, ConversationCatalog) else context.get("conversation_id")
+    def readable(self, context: ToolContext) -> tuple[str | None, list[StoredDataset]]:
+        tenant_id = str(context.tenant_id or "")
+        found = context.catalog
+        conversation_id = found.conversation_id if isinstance(found, ConversationCatalog) else context.conversation_id
         if not tenant_id or not conversation_id:
             return None, []
         # One query on the common path: the owner's (or nobody's) conversation's rows. The

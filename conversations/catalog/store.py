@@ -17,6 +17,7 @@ import pandas as pd
 from conversations.models import CatalogDataset, Conversation
 from eunice.bounded_read import InputTooLarge, check_frame, read_parquet_file
 from eunice.tenant_files import catalog_dir
+from registry.context import ToolContext
 
 NAME_RULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 SAVED_MARK = "eunice_catalog_saved"
@@ -46,12 +47,12 @@ class ConversationCatalog:
     conversation_id: str
 
     @classmethod
-    def for_context(cls, context: dict) -> "ConversationCatalog":
+    def for_context(cls, context: ToolContext) -> "ConversationCatalog":
         """The catalog of the context's conversation. Raises NoConversation."""
-        found = context.get("catalog")
+        found = context.catalog
         if isinstance(found, ConversationCatalog):
             return found
-        tenant_id, conversation_id = context.get("tenant_id"), context.get("conversation_id")
+        tenant_id, conversation_id = context.tenant_id, context.conversation_id
         if not tenant_id or not conversation_id:
             raise NoConversation("data tools need a conversation (call_tool --conversation ID)")
         if not Conversation.objects.for_tenant(tenant_id).filter(id=conversation_id).exists():

@@ -27,6 +27,7 @@ from eunice.tenant_files import is_tenant_file
 from conversations.catalog.store import CatalogError, ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
 from conversations.models import CatalogDataset
+from registry.context import ToolContext
 from registry.tenancy import tenant_of
 
 
@@ -172,6 +173,6 @@ def _tenant(request: Request) -> str:
     return tenant
 
 
-def _caller(request: Request, tenant: str) -> dict:
+def _caller(request: Request, tenant: str) -> ToolContext:
     """The request's user as a tool context names a caller, for the access rules."""
-    return {"tenant_id": tenant, "user_id": request.user.pk}
+    return ToolContext(tenant_id=tenant, user_id=str(request.user.pk))

@@ -21,11 +21,13 @@ from typing import Any, TypeVar
 
 from django.db import close_old_connections
 
+from registry.context import ToolContext
 from registry.contract import Err, Ok
 from registry.mcp import MCPError, require_sdk
 from registry.mcp import inventory
 from registry.mcp.breaker import CircuitBreaker
 from registry.mcp.config import CONNECT_TIMEOUT, ServerConfig
+from registry.lazy import Lazy
 from registry.mcp.connection import Connection, ConnectionLost
 from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
@@ -415,8 +417,8 @@ class MCPManager:
 def _handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
-    def call_mcp_tool(inputs: dict, context: dict) -> Ok | Err:
-        token = context.get("_cancel")
+    def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
+        token = context.cancel
         return manager.call_tool(server_id, tool, inputs, (lambda: token.cancelled) if token is not None else None)
 
     call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
@@ -436,15 +438,4 @@ def _registry():  # noqa: ANN202
     return get_registry()
 
 
-_manager: MCPManager | None = None
-_manager_lock = threading.Lock()
-
-
-def get_manager() -> MCPManager:
-    """The process-wide manager."""
-    global _manager
-    if _manager is None:
-        with _manager_lock:
-            if _manager is None:
-                _manager = MCPManager()
-    return _manager
+get_manager: Lazy[MCPManager] = Lazy(MCPManager)  # the process-wide manager

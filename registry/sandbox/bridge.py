@@ -9,8 +9,11 @@ scope it finds in its context, so depth and budget never reset.
 
 What may be called is decided per definition, never per call: a custom tool's own
 approved ``dependencies``, and only tools that sandboxed code may ever call
-(``tools.catalog.SANDBOX_CALLABLE``: nothing that starts processes, registers data
-sources, installs MCP servers or changes configuration).
+(the system catalog's ``sandbox_callable``: nothing that starts processes, registers
+data sources, installs MCP servers or changes configuration).
+
+The checks themselves run in the registry's gate (registry.gate.sandboxed_caller),
+which every call passes: a nested call is just a call whose context carries a scope.
 """
 
 from __future__ import annotations
@@ -21,13 +24,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from registry.contract import Err, content_for_data
+from registry.context import ToolContext
+from registry.contract import content_for_data
 from registry.models import ToolType
 from registry.sandbox.client import Limits
 
-SCOPE_KEY = "_sandbox"
-# What a nested call keeps of its caller's context: who is asking, and how to cancel.
-CALLER_KEYS = ("tenant_id", "user_id", "conversation_id", "_cancel")
 _MIN_WALL_SECONDS = 0.2
 # A nested run ends this much before its tree's deadline, so that the run which
 # called it still has time to hear why and answer.
@@ -95,14 +96,14 @@ class Scope:
         )
 
 
-def scope_for(context: dict, configured: Limits, allowed: frozenset[str] | None,
+def scope_for(context: ToolContext, configured: Limits, allowed: frozenset[str] | None,
               max_depth: int) -> tuple[Scope | None, str | None]:
     """The scope of a run started with ``context``, or why it may not start.
 
     A context without a scope starts a new tree with the deployment's limits;
     one from a sandboxed run continues that run's tree one level deeper.
     """
-    caller = context.get(SCOPE_KEY)
+    caller = context.sandbox
     if not isinstance(caller, Scope):
         fresh = Allowance(configured.wall_seconds, configured.cpu_seconds, configured.max_tool_calls)
         return Scope(0, fresh, allowed), None
@@ -116,25 +117,28 @@ def scope_for(context: dict, configured: Limits, allowed: frozenset[str] | None,
     return Scope(depth, allowance, allowed), None
 
 
-def call_tool_for(context: dict, scope: Scope) -> Callable[[str, dict], str]:
-    """The host's ``call_tool`` for a run in ``scope``: checks, then the one dispatch path."""
-    registry = context.get("_tool_registry")
-    nested = {**{key: context[key] for key in CALLER_KEYS if key in context}, SCOPE_KEY: scope}
+def call_tool_for(context: ToolContext, scope: Scope) -> Callable[[str, dict], str]:
+    """The host's ``call_tool`` for a run in ``scope``: the one dispatch path, as the caller.
+
+    A nested call keeps of its caller's context who is asking, how to cancel, and the
+    caller's own rules (``gate``); the registry's gate checks it against ``scope``.
+    """
+    registry = context.registry
+    nested = ToolContext(
+        tenant_id=context.tenant_id, user_id=context.user_id, conversation_id=context.conversation_id,
+        cancel=context.cancel, gate=context.gate, sandbox=scope,
+    )
 
     def call_tool(name: str, inputs: dict) -> str:
         if registry is None:
             return "✗ error: call_tool is unavailable here"
-        why_not = _refusal(registry, name, scope, str(nested.get("tenant_id", "")))
-        if why_not is None and not scope.allowance.take_call():
-            why_not = "this run and the tools it called have used all their call_tool calls"
-        if why_not is not None:
-            return content_for_data(registry.refuse(name, inputs, nested, Err(why_not, "SandboxPolicy")).content)
         return content_for_data(registry.execute_tool(name, inputs, nested).content)
 
     return call_tool
 
 
-def _refusal(registry: Any, name: str, scope: Scope, tenant_id: str) -> str | None:
+def refusal(registry: Any, name: str, scope: Scope, tenant_id: str) -> str | None:
+    """Why sandboxed code in ``scope`` may not call ``name``, or None."""
     if scope.allowed is not None and name not in scope.allowed:
         declared = ", ".join(sorted(scope.allowed)) or "none"
         return (f"call_tool({name!r}) is refused: the tool does not declare {name!r} in its dependencies "
@@ -156,9 +160,9 @@ def sandbox_callable(definition: Any) -> bool:
         return True
     if definition.tool_type != ToolType.SYSTEM:
         return False
-    from tools.catalog import SANDBOX_CALLABLE
+    from registry.system import system_catalog
 
-    return definition.name in SANDBOX_CALLABLE
+    return system_catalog().sandbox_callable(definition.name)
 
 
 def declared_dependencies(definition: Any) -> frozenset[str]:

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from registry.context import ToolContext
+from registry.installed import Port
 from registry.sandbox.policy import SandboxRefusal
 
 _DATA_NAMES = frozenset({"df", "datasets", "frames"})
@@ -36,18 +38,13 @@ class StoredDataset:
 
 
 class DatasetSource(Protocol):
-    def readable(self, context: dict) -> tuple[str | None, list[StoredDataset]]:
+    def readable(self, context: ToolContext) -> tuple[str | None, list[StoredDataset]]:
         """The default dataset's name and every dataset the context's caller may read
         (newest first); ``(None, [])`` when it may read none."""
 
 
-_source: DatasetSource | None = None
-
-
-def provide(source: DatasetSource) -> None:
-    """Install the app's dataset source (the conversations app does, when Django starts)."""
-    global _source
-    _source = source
+_sources: Port[DatasetSource] = Port("dataset source", "conversations")
+provide = _sources.install  # the conversations app installs its catalog's, when Django starts
 
 
 class DatasetTooLarge:
@@ -99,13 +96,14 @@ def names_used(code: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def for_run(code: str, context: dict, budget_bytes: int) -> dict[str, Any]:
+def for_run(code: str, context: ToolContext, budget_bytes: int) -> dict[str, Any]:
     """``{"default": df, "frames": {name: frame}}`` for a run of ``code`` for ``context``'s
     caller, at most ``budget_bytes`` of frames in memory (the default dataset first)."""
     used = names_used(code)
-    if _source is None or not used:
+    source = _sources.installed()
+    if source is None or not used:
         return {}
-    default, stored = _source.readable(context)
+    default, stored = source.readable(context)
     if not used & {"datasets", "frames"}:
         stored = [item for item in stored if item.name == default]
     stored.sort(key=lambda item: item.name != default)  # stable: the default, then newest first

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
+from registry.context import ToolContext
 from registry.contract import Err
 from registry.handlers import HandlerFunc
 from registry.sandbox import bridge, oslayer
@@ -84,7 +85,7 @@ def shutdown() -> None:
 
 
 def run_code(
-    code: str, inputs: dict, context: dict, *, tool_name: str = "", definition_hash: str = "",
+    code: str, inputs: dict, context: ToolContext, *, tool_name: str = "", definition_hash: str = "",
     dependencies: frozenset[str] = frozenset(),
 ) -> RunOutcome:
     """Run tool code for ``context``'s caller; its ``call_tool`` may reach only
@@ -97,20 +98,20 @@ def run_code(
                 allowed=dependencies)
 
 
-def run_analysis(code: str, default: Any, frames: dict[str, Any], context: dict) -> RunOutcome:
+def run_analysis(code: str, default: Any, frames: dict[str, Any], context: ToolContext) -> RunOutcome:
     """Run analysis code over ``frames`` (``df`` = ``default``); tables come back as data.
 
     Called from a sandboxed run, the code may call only what that run may (it has no
     declaration of its own); called by the model, any tool sandboxed code may call.
     Same refusals and record as ``run_code``.
     """
-    caller = context.get(bridge.SCOPE_KEY)
+    caller = context.sandbox
     allowed = caller.allowed if isinstance(caller, bridge.Scope) else None
     return _run(code, {}, context, tool_name="analyze_data", allowed=allowed,
                 datasets={"default": default, "frames": frames}, want_frames=True)
 
 
-def _run(code: str, inputs: dict, context: dict, *, tool_name: str, allowed: frozenset[str] | None,
+def _run(code: str, inputs: dict, context: ToolContext, *, tool_name: str, allowed: frozenset[str] | None,
          definition_hash: str = "", datasets: dict[str, Any] | None = None, want_frames: bool = False) -> RunOutcome:
     configured = limits()
     scope, refusal = bridge.scope_for(context, configured, allowed, int(settings.SANDBOX["MAX_DEPTH"]))
@@ -134,9 +135,9 @@ def _run(code: str, inputs: dict, context: dict, *, tool_name: str, allowed: fro
     return outcome
 
 
-def _cancel_check(context: dict):
+def _cancel_check(context: ToolContext):
     """A check of the caller's cancel token: a cancelled turn kills its run."""
-    token = context.get("_cancel")
+    token = context.cancel
     return (lambda: token.cancelled) if token is not None else None
 
 
@@ -148,19 +149,19 @@ def _refusal() -> str | None:
     return None
 
 
-def _datasets(context: dict, code: str) -> dict[str, Any]:
+def _datasets(context: ToolContext, code: str) -> dict[str, Any]:
     """``df`` and ``datasets`` for the run: the conversation's, if the caller may read them."""
     return run_datasets.for_run(code, context, int(settings.SANDBOX["DATASET_MB"]) << 20)
 
 
-def _record(outcome: RunOutcome, tool_name: str, context: dict, definition_hash: str) -> None:
+def _record(outcome: RunOutcome, tool_name: str, context: ToolContext, definition_hash: str) -> None:
     from django.db import DatabaseError
 
     from registry.models import SandboxRun
 
     try:
         SandboxRun.objects.create(
-            tool_name=tool_name[:64], tenant_id=str(context.get("tenant_id", ""))[:64],
+            tool_name=tool_name[:64], tenant_id=str(context.tenant_id)[:64],
             definition_hash=definition_hash, ok=outcome.ok, stopped_by=outcome.stopped_by,
             layers=outcome.layers, error=outcome.error[:2000], tool_calls=outcome.tool_calls,
             wall_ms=outcome.wall_ms,
@@ -182,7 +183,7 @@ def outcome_to_return(outcome: RunOutcome) -> Any:
 
 def custom_handler(name: str, code: str, definition_hash: str,
                    dependencies: frozenset[str] = frozenset()) -> HandlerFunc:
-    def handle(inputs: dict, context: dict) -> Any:
+    def handle(inputs: dict, context: ToolContext) -> Any:
         return outcome_to_return(
             run_code(code, inputs, context, tool_name=name, definition_hash=definition_hash,
                      dependencies=dependencies)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from registry.context import ToolContext
+
 import json
 
 import pytest
@@ -51,6 +53,6 @@ def build(registry):
 
     def run(name: str, request: str = "Take an integer n and return n plus one.", **context):
         return registry.execute_tool("build_custom_tool", {"name": name, "request": request},
-                                     {"tenant_id": "acme", **context})
+                                     ToolContext(**{"tenant_id": "acme", **context}))
 
     return run

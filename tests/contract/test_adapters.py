@@ -9,8 +9,8 @@ from registry.contract import (
     Ok,
     content_for_data,
     envelope_to_tool_result,
-    migrate_tool,
     render_envelope,
+    uniform_contract,
     wrap_for_dispatch,
 )
 from registry.result import ToolResult
@@ -66,6 +66,6 @@ def test_legacy_text_round_trips_through_dispatch_and_the_reader() -> None:
         return ToolResult(content="Paris is the capital of France.\nSource: atlas")
 
     name = fresh_name()
-    migrate_tool(handler, name, is_tabular=False)
+    uniform_contract(name=name, is_tabular=False)(handler)
     result = envelope_to_tool_result(call(wrap_for_dispatch(name, handler)))
     assert content_for_data(result.content) == "Paris is the capital of France.\nSource: atlas"

@@ -13,7 +13,6 @@ from registry.contract import (
     Hint,
     HintException,
     Ok,
-    migrate_tool,
     spec_for,
     uniform_contract,
     wrap_for_dispatch,
@@ -27,20 +26,9 @@ def _legacy(inputs: dict, context: dict) -> ToolResult:
     return ToolResult(content=f"hello {inputs.get('who', 'world')}", cost=0.01)
 
 
-def test_migrate_tool_returns_the_handler_unchanged() -> None:
-    assert migrate_tool(_legacy, fresh_name(), is_tabular=False) is _legacy
-
-
-def test_direct_callers_of_a_migrated_handler_still_get_a_tool_result() -> None:
+def test_dispatched_calls_of_a_legacy_handler_get_an_envelope() -> None:
     name = fresh_name()
-    migrate_tool(_legacy, name, is_tabular=False)
-    wrap_for_dispatch(name, _legacy)
-    assert _legacy({"who": "ada"}, {}) == ToolResult(content="hello ada", cost=0.01)
-
-
-def test_dispatched_calls_of_a_migrated_handler_get_an_envelope() -> None:
-    name = fresh_name()
-    migrate_tool(_legacy, name, is_tabular=False)
+    uniform_contract(name=name, is_tabular=False)(_legacy)
     envelope = call(wrap_for_dispatch(name, _legacy), {"who": "ada"})
     assert isinstance(envelope, Ok)
     assert (envelope.data, envelope.effects.cost) == ("hello ada", 0.01)
@@ -202,6 +190,6 @@ def test_spec_is_resolved_once_when_the_tool_is_wrapped() -> None:
     name = fresh_name()
     dispatch = wrap_for_dispatch(name, _legacy)
     # Registered too late for this wrapper: register specs before the registry wraps.
-    migrate_tool(_legacy, name, is_tabular=True)
+    uniform_contract(name=name, is_tabular=True)(_legacy)
     assert call(dispatch).warnings == []
     assert len(call(wrap_for_dispatch(name, _legacy)).warnings) == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from registry.contract import Err, Hint, Ok, ToolSpec, migrate_tool, validate_envelope, wrap_for_dispatch
+from registry.contract import Err, Hint, Ok, ToolSpec, uniform_contract, validate_envelope, wrap_for_dispatch
 from registry.result import ToolResult
 
 from . import call, fresh_name
@@ -22,7 +22,7 @@ def _spec(**flags: object) -> ToolSpec:
 
 def test_empty_schema_on_a_tabular_tool_adds_a_contract_warning() -> None:
     name = fresh_name()
-    migrate_tool(_text, name, is_tabular=True)
+    uniform_contract(name=name, is_tabular=True)(_text)
     envelope = call(wrap_for_dispatch(name, _text))
     assert envelope.data == "rendered report"
     assert [(w.kind, w.details["tool"]) for w in envelope.warnings] == [("contract", name)]
@@ -31,13 +31,13 @@ def test_empty_schema_on_a_tabular_tool_adds_a_contract_warning() -> None:
 
 def test_empty_schema_on_a_non_tabular_tool_is_fine() -> None:
     name = fresh_name()
-    migrate_tool(_text, name, is_tabular=False)
+    uniform_contract(name=name, is_tabular=False)(_text)
     assert call(wrap_for_dispatch(name, _text)).warnings == []
 
 
 def test_measured_schema_on_a_tabular_tool_adds_no_warning() -> None:
     name = fresh_name()
-    migrate_tool(_records, name, is_tabular=True)
+    uniform_contract(name=name, is_tabular=True)(_records)
     envelope = call(wrap_for_dispatch(name, _records))
     assert (envelope.rows, envelope.warnings) == (2, [])
 

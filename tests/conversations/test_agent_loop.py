@@ -61,8 +61,8 @@ def test_a_tools_progress_and_cards_stream_to_the_display_around_its_result(mode
     from registry.result import ToolResult
 
     def survey(inputs, context):
-        context["progress_callback"]("counting rivers", 0.5)
-        context["progress_callback"]("done counting", 7)  # a fraction past 1 is clamped
+        context.progress("counting rivers", 0.5)
+        context.progress("done counting", 7)  # a fraction past 1 is clamped
         return ToolResult(content="12 rivers", cards=[{"type": "table", "rows": [{"river": "Rhône"}]}])
 
     make_tool("survey", survey)

@@ -260,7 +260,7 @@ def test_queued_text_deltas_are_merged_but_nothing_else_is():
 def test_a_turn_takes_the_users_rights_as_they_are_now_not_as_they_were_at_connect(model, make_tool, conversation, user):
     from conversations.models import WorkingSetEntry
 
-    make_tool("whoami", lambda inputs, context: "staff" if "staff" in context["capabilities"] else "not staff")
+    make_tool("whoami", lambda inputs, context: "staff" if "staff" in context.capabilities else "not staff")
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="whoami")
     model([
         {"tool_uses": [{"name": "whoami", "input": {}, "id": "t1"}]},

@@ -3,6 +3,8 @@ a scratch PostgreSQL database with a role of its own, a staff member who may reg
 
 from __future__ import annotations
 
+from registry.context import ToolContext
+
 import uuid
 
 import psycopg
@@ -57,7 +59,7 @@ def in_conversation(registry, conversation):
 
     def run(tool, /, tenant=TENANT, context=None, **inputs):
         ctx = {"conversation_id": conversation.id, **(context or {})}
-        return registry.execute_tool(tool, inputs, {"tenant_id": tenant, "user_id": "u1", **ctx})
+        return registry.execute_tool(tool, inputs, ToolContext(**{"tenant_id": tenant, "user_id": "u1", **ctx}))
 
     return run
 

@@ -30,7 +30,7 @@ TRUSTED_JSON = {
     "conversations/recording.py": "event blobs this process wrote",
     "registry/fields.py": "database values this process wrote",
     "registry/migrations/0007_mcp_trust.py": "database values the app wrote (a server's env and headers, sealed)",
-    "registry/management/commands/call_tool.py": "the operator's own command line",
+    "conversations/management/commands/call_tool.py": "the operator's own command line",
     "registry/management/commands/create_custom_tool.py": "the operator's own command line",
     "registry/sandbox/client.py": "the zygote's own reports (our code, outside any run); run results use loads_bounded",
     "registry/sandbox/protocol.py": "recv_json runs in the sandboxed child, reading the host",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from registry.context import ToolContext
+
 import pytest
 
 from conversations.catalog import ConversationCatalog
@@ -74,6 +76,6 @@ def test_the_same_dataset_name_in_two_tenants_stays_apart(sales, other_conversat
 
     ConversationCatalog(OTHER_TENANT, other_conversation.id).save(
         "sales", pd.DataFrame({"region": ["secret-globex"]}), source="upload")
-    ctx = {"tenant_id": TENANT, "user_id": "u1", "conversation_id": "conv-acme"}
+    ctx = ToolContext(tenant_id=TENANT, user_id="u1", conversation_id="conv-acme")
     result = registry.execute_tool("query", {"sql": "SELECT * FROM sales"}, ctx)
     assert "secret-globex" not in result.content and "north" in result.content

@@ -8,7 +8,7 @@ from tools.models import Entity, Fact
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CONTEXT = {"conversation_id": "conv-1", "_current_tool_use_id": "toolu_42"}
+CONTEXT = {"conversation_id": "conv-1", "tool_use_id": "toolu_42"}
 
 
 def test_a_fact_is_recorded_with_its_provenance(call):

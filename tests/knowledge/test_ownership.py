@@ -5,6 +5,8 @@ plain user of tenant B. Every path that lists, reads, indexes, searches, moves o
 overwrites an upload or a document is tried by each of them.
 """
 
+from registry.context import ToolContext
+
 from pathlib import Path
 
 import pytest
@@ -56,7 +58,7 @@ def as_(cast, registry):
 
     def run(who, tool_name, **inputs):
         user = cast[who]
-        return registry.execute_tool(tool_name, inputs, {"tenant_id": user.tenant_membership.tenant_id, "user_id": str(user.pk)})
+        return registry.execute_tool(tool_name, inputs, ToolContext(tenant_id=user.tenant_membership.tenant_id, user_id=str(user.pk)))
 
     return run
 

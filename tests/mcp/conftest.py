@@ -28,7 +28,7 @@ WAIT = 30.0  # the bound on every wait in these tests
 def manager(monkeypatch, settings):
     """A fresh manager per test, stopped (its servers closed) at the end."""
     fresh = manager_module.MCPManager()
-    monkeypatch.setattr(manager_module, "_manager", fresh)
+    monkeypatch.setattr(manager_module.get_manager, "_value", fresh)
     yield fresh
     fresh.stop()
 

@@ -26,7 +26,7 @@ def test_a_cancelled_call_returns_within_100_ms_and_the_session_stays_usable(man
         token.cancel()
 
     threading.Thread(target=cancel_soon).start()
-    result = call(mcp("slow"), context={"_cancel": token}, seconds=30)
+    result = call(mcp("slow"), context={"cancel": token}, seconds=30)
     latency = time.monotonic() - cancelled_at["t"]
     assert result.content.startswith("✗ error (Cancelled): cancelled by the user; MCP server 'demo' was told to stop 'slow'")
     assert latency < 0.1, f"stopped waiting {latency * 1000:.0f} ms after the cancel"

@@ -26,7 +26,7 @@ def test_add_connect_list_and_call_from_a_fresh_manager(capsys, manager, monkeyp
     listed = json.loads(run(capsys, "mcp_list", "--json"))
     assert listed[0]["name"] == "demo" and listed[0]["status"] == "connected" and listed[0]["tools"] >= 10
     # call_tool runs in a fresh process: no session, so it connects from the row.
-    monkeypatch.setattr(manager_module, "_manager", manager_module.MCPManager())
+    monkeypatch.setattr(manager_module.get_manager, "_value", manager_module.MCPManager())
     assert run(capsys, "call_tool", mcp("add"), "--tenant", "acme", "--input", '{"a": 4, "b": 5}').strip().endswith("9")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from registry.context import ToolContext
+
 import json
 import os
 import subprocess
@@ -59,7 +61,7 @@ def conversation(staff):
 
 def ask_to_install(registry, conversation, **inputs):
     """The model's call, with the context a chat turn gives it."""
-    context = {"tenant_id": TENANT, "user_id": str(conversation.user.pk), "conversation_id": conversation.pk}
+    context = ToolContext(tenant_id=TENANT, user_id=str(conversation.user.pk), conversation_id=conversation.pk)
     return registry.execute_tool("install_mcp_server", {"id": "time", "name": "time", **inputs}, context)
 
 
@@ -125,7 +127,7 @@ def test_the_tools_of_a_server_installed_from_chat_wait_for_staff_review(registr
     tool = mcp("get_current_time", "time")
     rows = ToolDefinition.objects.live().filter(name=tool)
     assert rows.exists() and not rows.filter(status=ToolStatus.APPROVED).exists()
-    context = {"tenant_id": TENANT, "user_id": str(staff.pk), "conversation_id": conversation.pk}
+    context = ToolContext(tenant_id=TENANT, user_id=str(staff.pk), conversation_id=conversation.pk)
     assert "unknown tool" in registry.execute_tool(tool, {"timezone": "Asia/Tokyo"}, context).content
     approve_listed(tool)
     assert "Asia/Tokyo" in registry.execute_tool(tool, {"timezone": "Asia/Tokyo"}, context).content
@@ -196,12 +198,10 @@ def test_a_click_with_another_hash_than_the_row_is_refused(registry, conversatio
 
 
 def test_an_approval_runs_only_its_own_arguments(registry, conversation, staff):
-    from registry.approvals import APPROVAL_KEY
-
     ask_to_install(registry, conversation)
     row = PendingApproval.objects.get()
     PendingApproval.objects.filter(pk=row.pk).update(status=ApprovalStatus.APPROVED, decided_by=staff)
-    context = {"tenant_id": TENANT, "user_id": str(staff.pk), APPROVAL_KEY: str(row.pk)}
+    context = ToolContext(tenant_id=TENANT, user_id=str(staff.pk), approval_id=str(row.pk))
     result = registry.execute_tool("install_mcp_server", {"id": "time", "name": "other"}, context)
     assert result.content == "✗ error (ApprovalConflict): not installed: these are not the arguments the person approved"
     assert not MCPServer.objects.exists()

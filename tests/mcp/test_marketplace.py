@@ -1,5 +1,7 @@
 """The marketplace: a registry search (a local HTTP server here), the bundled catalog, chat tools."""
 
+from registry.context import ToolContext
+
 import sys
 
 import pytest
@@ -13,7 +15,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def install(registry, user_id="u1", **inputs):
-    return registry.execute_tool("install_mcp_server", inputs, {"tenant_id": "acme", "user_id": user_id})
+    return registry.execute_tool("install_mcp_server", inputs, ToolContext(tenant_id="acme", user_id=user_id))
 
 def test_search_finds_registry_servers_with_their_launch_command(registry_url, call):
     result = call("search_mcp_marketplace", query="weather")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Count, Max
 
+from registry.context import ToolContext
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
 from tools.models import Entity, EntityAlias, Fact
 
@@ -28,11 +29,11 @@ class Provenance:
     source: str = ""
 
     @classmethod
-    def from_context(cls, context: dict, source: str = "") -> "Provenance":
+    def from_context(cls, context: ToolContext, source: str = "") -> "Provenance":
         return cls(
-            conversation_id=str(context.get("conversation_id") or ""),
-            tool_call_id=str(context.get("_current_tool_use_id") or ""),
-            recorded_by=str(context.get("user_id") or ""),
+            conversation_id=str(context.conversation_id or ""),
+            tool_call_id=str(context.tool_use_id or ""),
+            recorded_by=str(context.user_id or ""),
             source=source,
         )
 

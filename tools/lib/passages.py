@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 
+from registry.context import ToolContext
 from tools.lib.chunking import chunk_text
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
 from tools.lib.sources import LoadedDocument
@@ -25,13 +26,13 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def readable_documents(context: dict) -> QuerySet:
+def readable_documents(context: ToolContext) -> QuerySet:
     """The documents of the caller's tenant they may read, search, move or replace: those they
     indexed and those indexed by no user (the tenant's); staff: all of the tenant's.
     The same rule as for files (conversations.catalog.access.owned_rows)."""
     from conversations.catalog.access import owned_rows
 
-    return owned_rows(Document.objects.for_tenant(context["tenant_id"]), context, "owner")
+    return owned_rows(Document.objects.for_tenant(context.tenant_id), context, "owner")
 
 
 def store_document(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eunice import tenant_files as files
+from registry.context import ToolContext
 from registry.contract import HintException
 from tools.lib.extract import (
     FORMATS,
@@ -24,11 +25,11 @@ class LoadedDocument:
     text: str
 
 
-def load_item(item: dict, context: dict) -> LoadedDocument:
+def load_item(item: dict, context: ToolContext) -> LoadedDocument:
     """Read and extract one ``{upload | file_id | text}`` item for the caller behind the tool
     ``context`` (a file_id only if the file is theirs: conversations.catalog.access.readable_files).
     Raises HintException for a bad item."""
-    conversation_id = str(context.get("conversation_id") or "")
+    conversation_id = str(context.conversation_id or "")
     given = [key for key in ("upload", "file_id", "text") if key in item]
     if len(given) != 1:
         raise HintException(
@@ -61,13 +62,13 @@ def load_item(item: dict, context: dict) -> LoadedDocument:
                           format=fmt, text=text)
 
 
-def _upload(name: str, context: dict) -> tuple[bytes, str, str, str]:
+def _upload(name: str, context: ToolContext) -> tuple[bytes, str, str, str]:
     """The caller's own upload ``name`` (conversations.catalog.access.own_uploads), else the file
     of that name in the tenant's folder. A colleague's upload is never found by name."""
     from conversations.catalog.access import own_uploads, upload_names
     from eunice.tenant_files import is_tenant_file
 
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     row = own_uploads(context).filter(filename=name).first()
     try:
         if row is not None and is_tenant_file(tenant_id, row.path):
@@ -88,11 +89,11 @@ def _read(path: str) -> bytes:
         return handle.read()
 
 
-def _generated(file_id: int, context: dict, conversation_id: str | None) -> tuple[bytes, str, str, str]:
+def _generated(file_id: int, context: ToolContext, conversation_id: str | None) -> tuple[bytes, str, str, str]:
     from conversations.catalog.access import readable_files
     from eunice.tenant_files import is_tenant_file
 
-    tenant_id = context["tenant_id"]
+    tenant_id = context.tenant_id
     row = readable_files(context).filter(pk=file_id).first()
     if row is None or not is_tenant_file(tenant_id, row.path):
         mine = readable_files(context)

@@ -2,6 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from registry.context import ToolContext
 from registry.execlog import writer
 from registry.mcp.manager import get_manager
 from registry.registry import get_registry
@@ -29,9 +30,10 @@ class Command(BaseCommand):
             raise CommandError(f"--input is not valid JSON: {exc.msg} at character {exc.pos}")
         if not isinstance(inputs, dict):
             raise CommandError("--input must be a JSON object, e.g. '{\"query\": \"chart\"}'")
-        context = {"tenant_id": options["tenant"], "user_id": options["user"]}
+        conversation_id = None
         if options["conversation"]:
-            context["conversation_id"] = self._conversation(options["conversation"], options["tenant"])
+            conversation_id = self._conversation(options["conversation"], options["tenant"])
+        context = ToolContext(tenant_id=options["tenant"], user_id=options["user"], conversation_id=conversation_id)
         try:
             result = get_registry().execute_tool(options["name"], inputs, context)
         finally:

@@ -1,0 +1,84 @@
+"""The conversation's side of the ports a tool reaches it through (registry.ports).
+
+A turn's ``Runtime`` offers these on every ``ToolContext`` it builds: a delegated
+task runner, someone to ask (only when a person is connected), and the turn's own
+rules for a call (``TurnGate``: what the dispatcher decided before the call, or the
+policy rules for a call it never saw, such as a sandboxed program's inner call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from registry.aio import in_db_thread
+from registry.context import ToolContext
+from registry.contract import Err
+from registry.ports import SubtaskOutcome
+
+if TYPE_CHECKING:
+    from conversations.runtime import Runtime
+    from conversations.state import DispatchState
+
+
+class Subtasks:
+    """``SubtaskRunner``: a task as a sub-agent of ``runtime`` (its events, budget, depth)."""
+
+    def __init__(self, runtime: "Runtime") -> None:
+        self._runtime = runtime
+
+    async def run(self, task: str, *, budget_usd: float | None) -> SubtaskOutcome:
+        from conversations.loop import run_subtask
+
+        outcome = await run_subtask(self._runtime, task, budget_usd=budget_usd)
+        return SubtaskOutcome(outcome.text, outcome.stop_reason, outcome.cost_usd)
+
+    def note_unfinished(self, task: str, stopped: str) -> None:
+        self._runtime.failed_delegations.append({"task": task, "stopped": stopped})
+
+
+class Questions:
+    """``QuestionAsker``: the question on the conversation's socket; waits for the answer."""
+
+    def __init__(self, runtime: "Runtime") -> None:
+        self._runtime = runtime
+
+    async def ask(self, question: str, choices: list[str], timeout: float) -> str | None:
+        from conversations import questions
+
+        runtime = self._runtime
+        question_id, answer = questions.ask(runtime.conversation.pk)
+        runtime.display.send({"type": "question", "question_id": question_id, "text": question,
+                              "choices": choices})
+        runtime.recorder.record("status", {"question_id": question_id, "question": question})
+        await in_db_thread(runtime.flush_events)()  # the pending question is on record while we wait
+        try:
+            return await asyncio.wait_for(answer, timeout)
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            questions.forget(runtime.conversation.pk, question_id)
+
+
+class TurnGate:
+    """``CallGate`` of one dispatch state: the turn's loop guard and policy rules.
+
+    The dispatcher plans the model's calls in the model's order (loop guard, policy,
+    their events and warnings) and leaves each verdict here under its tool_use_id; the
+    registry's gate reads it back when the call arrives. A call the dispatcher never
+    planned (a sandboxed program's inner ``call_tool``) meets the policy rules here.
+    """
+
+    def __init__(self, runtime: "Runtime", state: "DispatchState") -> None:
+        self._runtime, self._state = runtime, state
+        self._planned: dict[str, Err | None] = {}
+
+    def plan(self, tool_use_id: str, refusal: Err | None) -> None:
+        self._planned[tool_use_id] = refusal
+
+    def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None:
+        if context.tool_use_id in self._planned:
+            return self._planned.pop(context.tool_use_id)
+        from conversations.dispatcher import policy_refusal
+
+        return policy_refusal(name, self._runtime, self._state)[0]

@@ -1,0 +1,77 @@
+"""Staff pages: the telemetry pages (the execution log, cost, a conversation's events)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from datetime import timedelta
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.paginator import Paginator
+from django.db.models import Sum
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from conversations.models import Conversation, ConversationEvent, UsageLog
+from registry.models import ToolExecutionLog
+from registry.tenancy import in_scope
+
+
+@staff_member_required
+def telemetry(request: HttpRequest) -> HttpResponse:
+    """The execution log with filters, per-tool outcomes and latency, and cost."""
+    logs = in_scope(ToolExecutionLog.objects.all(), request.user)
+    filters = {key: request.GET.get(key, "").strip() for key in ("tool", "tenant", "user", "success", "days")}
+    if filters["tool"]:
+        logs = logs.filter(tool_name=filters["tool"])
+    if filters["tenant"]:
+        logs = logs.filter(tenant_id=filters["tenant"])
+    if filters["user"]:
+        logs = logs.filter(user_id=filters["user"])
+    if filters["success"] in ("yes", "no"):
+        logs = logs.filter(success=filters["success"] == "yes")
+    days = int(filters["days"]) if filters["days"].isdigit() else 7
+    logs = logs.filter(created_at__gte=timezone.now() - timedelta(days=days))
+    page = Paginator(logs.order_by("-created_at"), 50).get_page(request.GET.get("page"))
+    return render(request, "eunice/telemetry.html", {
+        "filters": {**filters, "days": days},
+        "page": page,
+        "per_tool": _per_tool(logs),
+        "cost_by_tool": _cost(request, "name", days),
+        "cost_by_tenant": _cost(request, "tenant_id", days),
+    })
+
+
+def _per_tool(logs) -> list[dict]:
+    """Ok/Hint/Err counts and p50/p95 duration per tool (durations of at most 50,000 calls)."""
+    tallies = logs.envelope_tallies()
+    durations: dict[str, list[float]] = defaultdict(list)
+    for tool, ms in logs.order_by("-created_at").values_list("tool_name", "execution_ms")[:50_000]:
+        durations[tool].append(ms)
+    rows = []
+    for tool, tally in tallies.items():
+        values = sorted(durations.get(tool, [])) or [0.0]
+        rows.append({"tool": tool, **tally, "p50": statistics.median(values),
+                     "p95": values[min(len(values) - 1, int(len(values) * 0.95))]})
+    return rows
+
+
+def _cost(request: HttpRequest, field: str, days: int) -> list[dict]:
+    since = timezone.now() - timedelta(days=days)
+    usage = in_scope(UsageLog.objects.filter(created_at__gte=since), request.user)
+    return list(usage.values(field).annotate(cost=Sum("cost_usd")).order_by("-cost")[:20])
+
+
+@staff_member_required
+def telemetry_conversation(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """A conversation's events in the order they happened."""
+    conversation = in_scope(Conversation.objects.filter(pk=conversation_id), request.user).first()
+    if conversation is None:
+        raise Http404("No such conversation.")
+    events = ConversationEvent.objects.filter(conversation=conversation).order_by("turn", "sequence")
+    return render(request, "eunice/telemetry_conversation.html", {
+        "conversation": conversation,
+        "events": [(e, json.dumps(e.data, indent=2, ensure_ascii=False)) for e in events],
+    })

@@ -1,0 +1,20 @@
+"""The conversation's working set, as ``registry.surface`` reads it (``registry.ports.WorkingSet``)."""
+
+from __future__ import annotations
+
+from conversations.models import WorkingSetEntry
+
+
+class StoredWorkingSets:
+    """Working sets in the ``WorkingSetEntry`` table; installed when Django starts (conversations.apps)."""
+
+    def names(self, conversation_id: str, namespace_id: str) -> list[str]:
+        rows = WorkingSetEntry.objects.for_scope(conversation_id, namespace_id)
+        return list(rows.values_list("tool_name", flat=True))
+
+    def add(self, conversation_id: str, namespace_id: str, names: list[str], query: str) -> None:
+        WorkingSetEntry.objects.bulk_create(
+            [WorkingSetEntry(conversation_id=conversation_id, namespace_id=namespace_id, tool_name=name,
+                             query=query[:500]) for name in names],
+            ignore_conflicts=True,
+        )

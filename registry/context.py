@@ -1,0 +1,115 @@
+"""The ToolContext: everything a handler is told about the call it serves.
+
+One typed object in place of a dict read by string keys. The caller builds it
+(``conversations.runtime.Runtime.tool_context`` for a turn, ``ToolContext(tenant_id=…)``
+for the command line, a REST view or a test); the registry adds what only it knows
+(``reasoning``, ``registry``, ``tool_name``) with ``for_call``. Ports (registry.ports)
+are how a tool reaches the conversation without importing it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from registry.ports import (
+    CallGate,
+    CancelSignal,
+    DataCatalog,
+    ProgressReporter,
+    QuestionAsker,
+    Recorder,
+    SubtaskRunner,
+)
+
+if TYPE_CHECKING:
+    from registry.registry import ToolRegistry
+
+
+_new = object.__new__
+
+
+def _no_progress(message: str, fraction: float | None = None) -> None:
+    """Progress of a call nobody is watching."""
+
+
+class Budget:
+    """What a turn (and the tasks it delegates) has spent, against an optional limit.
+
+    Shared by reference between a turn and its delegated tasks: a task's spending is
+    the turn's. ``spend`` may be called from any thread.
+    """
+
+    __slots__ = ("spent", "_lock")
+
+    def __init__(self, spent: float = 0.0) -> None:
+        self.spent = spent
+        self._lock = threading.Lock()
+
+    def spend(self, usd: float) -> None:
+        with self._lock:
+            self.spent += usd
+
+    def __repr__(self) -> str:
+        return f"Budget(spent={self.spent!r})"
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who calls, from where, and what the call may reach. Immutable (``dataclasses.replace`` for a variant)."""
+
+    tenant_id: str
+    user_id: str = ""  # a user's primary key, or a username (call_tool --user)
+    conversation_id: str | None = None
+    namespace_id: str = ""
+    mode: str = "chat"
+    capabilities: frozenset[str] = frozenset()
+    tool_use_id: str = ""
+    depth: int = 0  # 0 for the user's own turn, 1 inside a delegated task
+    progress: ProgressReporter = _no_progress
+    cancel: CancelSignal | None = None
+    budget: Budget = field(default_factory=Budget)
+    budget_limit: float | None = None
+    # The conversation's datasets so far, by name (earlier tools' ``datasets`` side channel).
+    datasets: Mapping[str, Any] = field(default_factory=dict)
+    # Ports the caller offers (None: it cannot).
+    catalog: DataCatalog | None = None
+    recorder: Recorder | None = None
+    subtasks: SubtaskRunner | None = None
+    questions: QuestionAsker | None = None
+    gate: CallGate | None = None
+    # Set by the sandbox for the calls a sandboxed run makes (registry.sandbox.bridge.Scope).
+    sandbox: Any = None
+    # Set by the host for the run of a call a person approved (registry.approvals).
+    approval_id: str = ""
+    # Set by the registry for the call.
+    tool_name: str = ""
+    reasoning: str | None = None
+    registry: "ToolRegistry | None" = None
+
+    def __post_init__(self) -> None:
+        # A field left at its plain default is read from the class: the instance keeps only
+        # what differs, so that copying it for each call (``for_call``) stays cheap.
+        fields = self.__dict__
+        for name, default in _PLAIN_DEFAULTS:
+            if fields[name] is default:
+                del fields[name]
+
+    def for_call(self, registry: "ToolRegistry", name: str, reasoning: str | None) -> "ToolContext":
+        """This context as the registry hands it to ``name``'s handler."""
+        # Not dataclasses.replace: that re-runs __init__, and this is on every call's path.
+        made = _new(ToolContext)
+        fields = made.__dict__
+        fields.update(self.__dict__)
+        fields["registry"], fields["tool_name"], fields["reasoning"] = registry, name, reasoning
+        return made
+
+
+# Fields whose default is a plain value (not a function: read from the class, that would bind).
+_PLAIN_DEFAULTS = tuple(
+    (f.name, f.default) for f in dataclasses.fields(ToolContext)
+    if f.default is not dataclasses.MISSING and not hasattr(type(f.default), "__get__")
+)

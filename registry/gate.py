@@ -1,0 +1,59 @@
+"""The pre-dispatch gate: the rules every call passes before its tool is looked up.
+
+Every caller reaches a handler through ``ToolRegistry.execute_tool``, and that runs
+``check`` first: the chat dispatcher, a sandboxed program's inner ``call_tool``, the
+``call_tool`` command, a REST view, (later) the MCP endpoint and a person's approval.
+The rules are a table, in order; the first that refuses decides:
+
+* ``sandboxed_caller``: a call made by sandboxed code (``context.sandbox``) may reach
+  only the tools its run may call, within the call tree's ``call_tool`` allowance.
+* ``callers_rules``: the caller's own rules behind the ``CallGate`` port
+  (``context.gate``): for a conversation, its loop guard and policy rules. The port
+  travels into the calls a sandboxed run makes, so they meet the same rules.
+
+A refusal is an Err; the registry renders, records and logs it like a call that ran.
+A context with neither a sandbox scope nor a gate meets no rule: the registry skips
+``check`` for it (that is the hot path of a call from the command line or a test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from registry.context import ToolContext
+from registry.contract import Err
+
+if TYPE_CHECKING:
+    from registry.registry import ToolRegistry
+
+Rule = Callable[["ToolRegistry", str, dict, ToolContext], "Err | None"]
+
+
+def sandboxed_caller(registry: "ToolRegistry", name: str, inputs: dict, context: ToolContext) -> Err | None:
+    if context.sandbox is None:
+        return None
+    from registry.sandbox.bridge import refusal
+
+    why_not = refusal(registry, name, context.sandbox, context.tenant_id)
+    if why_not is None and not context.sandbox.allowance.take_call():
+        why_not = "this run and the tools it called have used all their call_tool calls"
+    return Err(why_not, "SandboxPolicy") if why_not is not None else None
+
+
+def callers_rules(registry: "ToolRegistry", name: str, inputs: dict, context: ToolContext) -> Err | None:
+    return context.gate.check(name, inputs, context) if context.gate is not None else None
+
+
+RULES: tuple[Rule, ...] = (sandboxed_caller, callers_rules)
+
+
+def check(registry: "ToolRegistry", name: str, inputs: dict, context: ToolContext) -> Err | None:
+    """The first refusal of ``RULES`` for this call, or None to let it run."""
+    for rule in RULES:
+        refused = rule(registry, name, inputs, context)
+        if refused is not None:
+            return refused
+    return None
+
+

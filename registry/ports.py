@@ -1,0 +1,108 @@
+"""The ports: what a tool may ask of the conversation that called it, as Protocols.
+
+``registry`` declares them, ``conversations`` implements them (``conversations.ports``)
+and ``tools`` sees them only through a ``ToolContext``. A port that is None on a
+context is one its caller cannot offer (no conversation, nobody to ask, a call from
+the command line); the tool says so in band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from registry.context import ToolContext
+    from registry.contract import Err
+
+
+class CancelSignal(Protocol):
+    """The caller's cancel token: a running tool may look, a sandboxed run is killed."""
+
+    @property
+    def cancelled(self) -> bool: ...
+
+
+class Recorder(Protocol):
+    """The conversation's event log (batched; written by the caller)."""
+
+    def record(self, kind: str, data: dict) -> None: ...
+
+
+ProgressReporter = Callable[..., None]  # report(message, fraction=None), from any thread
+
+
+class DataCatalog(Protocol):
+    """The conversation's datasets, scoped to its tenant."""
+
+    tenant_id: str
+    conversation_id: str
+
+    def names(self) -> list[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskOutcome:
+    """How a delegated task ended: its answer, why it stopped, what it cost."""
+
+    text: str
+    stop_reason: str
+    cost_usd: float
+
+    @property
+    def finished(self) -> bool:
+        """Whether the helper ended its answer itself (not stopped by budget, call cap, error)."""
+        return self.stop_reason == "end_turn"
+
+
+class SubtaskRunner(Protocol):
+    """Runs a task as a sub-agent of the calling turn (its events, budget and depth)."""
+
+    async def run(self, task: str, *, budget_usd: float | None) -> SubtaskOutcome: ...
+
+    def note_unfinished(self, task: str, stopped: str) -> None:
+        """Remember a task that stopped early, for the turn's completion guardrail."""
+
+
+class QuestionAsker(Protocol):
+    """Asks the person on the conversation's socket; only offered when someone is there."""
+
+    async def ask(self, question: str, choices: list[str], timeout: float) -> str | None:
+        """The person's answer, or None when none came within ``timeout`` seconds."""
+
+
+class CallGate(Protocol):
+    """The caller's own rules for a call, run by the registry's gate before anything else
+    (the conversation's loop guard and policy rules). None lets the call through."""
+
+    def check(self, name: str, inputs: dict, context: "ToolContext") -> "Err | None": ...
+
+
+class SystemCatalog(Protocol):
+    """The system tools of this deployment, installed by the ``tools`` app when it is ready."""
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The enabled tools (feature flags applied), in order."""
+
+    def all_entries(self) -> list[dict[str, Any]]:
+        """Every system tool, enabled or not."""
+
+    def retired(self) -> list[str]: ...
+
+    def flag_of(self, name: str) -> str | None:
+        """The feature flag that turns ``name`` off, if one does."""
+
+    def sandbox_callable(self, name: str) -> bool: ...
+
+
+class WorkingSet(Protocol):
+    """The tools a conversation (or one of its namespaces) has paged in, installed by
+    ``conversations`` (registry.surface reads and extends it)."""
+
+    def names(self, conversation_id: str, namespace_id: str) -> list[str]:
+        """The paged-in tool names, in the order they were added."""
+
+    def add(self, conversation_id: str, namespace_id: str, names: list[str], query: str) -> None:
+        """Page ``names`` in (those already there are left as they are)."""
+
