@@ -126,11 +126,11 @@ class ToolRegistry:
         return defs
 
     def _load_system_handlers(self, defs: dict[str, Definition]) -> None:
-        from tools.catalog import ALL_SYSTEM_TOOLS, FLAG_GATED, system_tools
+        from tools.catalog import FLAG_GATED, all_system_tools, system_tools
 
         with self._lock:
             enabled = {entry["name"]: entry for entry in system_tools()}
-            for entry in ALL_SYSTEM_TOOLS:
+            for entry in all_system_tools():
                 if entry["name"] not in enabled:
                     flag = FLAG_GATED.get(entry["name"], "?")
                     self._unavailable[entry["name"]] = f"turned off by the feature flag {flag}"

@@ -126,10 +126,10 @@ def _default(key: str) -> object:
 
 def seed_catalog() -> SeedReport:
     """Seed this deployment's catalog (feature flags applied)."""
-    from tools.catalog import ALL_SYSTEM_TOOLS, RETIRED_TOOLS, system_tools
+    from tools.catalog import RETIRED_TOOLS, all_system_tools, system_tools
 
     return seed_system_tools(
         system_tools(),
         retired=RETIRED_TOOLS,
-        known=[entry["name"] for entry in ALL_SYSTEM_TOOLS],
+        known=[entry["name"] for entry in all_system_tools()],
     )
