@@ -29,6 +29,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from registry.cards import CardType
 from registry.models import ApprovalStatus, PendingApproval
 from registry.tenancy import tenant_of
 
@@ -212,7 +213,7 @@ def record_outcome(row: PendingApproval, outcome: str) -> PendingApproval:
 def card(row: PendingApproval) -> dict:
     """What the chat page draws: the call, what it runs, and the hash a click sends back."""
     return {
-        "type": "approval", "approval_id": str(row.pk), "args_hash": row.args_hash,
+        "type": CardType.APPROVAL, "approval_id": str(row.pk), "args_hash": row.args_hash,
         "tool": row.tool_name, "status": row.status, "shown": row.shown,
         "expires_at": row.expires_at.isoformat(),
     }

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 
 from conversations.models import GeneratedFile
+from registry.cards import CardType
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -117,7 +118,7 @@ def download_url(file_id: int) -> str:
 def file_card(export: dict) -> dict:
     """The ``file_download`` card the UI shows for an export."""
     return {
-        "type": "file_download",
+        "type": CardType.FILE_DOWNLOAD,
         "file_id": export["file_id"],
         "filename": export["original_filename"],
         "mime_type": export["mime_type"],
