@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-PASSAGES_CARD = "document_passages"
+from registry.cards import CardType
+
+PASSAGES_CARD = CardType.DOCUMENT_PASSAGES
 
 _CITATION = re.compile(r"\[(p\d+(?:\s*,\s*p\d+)*)\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -40,7 +42,7 @@ def attach_citations(final_text: str, cards: list[dict]) -> list[dict]:
     if not cited:
         return kept
     card = {
-        "type": "cited_answer",
+        "type": CardType.CITED_ANSWER,
         "answer": "\n".join(_without_citations(line) for line in final_text.splitlines()).strip(),
         "claims": claims,
         "passages": [passages[pid] for pid in cited],

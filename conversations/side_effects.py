@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from conversations.models import GeneratedFile, Notification, UsageLog
 from eunice.tenant_files import is_tenant_file
+from registry.cards import CardType
 from registry.result import ToolResult
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("eunice.conversations")
 
-SINGLETON_CARDS = frozenset({"cited_answer", "map_display"})
+SINGLETON_CARDS = frozenset({CardType.CITED_ANSWER, CardType.MAP_DISPLAY})
 
 
 def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -> list[dict]:
@@ -35,9 +36,9 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
                       "message": f"dataset {name} is ready"})
     refused = set(result.exports) - set(file_ids)
     for card in result.cards:
-        if card.get("type") == "file_download" and card.get("export") in refused:
+        if card.get("type") == CardType.FILE_DOWNLOAD and card.get("export") in refused:
             continue  # no button to a download that is not there
-        if card.get("type") == "file_download" and card.get("export") in file_ids:
+        if card.get("type") == CardType.FILE_DOWNLOAD and card.get("export") in file_ids:
             # The row exists only now: the card learns which file its button downloads.
             card = {**card, "file_id": file_ids[card["export"]]}
         runtime.cards.append(card)
@@ -102,7 +103,7 @@ def merge_cards(cards: list[dict]) -> list[dict]:
     maps: dict[str, dict] = {}
     for card in cards:
         kind = card.get("type")
-        if kind == "map_display":
+        if kind == CardType.MAP_DISPLAY:
             key = str(card.get("display_id", ""))
             if key in maps:
                 _merge_map(maps[key], card)

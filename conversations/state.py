@@ -119,7 +119,7 @@ class DispatchState:
     def for_conversation(cls, conversation: Conversation) -> "DispatchState":
         """State seeded from the conversation's record (its log and failed approaches)."""
         from registry.execlog import writer
-        from registry.models import ToolExecutionLog
+        from registry.models import Outcome, ToolExecutionLog
 
         writer().flush()
         calls: Counter = Counter()
@@ -132,7 +132,7 @@ class DispatchState:
         )
         for name, outcome, count in by_outcome:  # one query for both figures
             calls[name] += count
-            if outcome == "ok":
+            if outcome == Outcome.OK:
                 succeeded.add(name)
         return cls(
             conversation=conversation,

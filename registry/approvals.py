@@ -30,6 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from registry.context import ToolContext
+from registry.cards import CardType
 from registry.models import ApprovalStatus, PendingApproval
 from registry.tenancy import tenant_of
 
@@ -210,7 +211,7 @@ def record_outcome(row: PendingApproval, outcome: str) -> PendingApproval:
 def card(row: PendingApproval) -> dict:
     """What the chat page draws: the call, what it runs, and the hash a click sends back."""
     return {
-        "type": "approval", "approval_id": str(row.pk), "args_hash": row.args_hash,
+        "type": CardType.APPROVAL, "approval_id": str(row.pk), "args_hash": row.args_hash,
         "tool": row.tool_name, "status": row.status, "shown": row.shown,
         "expires_at": row.expires_at.isoformat(),
     }

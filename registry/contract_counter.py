@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from registry.contract_types import Envelope, Err, Hint, Ok
+from registry.contract_types import Envelope, EnvelopeKind, Err, Hint, Ok
 
 
 def classify(envelope: Envelope) -> tuple[str, str | None]:
@@ -19,11 +19,11 @@ def classify(envelope: Envelope) -> tuple[str, str | None]:
     Raises TypeError for anything that is not an envelope.
     """
     if isinstance(envelope, Ok):
-        return "ok", None
+        return EnvelopeKind.OK, None
     if isinstance(envelope, Hint):
-        return "hint", envelope.hint_kind
+        return EnvelopeKind.HINT, envelope.hint_kind
     if isinstance(envelope, Err):
-        return "err", envelope.err_kind
+        return EnvelopeKind.ERR, envelope.err_kind
     raise TypeError(f"not a contract envelope: {type(envelope).__name__}")
 
 

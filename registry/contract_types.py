@@ -8,15 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from numbers import Real
 from typing import Any, Literal
 
-HintKind = Literal["schema", "fetch", "ambiguous"]
-EnvelopeKind = Literal["ok", "hint", "err"]
+
+class EnvelopeKind(StrEnum):
+    """What a call ended as; also ToolExecutionLog.outcome (registry.models.Outcome)."""
+
+    OK = "ok"
+    HINT = "hint"
+    ERR = "err"
+
+
+class HintKind(StrEnum):
+    SCHEMA = "schema"  # the input does not fit the schema
+    FETCH = "fetch"  # the ask is too broad or matched nothing: add or narrow
+    AMBIGUOUS = "ambiguous"  # several things match: pick one of the alternatives
+
+
+# What a handler may write instead of a HintKind member (checked when the Hint is made).
+HintKindName = HintKind | Literal["schema", "fetch", "ambiguous"]
 Provenance = Literal["measured", "inferred"]
 
-HINT_KINDS: frozenset[str] = frozenset({"schema", "fetch", "ambiguous"})
-ENVELOPE_KINDS: frozenset[str] = frozenset({"ok", "hint", "err"})
+HINT_KINDS: frozenset[str] = frozenset(HintKind)
+ENVELOPE_KINDS: frozenset[str] = frozenset(EnvelopeKind)
 PROVENANCES: frozenset[str] = frozenset({"measured", "inferred"})
 
 
@@ -77,7 +93,7 @@ class Hint:
     ``label`` or a numeric ``score``, or ``add`` / ``narrow`` on a non-fetch hint.
     """
 
-    hint_kind: HintKind
+    hint_kind: HintKindName
     message: str
     alternatives: list[dict[str, Any]] = field(default_factory=list)
     add: str | None = None
@@ -85,7 +101,7 @@ class Hint:
 
     def __post_init__(self) -> None:
         check_hint_kind(self.hint_kind)
-        if self.hint_kind != "fetch" and (self.add is not None or self.narrow is not None):
+        if self.hint_kind != HintKind.FETCH and (self.add is not None or self.narrow is not None):
             raise ValueError(f"add/narrow suggestions belong to fetch hints, not {self.hint_kind!r}")
         self.alternatives = rank_alternatives(self.alternatives)
 
@@ -111,7 +127,7 @@ class HintException(Exception):
 
     def __init__(
         self,
-        hint_kind: HintKind,
+        hint_kind: HintKindName,
         message: str,
         alternatives: Iterable[Mapping[str, Any]] = (),
         *,
@@ -160,11 +176,11 @@ def rank_alternatives(alternatives: Iterable[Mapping[str, Any]]) -> list[dict[st
 
 
 def envelope_kind(envelope: Envelope) -> EnvelopeKind:
-    """Return "ok", "hint" or "err"; raise TypeError for anything that is not an envelope."""
+    """Return the envelope's EnvelopeKind; raise TypeError for anything that is not an envelope."""
     if isinstance(envelope, Ok):
-        return "ok"
+        return EnvelopeKind.OK
     if isinstance(envelope, Hint):
-        return "hint"
+        return EnvelopeKind.HINT
     if isinstance(envelope, Err):
-        return "err"
+        return EnvelopeKind.ERR
     raise TypeError(f"not a contract envelope: {type(envelope).__name__}")

@@ -285,9 +285,9 @@ class ToolExecutionLogQuerySet(models.QuerySet):
                 row["tool_name"], {"ok": 0, "hint": 0, "err": 0, "hint_kinds": {}, "err_kinds": {}}
             )
             # Rows written before outcomes were recorded only know success.
-            outcome = row["outcome"] or ("ok" if row["success"] else "err")
+            outcome = row["outcome"] or (Outcome.OK if row["success"] else Outcome.ERR)
             tally[outcome] = tally.get(outcome, 0) + row["n"]
-            if outcome in ("hint", "err") and row["outcome_kind"]:
+            if outcome in (Outcome.HINT, Outcome.ERR) and row["outcome_kind"]:
                 kinds = tally[f"{outcome}_kinds"]
                 kinds[row["outcome_kind"]] = kinds.get(row["outcome_kind"], 0) + row["n"]
         return dict(sorted(tallies.items()))

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from llm.models import ModelConfig
@@ -28,7 +29,17 @@ logger = logging.getLogger("eunice.registry")
 # Held below the 128-tool cap some providers enforce.
 MAX_TOOL_SURFACE = 120
 
-MODES = ("chat", "agentic", "delegate")
+
+
+class Mode(StrEnum):
+    """How a conversation's loop runs; the values of Conversation.Mode."""
+
+    CHAT = "chat"
+    AGENTIC = "agentic"  # the project-manager loop, with its own allowlist
+    DELEGATE = "delegate"  # a sub-agent working on a delegated task
+
+
+MODES = tuple(Mode)
 
 # Tools only the agentic (project-manager) loop may use.
 AGENTIC_ONLY = frozenset({"plan"})
@@ -124,9 +135,9 @@ def resident_entries(mode: str) -> list[SurfaceEntry]:
     """The mode's resident component, before the working set is added."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    if mode == "agentic":
+    if mode == Mode.AGENTIC:
         return [SurfaceEntry(name, "mode_allowlist") for name in PM_ALLOWED]
-    excluded = AGENTIC_ONLY | (DELEGATE_EXCLUDED if mode == "delegate" else frozenset())
+    excluded = AGENTIC_ONLY | (DELEGATE_EXCLUDED if mode == Mode.DELEGATE else frozenset())
     return [SurfaceEntry(n, r) for n, r in resolve_floor_names() if n not in excluded]
 
 

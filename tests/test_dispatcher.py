@@ -298,7 +298,7 @@ def test_a_sequential_system_tool_is_known_on_a_registry_that_has_not_loaded_yet
 
 def test_the_datasource_passwords_are_marked_write_only():
     from registry.snapshot import secret_inputs
-    from tools.schemas.datasources import TOOLS
+    from tools.datasources import TOOLS
 
-    marked = {tool["name"]: secret_inputs(tool["input_schema"]) for tool in TOOLS}
+    marked = {tool.name: secret_inputs(tool.schema()) for tool in TOOLS}
     assert marked["register_datasource"] == marked["set_datasource_auth"] == {"password"}

@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from registry.models import ToolExecutionLog
 from tests import handlers
-from tools.catalog import ALL_SYSTEM_TOOLS, tools_without_contract_spec
+from tools.catalog import all_system_tools, tools_without_contract_spec
 
 BASELINE = Path(__file__).with_name("contract_deferred_baseline.json")
 
@@ -22,7 +22,7 @@ def test_the_deferred_baseline_is_empty():
 
 
 def test_every_system_tool_ships_with_a_contract_spec():
-    deferred = tools_without_contract_spec(ALL_SYSTEM_TOOLS)
+    deferred = tools_without_contract_spec(all_system_tools())
     assert deferred <= baseline(), f"tools without a contract spec: {sorted(deferred - baseline())}"
 
 
@@ -34,7 +34,7 @@ def test_the_ratchet_fails_when_a_tool_without_a_spec_is_added():
         "category": "utility",
         "handler_path": "tests.handlers.echo",
     }
-    deferred = tools_without_contract_spec([*ALL_SYSTEM_TOOLS, unregistered])
+    deferred = tools_without_contract_spec([*all_system_tools(), unregistered])
     assert deferred - baseline() == {"tool_without_spec"}
 
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
 from registry.ports import SubtaskOutcome, SubtaskRunner
+from registry.declarations import Tool
 
 
 @uniform_contract(name="call_llm", is_tabular=False)
@@ -93,3 +94,91 @@ async def request_user_input(inputs: dict, context: ToolContext) -> Ok | Err:
             Warning("no_answer", f"no answer within {settings.EUNICE_QUESTION_TIMEOUT:g} s; go on without it")
         ])
     return Ok(rows=1, data=f"The user answered: {text}")
+
+
+TOOLS = (
+    Tool(
+        name="call_llm",
+        description=(
+            "Ask a language model for a one-off piece of text — a summary, a rewrite, a "
+            "classification, a translation — without tools and without the conversation's history. "
+            "Give everything it needs in `prompt`."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "prompt": {"type": "string", "minLength": 1, "description": "The whole request."},
+                "system": {"type": "string", "description": "Optional instructions for the model."},
+                "role": {"type": "string", "default": "chat", "description": "Which configured model role to use."},
+            },
+            "required": ["prompt"],
+            "additionalProperties": False,
+        },
+        handler=call_llm,
+        category="utility",
+        status_message="Asking the model",
+        timeout_seconds=600,
+    ),
+    Tool(
+        name="delegate",
+        description=(
+            "Hand a self-contained task to a helper agent that works with its own tools and "
+            "reports back. Describe the task fully (it does not see this conversation) and what "
+            "the answer should contain. Optionally cap what it may spend."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "minLength": 1},
+                "max_cost_usd": {"type": "number", "exclusiveMinimum": 0},
+            },
+            "required": ["task"],
+            "additionalProperties": False,
+        },
+        handler=delegate,
+        category="utility",
+        status_message="Delegating",
+        timeout_seconds=1800,
+    ),
+    Tool(
+        name="delegate_batch",
+        description=(
+            "Hand several independent tasks to helper agents that work on them at the same time; "
+            "returns each one's report. Use for parallel research or checks that do not depend on "
+            "each other."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "tasks": {"type": "array", "minItems": 1, "maxItems": 8, "items": {"type": "string", "minLength": 1}},
+                "max_cost_usd_each": {"type": "number", "exclusiveMinimum": 0},
+            },
+            "required": ["tasks"],
+            "additionalProperties": False,
+        },
+        handler=delegate_batch,
+        category="utility",
+        status_message="Delegating in parallel",
+        timeout_seconds=1800,
+    ),
+    Tool(
+        name="request_user_input",
+        description=(
+            "Ask the user a question and wait for the answer, when you cannot go on without a "
+            "decision or a fact only they have. Offer `choices` when the answer is one of a few."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "minLength": 1},
+                "choices": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
+            },
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+        handler=request_user_input,
+        category="utility",
+        status_message="Waiting for your answer",
+        timeout_seconds=3600,
+    ),
+)

@@ -17,8 +17,10 @@ from conversations.catalog.store import NAME_RULE
 from eunice.jsonlimits import loads_bounded
 from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
+from registry.declarations import Tool
 from registry.sandbox import service
 from tools.datacommon import catalog, catalog_errors, quality_warnings, table_ok
+from tools.fragments import DATASET
 
 
 @uniform_contract(name="analyze_data", is_tabular=False)
@@ -78,3 +80,29 @@ def rebuild(payload: dict) -> pd.DataFrame:
         if column in frame.columns and dtype.startswith("datetime64"):
             frame[column] = pd.to_datetime(frame[column])
     return frame
+
+
+TOOLS = (
+    Tool(
+        name="analyze_data",
+        description=(
+            "Run pandas code over this conversation's datasets in a sandbox, for what SQL cannot "
+            "do (reshaping, statistics, time series). `df` is the chosen dataset, `frames[name]` "
+            "every dataset, `pd` and `np` are available; assign the answer to `result`. Put new "
+            "DataFrames into `frames['new_name']` to keep them as datasets. No imports or files."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "minLength": 1, "description": "Python using df, frames, pd, np."},
+                "dataset": DATASET,
+            },
+            "required": ["code"],
+            "additionalProperties": False,
+        },
+        handler=analyze_data,
+        category="data",
+        status_message="Analysing the data",
+        timeout_seconds=60,
+    ),
+)

@@ -23,7 +23,7 @@ class _Catalog:
     def all_entries(self) -> list[dict]:
         from tools import catalog
 
-        return list(catalog.ALL_SYSTEM_TOOLS)
+        return list(catalog.all_system_tools())
 
     def retired(self) -> list[str]:
         from tools import catalog

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
+from registry.declarations import Tool
 from registry.models import JobStatus, ToolJob
 from registry.tool_jobs import describe, request_build
 from tools.actors import may
@@ -54,3 +55,59 @@ def tool_job_status(inputs: dict, context: ToolContext) -> Ok:
     if job.status == JobStatus.TESTING and job.progress_pct == 100:
         lines.append("Built and audited; waiting for a staff member to approve or reject it.")
     return Ok(rows=1, data="\n".join(lines))
+
+
+TOOLS = (
+    Tool(
+        name="build_custom_tool",
+        description=(
+            "Ask for a new tool to be written when no existing tool (see search_tools) can do a task. "
+            "Describe in plain words what it should take and return; a builder model writes it, an "
+            "auditor tests it in a sandbox, and a staff member must approve it before anyone can call "
+            "it. Returns a job id at once; follow it with tool_job_status. Needs staff or the "
+            "registry.add_tooljob permission."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "pattern": "^[a-z][a-z0-9_]{2,63}$",
+                    "description": "The new tool's name: lower_snake_case, 3-64 characters.",
+                },
+                "request": {
+                    "type": "string",
+                    "minLength": 10,
+                    "maxLength": 4000,
+                    "description": "What the tool should do, its inputs and its output.",
+                },
+            },
+            "required": ["name", "request"],
+            "additionalProperties": False,
+        },
+        handler=build_custom_tool,
+        category="builder",
+        status_message="Queueing a tool build",
+        timeout_seconds=15,
+    ),
+    Tool(
+        name="tool_job_status",
+        description=(
+            "Check a tool build started with build_custom_tool: its status (queued, building, "
+            "testing = awaiting staff review, approved, rejected, failed), progress and any error."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "job_id": {"type": "string", "minLength": 1, "maxLength": 32,
+                           "description": "The job id build_custom_tool returned."},
+            },
+            "required": ["job_id"],
+            "additionalProperties": False,
+        },
+        handler=tool_job_status,
+        category="builder",
+        status_message="Checking a tool build",
+        timeout_seconds=10,
+    ),
+)

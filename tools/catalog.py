@@ -1,27 +1,42 @@
 """The system tool catalog: every tool the platform knows how to run.
 
-Schemas live in per-category modules under ``tools/schemas``; ``TOOL_ORDER`` is
-the one source of truth for the order tools are registered and offered in.
-``assemble`` cross-checks the two in both directions at import time, so a tool
-can never silently drop out of (or never make it into) the catalog.
+Each tool is declared once, next to its handler, in its module's ``TOOLS``
+(see ``registry.declarations.Tool`` and docs/tools.md). ``TOOL_ORDER`` is the
+one source of truth for the order tools are registered and offered in;
+``assemble`` cross-checks the declarations and the order in both directions
+when the catalog is first composed, so a tool can never silently drop out of
+(or never make it into) the catalog.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from tools.schemas import agent, builder, data, datasources, documents, entity, mcp, outputs, search, utility, web
+from registry.declarations import DeclarationError, Tool
+from registry.handlers import HandlerImportError, import_handler
 
-REQUIRED_KEYS = ("name", "description", "input_schema", "category", "handler_path")
-OPTIONAL_KEYS = (
-    "status_message",
-    "large_output",
-    "inline",
-    "timeout_seconds",
-    "replaced_by_model_capability",
-    "sequential",
+# The modules whose ``TOOLS`` make up the catalog.
+TOOL_MODULES: tuple[str, ...] = (
+    "tools.utility",
+    "tools.agent",
+    "tools.mcp",
+    "tools.data",
+    "tools.sql",
+    "tools.analysis",
+    "tools.datasources",
+    "tools.charts",
+    "tools.exports",
+    "tools.telemetry",
+    "tools.corpora",
+    "tools.entities",
+    "tools.entity_tables",
+    "tools.documents",
+    "tools.web",
+    "tools.builder",
 )
 
 TOOL_ORDER: tuple[str, ...] = (
@@ -68,9 +83,6 @@ TOOL_ORDER: tuple[str, ...] = (
     "tool_job_status",
 )
 
-# Category modules, each exporting TOOLS: a list of schema entries.
-CATEGORIES = (utility, agent, mcp, data, datasources, outputs, search, entity, documents, web, builder)
-
 # The only system tools sandboxed code (custom tools, analyze_data) may reach through
 # call_tool, and then only those a custom tool declares: tools that read or present
 # data. Nothing that starts processes or sub-agents, reaches the network, registers data
@@ -90,45 +102,79 @@ RETIRED_TOOLS: frozenset[str] = frozenset()
 FLAG_GATED: Mapping[str, str] = MappingProxyType({})
 
 
-def assemble(categories: Iterable[Iterable[dict]], order: tuple[str, ...]) -> list[dict]:
-    """Return the category entries in ``order``.
+def assemble(declarations: Iterable[Iterable[Tool]], order: tuple[str, ...]) -> list[Tool]:
+    """Return the declared tools in ``order``.
 
-    Raises KeyError naming the tool when an entry lacks a required key or has
-    an unknown one, a name is declared twice, a name in ``order`` has no entry,
-    or an entry is missing from ``order``.
+    Raises DeclarationError naming the tool when a name is declared twice, a
+    name in ``order`` has no declaration, a declaration is missing from
+    ``order``, a name appears twice in ``order``, or a handler is not what its
+    dotted path imports.
     """
-    by_name: dict[str, dict] = {}
-    for entries in categories:
-        for entry in entries:
-            name = entry.get("name")
-            if not name:
-                raise KeyError(f"catalog entry without a name: {sorted(entry)}")
-            _check_keys(name, entry)
-            if name in by_name:
-                raise KeyError(f"tool {name!r} is declared twice in the catalog")
-            by_name[name] = entry
+    by_name: dict[str, Tool] = {}
+    for tools in declarations:
+        for tool in tools:
+            if tool.name in by_name:
+                raise DeclarationError(f"tool {tool.name!r} is declared twice in the catalog")
+            by_name[tool.name] = tool
     repeated = [name for name, count in Counter(order).items() if count > 1]
     if repeated:
-        raise KeyError(f"tool {repeated[0]!r} appears twice in TOOL_ORDER")
+        raise DeclarationError(f"tool {repeated[0]!r} appears twice in TOOL_ORDER")
     missing = [name for name in order if name not in by_name]
     if missing:
-        raise KeyError(f"tool {missing[0]!r} is in TOOL_ORDER but no category declares it")
+        raise DeclarationError(
+            f"tool {missing[0]!r} is in TOOL_ORDER but no module in TOOL_MODULES declares it"
+        )
     ordered = set(order)
     unordered = [name for name in by_name if name not in ordered]
     if unordered:
-        raise KeyError(f"tool {unordered[0]!r} is declared in a category but missing from TOOL_ORDER")
+        raise DeclarationError(f"tool {unordered[0]!r} is declared but missing from TOOL_ORDER")
+    for tool in by_name.values():
+        _check_handler(tool)
     return [by_name[name] for name in order]
 
 
-def _check_keys(name: str, entry: dict) -> None:
-    for key in REQUIRED_KEYS:
-        if key not in entry:
-            raise KeyError(f"tool {name!r} is missing the required key {key!r}")
-    unknown = set(entry) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS)
-    if unknown:
-        raise KeyError(f"tool {name!r} has unknown keys {sorted(unknown)}")
-    if not isinstance(entry["input_schema"], dict) or entry["input_schema"].get("type") != "object":
-        raise KeyError(f"tool {name!r} needs an input_schema of type 'object'")
+def _check_handler(tool: Tool) -> None:
+    try:
+        resolved = import_handler(tool.handler_path)
+    except HandlerImportError as exc:
+        raise DeclarationError(f"tool {tool.name!r}: its handler does not import: {exc}") from exc
+    if resolved is not tool.handler:
+        raise DeclarationError(
+            f"tool {tool.name!r}: {tool.handler_path} is not the handler it declares"
+        )
+
+
+def module_declarations(module_names: Iterable[str]) -> list[tuple[Tool, ...]]:
+    """Import each module and return its ``TOOLS``.
+
+    Raises DeclarationError naming the module when it does not import or has
+    no ``TOOLS`` tuple of Tool: without its declarations the catalog cannot be
+    composed, so the failure is reported once (system check eunice.E002), not
+    as tools that silently vanish.
+    """
+    found = []
+    for module_name in module_names:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise DeclarationError(f"{module_name} is in TOOL_MODULES but does not import: {exc}") from exc
+        tools = getattr(module, "TOOLS", None)
+        if not isinstance(tools, tuple) or not all(isinstance(tool, Tool) for tool in tools):
+            raise DeclarationError(f"{module_name} is in TOOL_MODULES but has no TOOLS tuple of Tool")
+        found.append(tools)
+    return found
+
+
+@functools.cache
+def declared_tools() -> tuple[Tool, ...]:
+    """Every system tool, in TOOL_ORDER; composed (and checked) on first use."""
+    return tuple(assemble(module_declarations(TOOL_MODULES), TOOL_ORDER))
+
+
+@functools.cache
+def all_system_tools() -> tuple[dict, ...]:
+    """The catalog entries of every system tool, feature flags not applied."""
+    return tuple(tool.entry() for tool in declared_tools())
 
 
 def apply_feature_flags(
@@ -148,7 +194,6 @@ def apply_feature_flags(
     return kept
 
 
-ALL_SYSTEM_TOOLS: tuple[dict, ...] = tuple(assemble([c.TOOLS for c in CATEGORIES], TOOL_ORDER))
 if not SANDBOX_CALLABLE <= set(TOOL_ORDER):
     raise KeyError(f"SANDBOX_CALLABLE names unknown tools {sorted(SANDBOX_CALLABLE - set(TOOL_ORDER))}")
 
@@ -157,7 +202,7 @@ def system_tools() -> list[dict]:
     """The catalog with this deployment's feature flags applied."""
     from django.conf import settings
 
-    return apply_feature_flags(list(ALL_SYSTEM_TOOLS), settings.FEATURE_FLAGS)
+    return apply_feature_flags(list(all_system_tools()), settings.FEATURE_FLAGS)
 
 
 def tools_without_contract_spec(entries: Iterable[dict]) -> set[str]:
@@ -167,7 +212,6 @@ def tools_without_contract_spec(entries: Iterable[dict]) -> set[str]:
     ImportError for a handler path that does not resolve.
     """
     from registry.contract import registered_names
-    from registry.handlers import import_handler
 
     entries = list(entries)
     for entry in entries:

@@ -10,7 +10,9 @@ import pandas as pd
 from conversations.catalog import file_card, register_export
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
+from registry.declarations import Tool
 from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns
+from tools.fragments import DATASET
 
 CHART_MAX_ROWS = 5000
 MAP_MAX_POINTS = 5000
@@ -159,3 +161,59 @@ def _bounds(collection: dict) -> list | None:
     for feature in collection.get("features", []):
         walk((feature.get("geometry") or {}).get("coordinates"))
     return [[min(ys), min(xs)], [max(ys), max(xs)]] if xs else None
+
+
+TOOLS = (
+    Tool(
+        name="create_chart",
+        description=(
+            "Draw a chart of a dataset for the user (bar, line, point, area): pick the x and y "
+            "columns, optionally a color column and an aggregate. The chart is shown in the chat "
+            "and saved as an SVG or PNG file. Aggregate large data with query first."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "dataset": DATASET,
+                "x": {"type": "string", "minLength": 1},
+                "y": {"type": "string", "minLength": 1},
+                "color": {"type": "string"},
+                "mark": {"type": "string", "enum": ["bar", "line", "point", "area"], "default": "bar"},
+                "aggregate": {"type": "string", "enum": ["sum", "mean", "count", "min", "max", "median"]},
+                "title": {"type": "string", "maxLength": 200},
+                "format": {"type": "string", "enum": ["svg", "png"], "default": "svg"},
+            },
+            "required": ["x", "y"],
+            "additionalProperties": False,
+        },
+        handler=create_chart,
+        category="outputs",
+        status_message="Drawing the chart",
+        timeout_seconds=60,
+    ),
+    Tool(
+        name="display_map",
+        description=(
+            "Show points on a map to the user, from a dataset with latitude/longitude columns or "
+            "from a GeoJSON object. Calls with the same display_id add layers to the same map."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "dataset": DATASET,
+                "geojson": {"type": "object", "description": "A FeatureCollection or Feature, instead of a dataset."},
+                "lat_column": {"type": "string"},
+                "lon_column": {"type": "string"},
+                "label_column": {"type": "string"},
+                "display_id": {"type": "string", "default": "main", "maxLength": 64},
+                "layer": {"type": "string", "maxLength": 64},
+                "style": {"type": "string", "enum": ["circle", "heatmap", "line", "fill"], "default": "circle"},
+            },
+            "additionalProperties": False,
+        },
+        handler=display_map,
+        category="outputs",
+        status_message="Preparing the map",
+        timeout_seconds=30,
+    ),
+)

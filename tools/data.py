@@ -8,7 +8,9 @@ import json
 
 from registry.context import ToolContext
 from registry.contract import HintException, Ok, Warning, uniform_contract
+from registry.declarations import Tool
 from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, quality_warnings, ranked, table_ok
+from tools.fragments import DATASET
 
 PRESENT_MAX_ROWS = 200
 
@@ -113,3 +115,69 @@ def present_rows(inputs: dict, context: ToolContext) -> Ok:
     return ok
 
 
+TOOLS = (
+    Tool(
+        name="preview_data",
+        description=(
+            "Look at a dataset of this conversation before working with it: the first rows "
+            "(or a random sample), its columns with types, null and distinct counts, and "
+            "data-quality warnings. Use it first on any uploaded file."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "dataset": DATASET,
+                "rows": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+                "sample": {"type": "boolean", "default": False, "description": "Random rows instead of the first."},
+            },
+            "additionalProperties": False,
+        },
+        handler=preview_data,
+        category="data",
+        status_message="Previewing the data",
+        timeout_seconds=30,
+    ),
+    Tool(
+        name="describe_entry",
+        description=(
+            "Explain what something is before using it: a dataset (schema, size, where it came "
+            "from), a tool (description and input schema) or a registered datasource (kind and "
+            "tables). Unknown names get the closest real ones."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "description": "Dataset, tool or datasource name."},
+                "kind": {"type": "string", "enum": ["any", "dataset", "tool", "datasource"], "default": "any"},
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+        handler=describe_entry,
+        category="data",
+        status_message="Looking it up",
+        timeout_seconds=30,
+    ),
+    Tool(
+        name="present_rows",
+        description=(
+            "Show rows of a dataset to the user as a table in the chat (up to 200 rows). Use it "
+            "when the user should see the rows themselves; you get a short preview back."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "dataset": DATASET,
+                "columns": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                            "description": "Columns to show, in order; default all."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+                "title": {"type": "string", "maxLength": 200},
+            },
+            "additionalProperties": False,
+        },
+        handler=present_rows,
+        category="data",
+        status_message="Preparing the table",
+        timeout_seconds=30,
+    ),
+)

@@ -14,6 +14,7 @@ import json
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from eunice import tenant_files as files
 from registry.context import ToolContext
+from registry.declarations import Tool
 from registry.contract import Effects, HintException, Ok, uniform_contract
 from tools.lib.render_docs import MIME_TYPES, write_document
 
@@ -111,3 +112,68 @@ def _data(event: ConversationEvent) -> dict:
     if event.blob is not None:
         return json.loads(bytes(event.blob.data))
     return event.data
+
+
+_SECTION = {
+    "type": "object",
+    "properties": {
+        "heading": {"type": "string"},
+        "paragraphs": {"type": "array", "items": {"type": "string"}},
+        "bullets": {"type": "array", "items": {"type": "string"}},
+        "table": {
+            "type": "object",
+            "properties": {
+                "columns": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                "rows": {"type": "array", "items": {"type": "array"}},
+            },
+            "required": ["columns"],
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+_FORMAT = {"type": "string", "enum": ["pdf", "docx", "markdown"], "default": "pdf"}
+
+TOOLS = (
+    Tool(
+        name="generate_document",
+        description=(
+            "Write a document the user can download (PDF, Word DOCX or Markdown) from an outline of "
+            "sections (heading, paragraphs, bullets, a table), and/or from the results of this "
+            "conversation's tool calls (include_results). Use it when the user asks for a report or file."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "title": {"type": "string", "minLength": 1, "maxLength": 200},
+                "format": _FORMAT,
+                "sections": {"type": "array", "items": _SECTION},
+                "include_results": {"type": "boolean", "default": False,
+                                    "description": "Append every tool result of this conversation."},
+            },
+            "required": ["title"],
+            "additionalProperties": False,
+        },
+        handler=generate_document,
+        category="utility",
+        status_message="Writing the document",
+        timeout_seconds=120,
+    ),
+    Tool(
+        name="document_conversation",
+        description=(
+            "Write a report of this conversation as a downloadable file: the questions and answers, "
+            "each tool call with its result, and the charts and files produced."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200}, "format": _FORMAT},
+            "additionalProperties": False,
+        },
+        handler=document_conversation,
+        category="utility",
+        status_message="Writing the conversation report",
+        timeout_seconds=120,
+    ),
+)

@@ -14,6 +14,8 @@ from django.db.models import Count
 
 from registry.context import ToolContext
 from registry.contract import HintException, Ok, uniform_contract
+from registry.declarations import Tool
+from tools.fragments import ENTITY_NAME, ENTITY_TYPE, closed_object
 from tools.lib import entity_store as store
 from tools.lib.entity_store import Provenance
 from tools.models import Entity, EntityAlias, EntityLink, Fact
@@ -132,3 +134,82 @@ def _provenance(fact: Fact) -> str:
     call = f", call {fact.tool_call_id}" if fact.tool_call_id else ""
     source = f", source {fact.source}" if fact.source else ""
     return f"{fact.recorded_at:%Y-%m-%d %H:%M} UTC, {where}{call}{source}"
+
+
+TOOLS = (
+    Tool(
+        name="record_fact",
+        description=(
+            "Remember one fact about a named thing (a customer, site, person, product…) for later "
+            "conversations: its attribute and value. Creates the entity if it is new; a newer value of the "
+            "same attribute supersedes the old one, which stays in the history with where it came from."
+        ),
+        input_schema=closed_object(
+            {"entity": ENTITY_NAME, "entity_type": ENTITY_TYPE, "attribute": {"type": "string", "minLength": 1, "maxLength": 120},
+             "value": {"description": "Any JSON value: text, number, list or object."},
+             "aliases": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Other names."},
+             "source": {"type": "string", "description": "Where the fact comes from (a document, a URL)."}},
+            ["entity", "attribute", "value"],
+        ),
+        handler=record_fact,
+        category="entity",
+        status_message="Recording a fact",
+        inline=True,
+    ),
+    Tool(
+        name="get_entity",
+        description=(
+            "Show everything known about one named thing: aliases, current facts with when and where each "
+            "was recorded, and its links to other entities."
+        ),
+        input_schema=closed_object(
+            {"entity": ENTITY_NAME, "entity_type": ENTITY_TYPE},
+            ["entity"],
+        ),
+        handler=get_entity,
+        category="entity",
+        status_message="Looking up the entity",
+        inline=True,
+    ),
+    Tool(
+        name="list_entities",
+        description="List the remembered entities, optionally of one type, a page at a time.",
+        input_schema=closed_object(
+            {"entity_type": ENTITY_TYPE, "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+             "offset": {"type": "integer", "minimum": 0, "default": 0}},
+            [],
+        ),
+        handler=list_entities,
+        category="entity",
+        status_message="Listing entities",
+        inline=True,
+    ),
+    Tool(
+        name="link_entities",
+        description="Record a relation between two remembered entities, e.g. 'Acme' owns 'Plant 7'.",
+        input_schema=closed_object(
+            {"source": ENTITY_NAME, "target": ENTITY_NAME, "relation": {"type": "string", "minLength": 1, "maxLength": 120},
+             "source_type": ENTITY_TYPE, "target_type": ENTITY_TYPE},
+            ["source", "target", "relation"],
+        ),
+        handler=link_entities,
+        category="entity",
+        status_message="Linking entities",
+        inline=True,
+    ),
+    Tool(
+        name="recall_entities",
+        description=(
+            "Find remembered entities by name, alias or meaning ('the supplier in Lyon') and show their "
+            "current facts. Use it before answering about people, customers or places mentioned earlier."
+        ),
+        input_schema=closed_object(
+            {"query": {"type": "string", "minLength": 1}, "entity_type": ENTITY_TYPE,
+             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5}},
+            ["query"],
+        ),
+        handler=recall_entities,
+        category="entity",
+        status_message="Recalling entities",
+    ),
+)

@@ -15,6 +15,8 @@ from django.utils import timezone
 
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, measure_schema, uniform_contract
+from registry.declarations import Tool
+from tools.fragments import ENTITY_TYPE, closed_object
 from tools.lib import entity_store as store
 from tools.lib.entity_store import Provenance
 from tools.models import Entity, EntityAlias, EntityProjection, Fact
@@ -115,3 +117,41 @@ def _ingest(tenant_id: str, entity_type: str, rows: list[dict], name_column: str
     touched = {e.pk for e in existing.values()}
     Entity.objects.filter(pk__in=touched).update(updated_at=timezone.now())
     return len(new), len(facts)
+
+
+TOOLS = (
+    Tool(
+        name="ingest_entities",
+        description=(
+            "Turn the rows of a table into entities and facts: one entity per row, named by name_column, "
+            "and one fact per other column (or the listed attributes). Pass the name of a dataset of this "
+            "conversation, or the rows themselves."
+        ),
+        input_schema=closed_object(
+            {"dataset": {"type": "string", "minLength": 1}, "rows": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+             "name_column": {"type": "string", "minLength": 1}, "entity_type": ENTITY_TYPE,
+             "attributes": {"type": "array", "items": {"type": "string"}}},
+            ["name_column"],
+        ),
+        handler=ingest_entities,
+        category="entity",
+        status_message="Ingesting entities",
+        sequential=True,
+    ),
+    Tool(
+        name="define_entity_projection",
+        description=(
+            "Save a named table view of one entity type with the chosen attributes as columns, and get "
+            "that table now (it becomes a dataset of the conversation under the same name)."
+        ),
+        input_schema=closed_object(
+            {"name": {"type": "string", "minLength": 1, "maxLength": 120}, "entity_type": ENTITY_TYPE,
+             "attributes": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+             "description": {"type": "string"}},
+            ["name", "entity_type", "attributes"],
+        ),
+        handler=define_entity_projection,
+        category="entity",
+        status_message="Building the entity table",
+    ),
+)

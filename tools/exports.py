@@ -15,7 +15,9 @@ from conversations.models import GeneratedFile
 from eunice.bounded_read import InputTooLarge, open_workbook
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
+from registry.declarations import Tool
 from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, ranked
+from tools.fragments import DATASET
 
 _MIME = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet", "json": "application/json"}
 READ_MAX_CELLS = 2000
@@ -175,3 +177,101 @@ def _apply(workbook, operation: dict, number: int, context: ToolContext) -> None
         _sheet(workbook, operation.get("sheet")).title = operation["name"][:31]
     elif kind == "delete_sheet":
         del workbook[_sheet(workbook, operation.get("sheet")).title]
+
+
+TOOLS = (
+    Tool(
+        name="export",
+        description=(
+            "Give the user a dataset as a downloadable CSV, Parquet or JSON file. For a "
+            "formatted spreadsheet use export_excel."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "dataset": DATASET,
+                "format": {"type": "string", "enum": ["csv", "parquet", "json"], "default": "csv"},
+                "columns": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "filename": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,100}$", "description": "Without extension."},
+            },
+            "additionalProperties": False,
+        },
+        handler=export,
+        category="outputs",
+        status_message="Exporting the file",
+        timeout_seconds=60,
+    ),
+    Tool(
+        name="export_excel",
+        description=(
+            "Give the user an Excel workbook with one sheet per dataset: bold frozen header, "
+            "filters, column widths, optional number formats per column (e.g. '#,##0.00') and "
+            "formulas written below the data (e.g. {'Total': '=SUM(C2:C6)'})."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "sheets": {
+                    "type": "array", "minItems": 1, "maxItems": 20,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "dataset": DATASET,
+                            "name": {"type": "string", "maxLength": 31},
+                            "number_formats": {"type": "object", "additionalProperties": {"type": "string"}},
+                            "formulas": {"type": "object", "additionalProperties": {"type": "string"}},
+                        },
+                        "required": ["dataset"],
+                        "additionalProperties": False,
+                    },
+                },
+                "filename": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,100}$"},
+            },
+            "required": ["sheets"],
+            "additionalProperties": False,
+        },
+        handler=export_excel,
+        category="outputs",
+        status_message="Writing the workbook",
+        timeout_seconds=60,
+    ),
+    Tool(
+        name="manipulate_excel",
+        description=(
+            "Read or edit an Excel workbook the user uploaded or an earlier export (by file_id). "
+            "Without operations it reads cells (optionally a sheet and range like 'A1:D20'). "
+            "Operations: set_cells (values or '=formulas'), add_sheet (optionally filled from a "
+            "dataset), rename_sheet, delete_sheet; the result is a new file."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "file_id": {"type": "integer", "minimum": 1},
+                "sheet": {"type": "string"},
+                "range": {"type": "string", "pattern": "^[A-Z]{1,3}[0-9]+(:[A-Z]{1,3}[0-9]+)?$"},
+                "operations": {
+                    "type": "array", "maxItems": 50,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "op": {"type": "string", "enum": ["set_cells", "add_sheet", "rename_sheet", "delete_sheet"]},
+                            "sheet": {"type": "string"},
+                            "name": {"type": "string", "minLength": 1},
+                            "dataset": DATASET,
+                            "cells": {"type": "object", "description": "{'B7': 42, 'C7': '=SUM(C2:C6)'}"},
+                        },
+                        "required": ["op"],
+                        "additionalProperties": False,
+                    },
+                },
+                "filename": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,100}$"},
+            },
+            "required": ["file_id"],
+            "additionalProperties": False,
+        },
+        handler=manipulate_excel,
+        category="outputs",
+        status_message="Working on the workbook",
+        timeout_seconds=60,
+    ),
+)

@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from registry import approvals
 from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, uniform_contract
+from registry.declarations import Tool
 from registry.mcp import MCPError
 from registry.mcp import marketplace
 from tools.actors import staff_user
@@ -80,3 +81,53 @@ def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(exc.messages)
     return str(exc)
+
+
+TOOLS = (
+    Tool(
+        name="search_mcp_marketplace",
+        description=(
+            "Search for MCP servers that would give you new tools (for example 'github issues', "
+            "'time zones', 'fetch web pages'). Returns matching servers from the bundled catalog "
+            "and the MCP registry, each with its id and the exact command or URL it runs."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "description": "What the server should do."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        handler=search_mcp_marketplace,
+        category="mcp",
+        status_message="Searching the MCP marketplace",
+        timeout_seconds=15,
+    ),
+    Tool(
+        name="install_mcp_server",
+        description=(
+            "Install an MCP server found with search_mcp_marketplace and connect it, so its tools "
+            "become callable. Staff only. It does not install by itself: the person sees the exact "
+            "command, package and version in the chat page and approves or rejects it there."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "minLength": 1, "description": "The server id from the search."},
+                "name": {
+                    "type": "string",
+                    "pattern": "^[a-z0-9][a-z0-9_-]{0,31}$",
+                    "description": "Connection name; its tools are called mcp_<name>_<tool>.",
+                },
+            },
+            "required": ["id", "name"],
+            "additionalProperties": False,
+        },
+        handler=install_mcp_server,
+        category="mcp",
+        status_message="Installing an MCP server",
+        timeout_seconds=60,
+    ),
+)

@@ -6,6 +6,7 @@ from django.conf import settings
 
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
+from registry.declarations import Tool
 from tools.datacommon import catalog, catalog_errors, quality_warnings, ranked, table_ok
 from tools.sqlengine import referenced_tables, run_select
 
@@ -60,3 +61,49 @@ def _too_many(limit: int, saving: bool) -> HintException:
         add="save_as: '<name>' to keep the whole result as a dataset, then preview_data it",
         narrow="aggregate (GROUP BY), filter (WHERE) or add LIMIT 100",
     )
+
+
+_SAVE_AS = {
+    "type": "string",
+    "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$",
+    "description": "Keep the whole result as a dataset of this name (for later tools and exports).",
+}
+
+_SQL_INPUT = {
+    "type": "object",
+    "properties": {
+        "sql": {"type": "string", "minLength": 1, "description": "One SELECT statement."},
+        "save_as": _SAVE_AS,
+    },
+    "required": ["sql"],
+    "additionalProperties": False,
+}
+
+TOOLS = (
+    Tool(
+        name="query",
+        description=(
+            "Run one read-only SQL SELECT (DuckDB dialect) over this conversation's datasets; "
+            "each dataset is a table of the same name. Returns up to 500 rows; for more, "
+            "aggregate or filter, or pass save_as to keep the result as a new dataset."
+        ),
+        input_schema=_SQL_INPUT,
+        handler=query,
+        category="data",
+        status_message="Running the query",
+        timeout_seconds=60,
+    ),
+    Tool(
+        name="query_frames",
+        description=(
+            "Run one read-only SQL SELECT over the frames that tools produced in this "
+            "conversation (query results saved with save_as, analyze_data outputs), not the "
+            "uploads. Same rules and limits as query."
+        ),
+        input_schema=_SQL_INPUT,
+        handler=query_frames,
+        category="data",
+        status_message="Querying the frames",
+        timeout_seconds=60,
+    ),
+)

@@ -9,6 +9,7 @@ from conversations.catalog.access import caller_is, is_staff, is_superuser
 from conversations.models import Conversation, ConversationEvent
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
+from registry.declarations import Tool
 from registry.models import ToolExecutionLog
 from tools.datacommon import quality_warnings, table_ok
 
@@ -66,3 +67,29 @@ def _events(conversation_id: str | None, tenant_id: str, limit: int) -> pd.DataF
     frame = pd.DataFrame(list(rows.values(*fields)[:limit]), columns=fields)
     frame["data"] = frame["data"].map(lambda value: str(value)[:200])
     return frame
+
+
+TOOLS = (
+    Tool(
+        name="query_telemetry",
+        description=(
+            "Look at what happened in this conversation: its tool calls (tool, outcome, time) or "
+            "its events. A superuser may pass all_tenants for every tenant's tool calls."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "what": {"type": "string", "enum": ["tool_calls", "events"], "default": "tool_calls"},
+                "conversation_id": {"type": "string"},
+                "tool": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
+                "all_tenants": {"type": "boolean", "default": False},
+            },
+            "additionalProperties": False,
+        },
+        handler=query_telemetry,
+        category="outputs",
+        status_message="Reading the telemetry",
+        timeout_seconds=30,
+    ),
+)

@@ -12,6 +12,7 @@ from django.utils.module_loading import import_string
 
 from registry.context import ToolContext
 from registry.contract import HintException, Ok, uniform_contract
+from registry.declarations import Tool
 from tools.lib.extract import UnreadableDocument, UnsupportedFormat, detect_format, extract_text
 from tools.lib.web_fetch import fetch
 
@@ -66,3 +67,44 @@ def search_backend(name: str) -> Callable[[str, int], list[dict]]:
 
         return searxng_search
     return import_string(name)
+
+
+TOOLS = (
+    Tool(
+        name="fetch_url",
+        description=(
+            "Read a public web page (or a PDF/DOCX at a URL) as plain text. Only http and https; "
+            "addresses inside private networks are refused. Use it to read a page you know the "
+            "address of, e.g. one web_search returned."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"url": {"type": "string", "minLength": 8, "maxLength": 2000, "description": "http(s) URL."}},
+            "required": ["url"],
+            "additionalProperties": False,
+        },
+        handler=fetch_url,
+        category="utility",
+        status_message="Reading the web page",
+        large_output=True,
+        timeout_seconds=60,
+    ),
+    Tool(
+        name="web_search",
+        description="Search the web and get result titles, addresses and snippets; read a result with fetch_url.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        handler=web_search,
+        category="utility",
+        status_message="Searching the web",
+        timeout_seconds=30,
+        replaced_by_model_capability="web_search",
+    ),
+)

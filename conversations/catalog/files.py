@@ -10,6 +10,7 @@ from django.db import transaction
 
 from conversations.models import GeneratedFile
 from eunice.tenant_files import catalog_dir, safe_name, user_uploads_dir
+from registry.cards import CardType
 
 UPLOAD_TOOL = "document_upload"  # GeneratedFile.source_tool of a document a user uploaded
 
@@ -80,7 +81,7 @@ def download_url(file_id: int) -> str:
 def file_card(export: dict) -> dict:
     """The ``file_download`` card the UI shows for an export."""
     return {
-        "type": "file_download",
+        "type": CardType.FILE_DOWNLOAD,
         "file_id": export["file_id"],
         "filename": export["original_filename"],
         "mime_type": export["mime_type"],

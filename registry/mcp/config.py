@@ -45,5 +45,18 @@ class ServerConfig:
             idempotent_tools=frozenset(server.idempotent_tools or ()),
         )
 
+    @classmethod
+    def endpoint_of(cls, server) -> "ServerConfig":  # noqa: ANN001 - registry.models.MCPServer
+        """Only what says where the server is (no secrets), for checking a row not yet validated."""
+        return cls(
+            id=server.pk or 0,
+            name=server.name,
+            tenant_id=server.tenant_id,
+            transport=server.transport,
+            command=server.command,
+            url=server.url,
+            allow_private=server.allow_private_network or settings.MCP_ALLOW_PRIVATE_URLS,
+        )
+
     def __repr__(self) -> str:  # env and headers hold secrets
         return f"ServerConfig(name={self.name!r}, transport={self.transport!r})"

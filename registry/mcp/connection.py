@@ -11,6 +11,7 @@ from typing import Any
 from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
 from registry.mcp.naming import RemoteTool
+from registry.mcp.transports import transport_of
 from registry.mcp.urls import PinnedURL
 
 logger = logging.getLogger("eunice.mcp")
@@ -146,20 +147,10 @@ class Connection:
             self.lost_reason = reason or "the connection closed"
             self._on_lost(self.lost_reason)
 
-    def _transport(self):
-        if self.config.transport == "stdio":
-            from registry.mcp.stdio import StdioExit, stdio_transport
-
-            self._stdio = StdioExit()
-            return stdio_transport(self.config.command, self.config.args, self.config.env, self._stdio)
-        from mcp.client.streamable_http import streamable_http_client
-
-        from registry.mcp.http import HTTPRefusal, pinned_client
-
-        assert self._pinned is not None
-        self._refusal = HTTPRefusal()
-        client = pinned_client(self._pinned, self.config.headers, self._refusal)
-        return _owning(client, streamable_http_client(self._pinned.url, http_client=client))
+    def _transport(self) -> Any:
+        opened = transport_of(self.config).open(self.config, self._pinned)
+        self._stdio, self._refusal = opened.stdio, opened.refusal
+        return opened.context
 
     async def _until_done(self) -> None:
         assert self._closing is not None
@@ -246,27 +237,6 @@ async def _list_tools(session: Any) -> list[RemoteTool]:
         cursor = parsed.next_cursor
         if not cursor:
             return tools
-
-
-class _owning:
-    """Enter the SDK transport, and close our HTTP client after it."""
-
-    def __init__(self, client: Any, transport: Any) -> None:
-        self._client, self._transport = client, transport
-
-    async def __aenter__(self) -> Any:
-        await self._client.__aenter__()
-        try:
-            return await self._transport.__aenter__()
-        except BaseException:
-            await self._client.__aexit__(None, None, None)
-            raise
-
-    async def __aexit__(self, *exc: Any) -> None:
-        try:
-            await self._transport.__aexit__(*exc)
-        finally:
-            await self._client.__aexit__(None, None, None)
 
 
 SDK_HTTP_ERROR = "Server returned an error response"

@@ -31,8 +31,8 @@ from registry.lazy import Lazy
 from registry.mcp.connection import Connection, ConnectionLost
 from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
-from registry.mcp.urls import check_url
-from registry.models import MCPServer, MCPStatus, MCPTransport
+from registry.mcp.transports import MissingEndpoint, transport_of
+from registry.models import MCPServer, MCPStatus
 
 logger = logging.getLogger("eunice.mcp")
 T = TypeVar("T")
@@ -297,11 +297,10 @@ class MCPManager:
     # --- internals ---------------------------------------------------------------
 
     def _open(self, config: ServerConfig) -> Connection:
-        pinned = None
-        if config.transport == MCPTransport.STREAMABLE_HTTP:
-            pinned = check_url(config.url, allow_private=config.allow_private)
-        elif not config.command:
-            raise MCPError(f"MCP server {config.name!r} has no command")
+        try:
+            pinned = transport_of(config).check(config)
+        except MissingEndpoint as exc:
+            raise MCPError(f"MCP server {config.name!r} has no {exc.field}") from None
         connection = Connection(
             config,
             pinned,

@@ -26,7 +26,7 @@ from django.conf import settings
 
 from eunice.jsonlimits import loads_bounded
 from registry.mcp.services import Actor, connect_server, create_server
-from registry.models import ApprovalPolicy
+from registry.models import ApprovalPolicy, MCPTransport
 
 SEARCH_TIMEOUT = 5.0
 
@@ -36,7 +36,7 @@ class Listing:
     id: str
     title: str
     description: str
-    transport: str = "stdio"
+    transport: str = MCPTransport.STDIO
     command: list[str] = field(default_factory=list)
     url: str = ""
     source: str = "bundled"
@@ -53,7 +53,7 @@ class Listing:
 
     def missing(self) -> str:
         """What this machine lacks to run the listing ("" when it can run here)."""
-        if self.transport != "stdio":
+        if self.transport != MCPTransport.STDIO:
             return ""
         program = self.command[0] if self.command else ""
         if program == sys.executable and self.command[1:2] == ["-m"]:
@@ -83,7 +83,7 @@ class Listing:
                 return f"{importlib.metadata.version(self.package)} (installed here)"
             except importlib.metadata.PackageNotFoundError:
                 return "not installed"
-        if self.transport == "stdio":
+        if self.transport == MCPTransport.STDIO:
             return "not pinned: the newest release when the server starts"
         return "whatever the remote server runs"
 
@@ -153,10 +153,10 @@ def install(listing: Listing, *, acting_user: Actor, tenant_id: str, name: str) 
     """Create the server from a listing and connect it. Its new tools wait for
     staff review (the manual approval policy). Raises as the services do."""
     fields: dict[str, Any] = {"approval_policy": ApprovalPolicy.MANUAL}
-    if listing.transport == "stdio":
-        fields |= {"transport": "stdio", "command": listing.command[0], "args": listing.command[1:]}
+    if listing.transport == MCPTransport.STDIO:
+        fields |= {"transport": MCPTransport.STDIO, "command": listing.command[0], "args": listing.command[1:]}
     else:
-        fields |= {"transport": "streamable_http", "url": listing.url}
+        fields |= {"transport": MCPTransport.STREAMABLE_HTTP, "url": listing.url}
     server = create_server(acting_user=acting_user, tenant_id=tenant_id, name=name, **fields)
     return {"server": server.name, "launch": listing.launch, **connect_server(server, acting_user=acting_user)}
 
@@ -177,7 +177,7 @@ def _listing(item: dict) -> Listing | None:
         return None
     for remote in server.get("remotes") or []:
         if remote.get("type") == "streamable-http" and remote.get("url"):
-            return Listing(name, name, description, "streamable_http", url=remote["url"], source="registry")
+            return Listing(name, name, description, MCPTransport.STREAMABLE_HTTP, url=remote["url"], source="registry")
     launchers = {"pypi": ["uvx"], "npm": ["npx", "-y"]}
     for package in server.get("packages") or []:
         launcher = launchers.get(package.get("registryType") or package.get("registry_type"))

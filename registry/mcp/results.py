@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from eunice.jsonlimits import JSONTooDeep, check_depth
+from registry.cards import CardType
 from registry.contract import Effects, Err, Ok
 
 MAX_TEXT = 200_000
@@ -34,7 +35,7 @@ def to_envelope(conn: str, tool: str, result: Any) -> Ok | Err:
         return Err(f"MCP tool {tool!r} on {conn!r} reported an error: {text or 'no detail'}", "MCPToolError")
     data: Any = text
     if structured is not None:
-        cards.append({"type": "mcp_structured", "data": structured})
+        cards.append({"type": CardType.MCP_STRUCTURED, "data": structured})
     return Ok(rows=1, data=data, effects=Effects(cards=cards, cost=0.0))
 
 
@@ -44,7 +45,7 @@ def _render_block(block: Any, cards: list[dict]) -> str:
         return block.text
     if kind in ("image", "audio"):
         size = len(base64.b64decode(block.data, validate=False)) if block.data else 0
-        cards.append({"type": kind, "mime_type": block.mime_type, "data": block.data})
+        cards.append({"type": CardType(kind), "mime_type": block.mime_type, "data": block.data})
         return f"[{kind}: {block.mime_type}, {size} bytes — shown to the user]"
     if kind == "resource":
         resource = block.resource
@@ -52,7 +53,7 @@ def _render_block(block: Any, cards: list[dict]) -> str:
         uri = str(getattr(resource, "uri", ""))
         if text is not None:
             return f"[resource {uri}]\n{text}"
-        cards.append({"type": "resource", "uri": uri, "mime_type": getattr(resource, "mime_type", None)})
+        cards.append({"type": CardType.RESOURCE, "uri": uri, "mime_type": getattr(resource, "mime_type", None)})
         return f"[binary resource {uri}]"
     if kind == "resource_link":
         return f"[resource link {block.uri}: {getattr(block, 'name', '')}]"

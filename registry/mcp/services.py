@@ -29,9 +29,10 @@ from registry.mcp.config import ServerConfig
 from registry.mcp.inventory import server_of
 from registry.mcp.manager import get_manager
 from registry.mcp.naming import definition_hash
-from registry.mcp.urls import UnsafeURL, check_url
+from registry.mcp.transports import TRANSPORTS, MissingEndpoint
+from registry.mcp.urls import UnsafeURL
 from registry.models import (
-    MCP_APPROVE_PERMISSION, ApprovalPolicy, MCPAuditLog, MCPServer, MCPTransport, ToolDefinition, ToolStatus,
+    MCP_APPROVE_PERMISSION, ApprovalPolicy, MCPAuditLog, MCPServer, ToolDefinition, ToolStatus,
 )
 
 EDITABLE = (
@@ -196,16 +197,24 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool, sav
     _check_policy_change(server, fields, actor)
     for key, value in fields.items():
         setattr(server, key, value)
-    if server.transport == MCPTransport.STREAMABLE_HTTP:
-        try:
-            check_url(server.url, allow_private=ServerConfig.from_model(server).allow_private)
-        except UnsafeURL as exc:
-            raise ValidationError({"url": str(exc)}) from None
-    elif not server.command:
-        raise ValidationError({"command": "a stdio server needs a command"})
+    _check_endpoint(server)
     server.full_clean(validate_constraints=False)  # the per-tenant name is checked above, without a leak
     if save:
         server.save()
+
+
+def _check_endpoint(server: MCPServer) -> None:
+    """What the server's transport needs to reach it, and only addresses it may reach.
+    An unknown transport is left to full_clean, which names the valid choices."""
+    transport = TRANSPORTS.get(server.transport)
+    if transport is None:
+        return
+    try:
+        transport.check(ServerConfig.endpoint_of(server))
+    except UnsafeURL as exc:
+        raise ValidationError({"url": str(exc)}) from None
+    except MissingEndpoint as exc:
+        raise ValidationError({exc.field: f"a {server.transport} server needs a {exc.field}"}) from None
 
 
 def _check_policy_change(server: MCPServer, fields: dict, actor: Actor) -> None:
@@ -236,8 +245,8 @@ def _check_non_staff_change(server: MCPServer, fields: dict, *, creating: bool) 
     changed = {key for key, value in fields.items() if value != getattr(server, key, None)}
     if not creating and server.staff_owned and changed:
         raise PermissionDenied("only staff may change or disable an MCP server staff created")
-    transport = fields.get("transport", server.transport)
-    if transport == MCPTransport.STDIO and (creating or "transport" in changed):
+    transport = TRANSPORTS.get(fields.get("transport", server.transport))
+    if transport is not None and transport.starts_process and (creating or "transport" in changed):
         raise PermissionDenied("only staff may create a stdio server or switch a server to stdio")
     process = sorted(changed & {"command", "args", "env"})
     if process:

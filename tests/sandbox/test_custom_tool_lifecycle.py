@@ -88,6 +88,6 @@ def test_the_auditor_runs_the_test_cases_in_the_sandbox_and_stores_them(custom_t
 
 
 def test_no_system_tool_can_approve():
-    from tools.catalog import ALL_SYSTEM_TOOLS
+    from tools.catalog import all_system_tools
 
-    assert not [t for t in ALL_SYSTEM_TOOLS if "custom_tools" in t["handler_path"]]
+    assert not [t for t in all_system_tools() if "custom_tools" in t["handler_path"]]

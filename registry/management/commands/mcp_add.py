@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from registry.mcp.services import Operator, create_server
+from registry.models import ApprovalPolicy, MCPTransport
 
 
 class Command(BaseCommand):
@@ -18,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", default="default", help="Tenant id (default: default).")
         parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="Server environment.")
         parser.add_argument("--header", action="append", default=[], metavar="KEY=VALUE", help="HTTP header.")
-        parser.add_argument("--approval", choices=["manual", "auto"], default="manual",
+        parser.add_argument("--approval", choices=[ApprovalPolicy.MANUAL, ApprovalPolicy.AUTO], default=ApprovalPolicy.MANUAL,
                             help="manual: each tool waits for staff approval whenever it appears; "
                                  "auto: tools are approved as first listed (default: manual).")
 
@@ -28,9 +29,9 @@ class Command(BaseCommand):
             argv = shlex.split(options["stdio"])
             if not argv:
                 raise CommandError("--stdio needs a command")
-            fields.update(transport="stdio", command=argv[0], args=argv[1:], env=_pairs(options["env"]))
+            fields.update(transport=MCPTransport.STDIO, command=argv[0], args=argv[1:], env=_pairs(options["env"]))
         else:
-            fields.update(transport="streamable_http", url=options["url"], headers=_pairs(options["header"]))
+            fields.update(transport=MCPTransport.STREAMABLE_HTTP, url=options["url"], headers=_pairs(options["header"]))
         try:
             server = create_server(acting_user=Operator(), tenant_id=options["tenant"], name=options["name"], **fields)
         except ValidationError as exc:

@@ -1,1 +1,0 @@
-"""Schema entries for system tools, one module per category."""
