@@ -29,7 +29,7 @@ from registry.mcp.config import ServerConfig
 from registry.mcp.inventory import server_of
 from registry.mcp.manager import get_manager
 from registry.mcp.naming import definition_hash
-from registry.mcp.urls import UnsafeURL, check_url
+from registry.mcp.urls import PrivateAddress, UnresolvableHost, UnsafeURL, check_url
 from registry.models import (
     MCP_APPROVE_PERMISSION, ApprovalPolicy, MCPAuditLog, MCPServer, MCPTransport, ToolDefinition, ToolStatus,
 )
@@ -200,12 +200,23 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool, sav
         try:
             check_url(server.url, allow_private=ServerConfig.from_model(server).allow_private)
         except UnsafeURL as exc:
-            raise ValidationError({"url": str(exc)}) from None
+            raise ValidationError({"url": ValidationError(str(exc), code=url_error_code(exc))}) from None
     elif not server.command:
         raise ValidationError({"command": "a stdio server needs a command"})
     server.full_clean(validate_constraints=False)  # the per-tenant name is checked above, without a leak
     if save:
         server.save()
+
+
+# The code a refused url's ValidationError carries: the API answers a well-formed URL whose
+# host is private 403 and one whose host does not resolve 502, and any other refusal 400.
+URL_PRIVATE, URL_UNRESOLVABLE, URL_INVALID = "private_address", "unresolvable_host", "invalid"
+
+
+def url_error_code(exc: UnsafeURL) -> str:
+    if isinstance(exc, PrivateAddress):
+        return URL_PRIVATE
+    return URL_UNRESOLVABLE if isinstance(exc, UnresolvableHost) else URL_INVALID
 
 
 def _check_policy_change(server: MCPServer, fields: dict, actor: Actor) -> None:
