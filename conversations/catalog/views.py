@@ -53,7 +53,7 @@ class DatasetListSerializer(serializers.Serializer):
 
 # The media types each upload takes, with the suffix that names the format: a file
 # part's own suffix decides, and its Content-Type names the format when the filename
-# has none of these (a browser names a Blob "blob").
+# has no suffix (a browser names a Blob "blob").
 DATASET_TYPES = {"text/csv": ".csv", "text/tab-separated-values": ".tsv", "application/json": ".json",
                  EXCEL_MIME: ".xlsx", "application/vnd.apache.parquet": ".parquet"}
 DOCUMENT_TYPES = {"text/plain": ".txt", "text/markdown": ".md", "text/html": ".html", "application/pdf": ".pdf",
@@ -67,13 +67,14 @@ def _upload_form(component: str, types: dict[str, str], **extra: serializers.Fie
 
 
 def _upload_name(upload: UploadedFile, types: dict[str, str]) -> str:
-    """The file's name (never a path the client chose), with the suffix its Content-Type
-    names when it has none of ``types``' own."""
+    """The file's name (never a path the client chose); one with no suffix at all takes the
+    suffix its Content-Type names. A suffix the file has always decides (``run.sh`` sent as
+    text/plain is still a shell script)."""
     name = PurePath(upload.name or "upload").name
-    if PurePath(name).suffix.lower() in types.values():
+    if PurePath(name).suffix:
         return name
     declared = (upload.content_type or "").split(";")[0].strip().lower()
-    return name + types[declared] if declared in types else name
+    return name + types.get(declared, "")
 
 
 def _describe(entry: CatalogDataset) -> dict:
