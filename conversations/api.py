@@ -17,6 +17,7 @@ from conversations.access import conversations_of
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from conversations.turn_reservations import TurnInProgress
+from eunice.openapi import NON_BLANK_TEXT
 from eunice.serializers import StrictModelSerializer, StrictSerializer
 from registry.tenancy import tenant_of
 
@@ -55,7 +56,7 @@ MESSAGE_ORDERS = {"oldest": ("created_at", "id"), "newest": ("-created_at", "-id
 
 
 @extend_schema_field({"type": "string", "minLength": 1, "maxLength": settings.EUNICE_MAX_MESSAGE_CHARS,
-                      "pattern": r"\S", "description": "the message; not only whitespace"})
+                      "pattern": NON_BLANK_TEXT, "description": "the message; not only whitespace"})
 class _MessageText(serializers.CharField):
     """Trimmed, so one that is only whitespace is blank (refused): the schema says so."""
 

@@ -295,6 +295,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A request body and a response are separate components: an upload's ``file`` is then
+    # ``format: binary`` (a file part), and a read-only field is not offered for writing.
+    "COMPONENT_SPLIT_REQUEST": True,
     # Every operation lists the errors it answers, each with its body (eunice/openapi.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

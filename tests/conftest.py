@@ -128,3 +128,34 @@ def pytest_runtest_teardown(item, nextitem):
     for leftover in [o for o in gc.get_objects() if issubclass(type(o), psycopg.Connection)]:
         if leftover not in in_use and not leftover.closed:
             leftover.close()
+
+
+# Suites that run in one CI pass only, the PostgreSQL + Redis one (.ci/run leaves them
+# out of the SQLite pass with -m "not once"; pytest.ini): browsers, server and other
+# subprocesses, sandbox batteries, real MCP server processes. They are the slow part of
+# the suite and test nothing the database backend changes, or test it on the stricter one.
+# A path names a whole module; path::name one test.
+ONCE = (
+    "tests/web/test_browser.py",
+    "tests/web/test_approval_card.py",
+    "tests/test_collector.py",
+    "tests/test_search_preload.py",
+    "tests/sandbox/test_the_zygote_starts_with_the_server.py",
+    "tests/sandbox/test_cpu_memory_and_output_bombs_are_stopped.py",
+    "tests/sandbox/test_resource_bombs_are_stopped_through_the_real_path.py",
+    "tests/llm/test_scripted_server.py::test_the_fake_model_server_command_serves_a_script_file",
+    "tests/mcp/test_stdio_lifecycle.py",
+    "tests/mcp/test_time_server.py",
+    "tests/mcp/test_resilience.py",
+    "tests/mcp/test_admin_connections.py",
+    "tests/mcp/test_task_required_tools_are_not_offered.py",
+    "tests/test_execution_log.py::test_buffered_rows_are_written_when_the_process_exits",
+    "tests/test_settings_from_environment.py::test_check_deploy_passes_with_the_documented_production_environment",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module, _, name = item.nodeid.partition("::")
+        if module in ONCE or f"{module}::{name.split('[')[0]}" in ONCE:
+            item.add_marker(pytest.mark.once)

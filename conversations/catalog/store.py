@@ -147,9 +147,15 @@ def closest(name: str, names: list[str], limit: int = 3) -> list[str]:
 
 
 def _parquet_ready(frame: pd.DataFrame) -> pd.DataFrame:
-    """Parquet needs string column names and a plain index."""
+    """Parquet needs string column names, a plain index, and one type per column: a column
+    holding values of several types (numbers and text in one spreadsheet column) is kept as
+    text, its missing values still missing."""
     frame = frame.copy()
     if not isinstance(frame.index, pd.RangeIndex):
         frame = frame.reset_index()
     frame.columns = [str(column) for column in frame.columns]
+    for column in frame.columns[(frame.dtypes == object).to_numpy()]:
+        values = frame[column]
+        if len({type(value) for value in values.dropna()}) > 1:
+            frame[column] = values.astype(str).where(values.notna(), None)
     return frame

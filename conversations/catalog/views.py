@@ -10,9 +10,13 @@ Another user's conversation or file answers 404, exactly like one that does not 
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
+from django.core.files.uploadedfile import UploadedFile
+from django.core.validators import RegexValidator
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiRequest, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -23,9 +27,9 @@ from rest_framework.views import APIView
 from conversations.access import owned_conversation
 from conversations.catalog.access import readable_files, upload_names
 from conversations.catalog.files import save_upload
+from conversations.catalog.store import NAME_RULE, CatalogError, ConversationCatalog
 from eunice.tenant_files import is_tenant_file
-from conversations.catalog.store import CatalogError, ConversationCatalog
-from conversations.catalog.uploads import upload_dataset
+from conversations.catalog.uploads import EXCEL_MIME, upload_dataset
 from conversations.models import CatalogDataset
 from registry.context import ToolContext
 from registry.tenancy import tenant_of
@@ -49,8 +53,30 @@ class DatasetListSerializer(serializers.Serializer):
     datasets = DatasetSerializer(many=True)
 
 
-def _upload_form(component: str, **extra: serializers.Field) -> dict:
-    return {"multipart/form-data": inline_serializer(component, {"file": serializers.FileField(), **extra})}
+# The media types each upload takes, with the suffix that names the format: a file
+# part's own suffix decides, and its Content-Type names the format when the filename
+# has no suffix (a browser names a Blob "blob").
+DATASET_TYPES = {"text/csv": ".csv", "text/tab-separated-values": ".tsv", "application/json": ".json",
+                 EXCEL_MIME: ".xlsx", "application/vnd.apache.parquet": ".parquet"}
+DOCUMENT_TYPES = {"text/plain": ".txt", "text/markdown": ".md", "text/html": ".html", "application/pdf": ".pdf",
+                  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx"}
+
+
+def _upload_form(component: str, types: dict[str, str], **extra: serializers.Field) -> OpenApiRequest:
+    form = inline_serializer(component, {"file": serializers.FileField(), **extra})
+    return OpenApiRequest(request=form,
+                          encoding={"file": {"contentType": ", ".join(types)}})
+
+
+def _upload_name(upload: UploadedFile, types: dict[str, str]) -> str:
+    """The file's name (never a path the client chose); one with no suffix at all takes the
+    suffix its Content-Type names. A suffix the file has always decides (``run.sh`` sent as
+    text/plain is still a shell script)."""
+    name = PurePath(upload.name or "upload").name
+    if PurePath(name).suffix:
+        return name
+    declared = (upload.content_type or "").split(";")[0].strip().lower()
+    return name + types.get(declared, "")
 
 
 def _describe(entry: CatalogDataset) -> dict:
@@ -79,7 +105,9 @@ class ConversationDatasetsView(APIView):
         catalog = _catalog(request, conversation_id)
         return Response({"datasets": [_describe(entry) for entry in catalog.entries()]})
 
-    @extend_schema(request=_upload_form("DatasetUpload", name=serializers.CharField(required=False)),
+    @extend_schema(request=_upload_form("DatasetUpload", DATASET_TYPES, name=serializers.CharField(
+        required=False, allow_blank=True, help_text="the dataset's name (default: the file's stem)",
+        validators=[RegexValidator(NAME_RULE.pattern)])),
                    responses={201: DatasetSerializer, 400: _ERROR, 413: _ERROR})
     def post(self, request: Request, conversation_id: str) -> Response:
         catalog = _catalog(request, conversation_id)
@@ -93,7 +121,8 @@ class ConversationDatasetsView(APIView):
             return Response({"error": f"{upload.name!r} is {upload.size:,} bytes; the upload limit is {limit:,}"},
                             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         try:
-            entry = upload_dataset(catalog, upload.name, upload.read(), name=request.data.get("name") or None)
+            entry = upload_dataset(catalog, _upload_name(upload, DATASET_TYPES), upload.read(),
+                                   name=request.data.get("name") or None)
         except CatalogError as exc:
             return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(_describe(entry), status=status.HTTP_201_CREATED)
@@ -140,20 +169,18 @@ class DocumentUploadView(APIView):
     def get(self, request: Request) -> Response:
         return Response({"uploads": upload_names(_caller(request, _tenant(request)))})
 
-    @extend_schema(request=_upload_form("DocumentUpload"), responses={
+    @extend_schema(request=_upload_form("DocumentUpload", DOCUMENT_TYPES), responses={
         201: inline_serializer("UploadedDocument", {"name": serializers.CharField(),
                                                     "size_bytes": serializers.IntegerField()}),
         400: _ERROR, 413: _ERROR})
     def post(self, request: Request) -> Response:
-        from pathlib import PurePath
-
         from django.conf import settings
 
         tenant = _tenant(request)
         upload = request.FILES.get("file")
         if upload is None:
             return Response({"error": "send the document as the multipart field 'file'"}, status=status.HTTP_400_BAD_REQUEST)
-        name = PurePath(upload.name).name  # never a path the client chose
+        name = _upload_name(upload, DOCUMENT_TYPES)
         if not name.lower().endswith(DOCUMENT_SUFFIXES):
             return Response({"error": f"{name!r} is not a document this can index; use one of {', '.join(DOCUMENT_SUFFIXES)}"},
                             status=status.HTTP_400_BAD_REQUEST)

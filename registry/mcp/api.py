@@ -6,7 +6,10 @@ in ``env`` and ``headers`` are write-only: reads show only their keys.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import PermissionDenied, ValidationError
+from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -15,12 +18,14 @@ from rest_framework.exceptions import ValidationError as APIValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from eunice.openapi import NON_BLANK_TEXT, StrictSerializerScheme
 from eunice.serializers import StrictModelSerializer
 from registry.mcp import MCPError, services
 from registry.mcp.inventory import tool_state
 from registry.mcp.naming import definition_hash
+from registry.mcp.urls import HTTP_URL_PATTERN
 from registry.tenancy import tenant_of
-from registry.models import MCPServer, ToolDefinition
+from registry.models import MCPServer, MCPTransport, ToolDefinition
 
 
 class MCPServerSerializer(StrictModelSerializer):
@@ -147,12 +152,67 @@ class _as_api_errors:
         if isinstance(exc, PermissionDenied):
             raise APIPermissionDenied(str(exc)) from None
         if isinstance(exc, ValidationError):
+            refused_url = _url_refusal(exc)
+            if refused_url is not None:
+                raise refused_url from None
             raise APIValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages) from None
         if isinstance(exc, MCPError):
             raise _BadGateway(str(exc)) from None
         return False
 
 
+def _url_refusal(exc: ValidationError) -> Exception | None:
+    """A well-formed url the network rules refuse: 403 for a private address, 422 for a
+    host that does not resolve (the schema can say neither; docs/api.md)."""
+    errors = getattr(exc, "error_dict", {}).get("url") or []
+    detail = "; ".join(f"url: {message}" for error in errors for message in error)
+    codes = {error.code for error in errors}
+    if services.URL_PRIVATE in codes:
+        return APIPermissionDenied(detail)
+    if services.URL_UNRESOLVABLE in codes:
+        return _UnresolvableURL(detail)
+    return None
+
+
+class _UnresolvableURL(APIPermissionDenied):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "unresolvable_host"
+
+
 class _BadGateway(APIPermissionDenied):
     status_code = status.HTTP_502_BAD_GATEWAY
     default_code = "mcp_server_failed"
+
+
+class MCPServerScheme(StrictSerializerScheme):
+    """The body of POST and PUT is one of two shapes, chosen by ``transport`` (the rules of
+    registry.mcp.services._apply): a stdio server needs a non-blank ``command``; a
+    Streamable HTTP one needs a ``url`` that check_url accepts before the host lookup.
+    PATCH changes a stored server, so its body stays one shape (every field optional)."""
+
+    target_class = "registry.mcp.api.MCPServerSerializer"
+    priority = 1
+
+    def map_serializer(self, auto_schema: Any, direction: str) -> dict:
+        schema = super().map_serializer(auto_schema, direction)
+        if direction != "request":
+            return schema
+        properties = schema["properties"]
+        http_url = {**properties["url"], "pattern": HTTP_URL_PATTERN}
+        if auto_schema.method == "PATCH":
+            return {**schema, "properties": {**properties, "url": http_url}}
+        branches = {
+            MCPTransport.STDIO: ("StdioMCPServerRequest", "command",
+                                 {"command": {**properties["command"], "minLength": 1, "pattern": NON_BLANK_TEXT}}),
+            MCPTransport.STREAMABLE_HTTP: ("StreamableHttpMCPServerRequest", "url", {"url": http_url}),
+        }
+        refs = {}
+        for transport, (name, needed, overrides) in branches.items():
+            branch = {**schema, "properties": {**properties, "transport": {"type": "string", "enum": [transport.value]},
+                                               **overrides},
+                      "required": sorted({*schema.get("required", []), "transport", needed})}
+            component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=branch)
+            auto_schema.registry.register_on_missing(component)
+            refs[transport.value] = component.ref["$ref"]
+        return {"oneOf": [{"$ref": ref} for ref in refs.values()],
+                "discriminator": {"propertyName": "transport", "mapping": refs}}

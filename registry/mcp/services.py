@@ -30,7 +30,7 @@ from registry.mcp.inventory import server_of
 from registry.mcp.manager import get_manager
 from registry.mcp.naming import definition_hash
 from registry.mcp.transports import TRANSPORTS, MissingEndpoint
-from registry.mcp.urls import UnsafeURL
+from registry.mcp.urls import PrivateAddress, UnresolvableHost, UnsafeURL
 from registry.models import (
     MCP_APPROVE_PERMISSION, ApprovalPolicy, MCPAuditLog, MCPServer, ToolDefinition, ToolStatus,
 )
@@ -212,9 +212,18 @@ def _check_endpoint(server: MCPServer) -> None:
     try:
         transport.check(ServerConfig.endpoint_of(server))
     except UnsafeURL as exc:
-        raise ValidationError({"url": str(exc)}) from None
+        raise ValidationError({"url": ValidationError(str(exc), code=url_error_code(exc))}) from None
     except MissingEndpoint as exc:
         raise ValidationError({exc.field: f"a {server.transport} server needs a {exc.field}"}) from None
+# The code a refused url's ValidationError carries: the API answers a well-formed URL whose
+# host is private 403 and one whose host does not resolve 422, and any other refusal 400.
+URL_PRIVATE, URL_UNRESOLVABLE, URL_INVALID = "private_address", "unresolvable_host", "invalid"
+
+
+def url_error_code(exc: UnsafeURL) -> str:
+    if isinstance(exc, PrivateAddress):
+        return URL_PRIVATE
+    return URL_UNRESOLVABLE if isinstance(exc, UnresolvableHost) else URL_INVALID
 
 
 def _check_policy_change(server: MCPServer, fields: dict, actor: Actor) -> None:

@@ -25,6 +25,25 @@ class UnsafeURL(MCPError):
     """A URL we refuse to connect to; the message says why."""
 
 
+class PrivateAddress(UnsafeURL):
+    """The URL is well formed, but its host is (or resolves to) an address we may not reach."""
+
+
+class UnresolvableHost(UnsafeURL):
+    """The URL is well formed, but its host name does not resolve."""
+
+
+# What ``check_url`` accepts before it looks the host up, as a JSON Schema pattern
+# (the API documents it): http or https, no credentials, a host name whose last
+# label starts with a letter (so never a decimal, hex or octal address form) or a
+# dotted quad, an optional port up to 65535. An IPv6 literal passes check_url but
+# is left out here (its grammar is longer than it is worth in a schema).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = rf"(?:(?:{_LABEL}\.)*[A-Za-z](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\.?|{_DOTTED_QUAD.pattern[1:-1]})"
+_PORT = r"(?::(?:[0-5]?[0-9]{0,4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+HTTP_URL_PATTERN = rf"^\s*[Hh][Tt][Tt][Pp][Ss]?://{_HOST}{_PORT}(?:[/?#][^\u0000]*)?\s*$"
+
+
 @dataclass(frozen=True, slots=True)
 class PinnedURL:
     url: str
@@ -66,7 +85,7 @@ def pinned_address(host: str, port: int, *, allow_private: bool = False) -> str:
         for address in addresses:
             reason = private_reason(address)
             if reason:
-                raise UnsafeURL(f"{host} resolves to {address}, a {reason} address")
+                raise PrivateAddress(f"{host} resolves to {address}, a {reason} address")
     return str(addresses[0])
 
 
@@ -88,7 +107,7 @@ def _resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise UnsafeURL(f"cannot resolve {host!r}: {exc}") from None
+        raise UnresolvableHost(f"cannot resolve {host!r}: {exc}") from None
     return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
 
 

@@ -150,3 +150,13 @@ def test_a_file_made_outside_a_conversation_is_its_tenants(ann, bob, sales, in_c
     url = in_conversation("export", dataset="sales").cards[0]["url"]
     GeneratedFile.objects.update(conversation=None)
     assert status_of(bob, url) == 200
+
+
+def test_a_spreadsheet_column_of_numbers_and_text_is_kept_as_text(ann, conversation):
+    sheet = io.BytesIO()
+    pd.DataFrame({"code": [7, "A-1", None], "n": [1, 2, 3]}).to_excel(sheet, index=False)
+    answer = upload(ann, conversation.id, "codes.xlsx", sheet.getvalue())
+    assert answer.status_code == 201, answer.content
+    stored = ConversationCatalog(TENANT, conversation.id).load("codes")
+    assert stored["code"].tolist()[:2] == ["7", "A-1"] and pd.isna(stored["code"].tolist()[2])
+    assert stored["n"].tolist() == [1, 2, 3]

@@ -92,4 +92,4 @@ def test_a_url_pointing_at_a_private_address_is_refused_by_the_api():
         "/api/mcp/servers/", {"name": "meta", "transport": "streamable_http",
                               "url": "http://169.254.169.254/latest"}, format="json",
     )
-    assert response.status_code == 400 and "link-local" in response.content.decode()
+    assert response.status_code == 403 and "link-local" in response.content.decode()  # docs/api.md
