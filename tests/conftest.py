@@ -134,8 +134,9 @@ def pytest_runtest_teardown(item, nextitem):
 # out of the SQLite pass with -m "not once"; pytest.ini): browsers, server and other
 # subprocesses, sandbox batteries, real MCP server processes. They are the slow part of
 # the suite and test nothing the database backend changes, or test it on the stricter one.
-# A path names a whole module; path::name one test.
+# A path ending in "/" names a directory, a path a whole module, path::name one test.
 ONCE = (
+    "tests/faults/",
     "tests/web/test_browser.py",
     "tests/web/test_approval_card.py",
     "tests/test_collector.py",
@@ -157,5 +158,6 @@ ONCE = (
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module, _, name = item.nodeid.partition("::")
-        if module in ONCE or f"{module}::{name.split('[')[0]}" in ONCE:
+        in_directory = any(entry.endswith("/") and module.startswith(entry) for entry in ONCE)
+        if in_directory or module in ONCE or f"{module}::{name.split('[')[0]}" in ONCE:
             item.add_marker(pytest.mark.once)
