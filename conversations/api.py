@@ -17,6 +17,7 @@ from conversations.access import conversations_of
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from conversations.state import clear_cancel
+from eunice import drain
 from eunice.serializers import StrictModelSerializer, StrictSerializer
 from registry.tenancy import tenant_of
 
@@ -72,6 +73,11 @@ TURN_REPLY = inline_serializer("TurnReply", {
 })
 
 
+class ServerStopping(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "server_stopping"
+
+
 class TooManyRuns(APIException):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_code = "too_many_runs"
@@ -114,11 +120,14 @@ class ConversationViewSet(
         body = PostMessageSerializer(data=request.data)
         if not body.is_valid():
             raise ValidationError(body.errors)
+        if drain.draining():
+            raise ServerStopping(drain.REFUSED)
         if not runs.try_start(request.user.pk):
             raise TooManyRuns(runs.too_many_message())
         try:
             clear_cancel(conversation)
-            outcome = async_to_sync(run_turn)(conversation, text=body.validated_data["text"], user=request.user)
+            outcome = async_to_sync(drain.run_tracked)(
+                conversation.pk, run_turn, conversation, text=body.validated_data["text"], user=request.user)
         finally:
             runs.finish(request.user.pk)
         reply = ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()

@@ -5,11 +5,8 @@ from django.urls import include, path
 from django.views import defaults
 
 from conversations import views as chat_views
+from eunice.health import health
 from registry import staff_views
-
-
-def health(request):
-    return JsonResponse({"status": "ok"})
 
 
 def not_found(request, exception):  # noqa: ANN001, ANN201
