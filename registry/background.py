@@ -90,7 +90,7 @@ def run_job(run_id: str) -> Any:
         logger.exception("job %s (%s) raised", run_id, run.func)
         _finish(run_id, JobRunStatus.FAILED, f"{type(exc).__name__}: {exc}"[:2000])
         raise  # django-q2 records its own failed task too
-    _finish(run_id, JobRunStatus.SUCCEEDED, "")
+    _finish(run_id, JobRunStatus.SUCCEEDED)  # error keeps what became of an earlier attempt
     return result
 
 
@@ -146,11 +146,12 @@ def _move(run, status: str, **fields: Any) -> bool:  # noqa: ANN001
         status=status, **fields) == 1
 
 
-def _finish(run_id: str, status: str, error: str) -> None:
+def _finish(run_id: str, status: str, error: str | None = None) -> None:
     from registry.models import JobRun, JobRunStatus
 
+    fields = {"error": error} if error is not None else {}
     JobRun.objects.filter(pk=run_id, status=JobRunStatus.RUNNING, pid=os.getpid()).update(
-        status=status, error=error, finished_at=timezone.now())
+        status=status, finished_at=timezone.now(), **fields)
 
 
 def _resolve(func: str) -> Callable[..., Any]:

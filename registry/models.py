@@ -307,7 +307,7 @@ class ToolExecutionLog(models.Model):
     outcome_kind = models.CharField(
         max_length=64, blank=True, help_text="hint_kind of a Hint, err_kind of an Err."
     )
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True)  # why the last attempt did not finish
     execution_ms = models.FloatField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
@@ -422,7 +422,7 @@ class SandboxRun(models.Model):
     ok = models.BooleanField()
     stopped_by = models.CharField(max_length=32, blank=True)
     layers = models.JSONField(default=dict)
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True)  # why the last attempt did not finish
     tool_calls = models.PositiveIntegerField(default=0)
     wall_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -708,7 +708,7 @@ class JobRun(models.Model):
     host = models.CharField(max_length=255, blank=True)
     pid = models.IntegerField(null=True, blank=True)
     process_started = models.CharField(max_length=32, blank=True)
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True)  # why the last attempt did not finish
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
