@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from registry import custom_tools
 from registry.admin_scope import PlatformAdmin, TenantScopedAdmin
 from registry.models import (
+    JobRun,
     ModelConfig,
     SandboxRun,
     SeedLog,
@@ -204,6 +205,21 @@ class ToolJobAdmin(TenantScopedAdmin):
 class ModelConfigAdmin(PlatformAdmin):
     list_display = ("role", "provider", "model", "max_output_tokens", "is_active")
     list_filter = ("provider", "is_active")
+
+
+@admin.register(JobRun)
+class JobRunAdmin(PlatformAdmin):
+    """Background jobs and what became of them (docs/operations.md): read-only, written by the workers."""
+
+    list_display = ("id", "func", "status", "attempts", "error", "host", "pid", "created_at", "finished_at")
+    list_filter = ("status", "func")
+    search_fields = ("id", "func")
+
+    def has_add_permission(self, request) -> bool:  # noqa: ANN001
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False
 
 
 @admin.register(SeedLog)

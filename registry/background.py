@@ -84,8 +84,13 @@ def run_job(run_id: str) -> Any:
         return "not claimed"
     run = JobRun.objects.get(pk=run_id)
     func = _resolve(run.func)
+    from django_q.exceptions import TimeoutException  # a SystemExit, raised in the worker at the limit
+
     try:
         result = func(*run.args, **run.kwargs)
+    except TimeoutException:
+        _finish(run_id, JobRunStatus.FAILED, f"it ran past the {settings.Q_TIMEOUT} s limit (EUNICE_Q_TIMEOUT)")
+        raise
     except Exception as exc:
         logger.exception("job %s (%s) raised", run_id, run.func)
         _finish(run_id, JobRunStatus.FAILED, f"{type(exc).__name__}: {exc}"[:2000])
