@@ -1,6 +1,7 @@
 """Stopping the server as systemd and docker do (SIGTERM): it drains and exits within 30 s."""
 
 import json
+import os
 import signal
 import time
 
@@ -75,6 +76,20 @@ def test_sigterm_stops_the_server_and_its_job_cluster_within_30_seconds_leaving_
 
     assert code == 0, f"still running {took:.0f} s after SIGTERM" if code is None else server.log()[-2000:]
     assert took < STOP_BOUND
+    assert wait_for(lambda: not any(alive(pid) for pid in family), 5), "processes outlived the server"
+
+
+def test_sigterm_to_every_process_at_once_as_systemd_sends_it_still_stops_within_30_seconds(servers):
+    server = servers()
+    family = wait_for(lambda: (kids := children(server.pid)) and len(kids) >= 6 and kids, 120, 0.5)
+    assert family, f"the job cluster did not start:\n{server.log()[-2000:]}"
+
+    began = time.monotonic()
+    for pid in (server.pid, *family):  # systemd's KillMode=control-group: the whole cgroup at once
+        os.kill(pid, signal.SIGTERM)
+    code = server.wait(STOP_BOUND + 5)
+
+    assert code is not None and time.monotonic() - began < STOP_BOUND, server.log()[-2000:]
     assert wait_for(lambda: not any(alive(pid) for pid in family), 5), "processes outlived the server"
 
 
