@@ -17,6 +17,7 @@ from conversations.access import conversations_of
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from conversations.turn_reservations import TurnInProgress
+from eunice import drain
 from eunice.openapi import NON_BLANK_TEXT
 from eunice.serializers import StrictModelSerializer, StrictSerializer
 from registry.tenancy import tenant_of
@@ -78,6 +79,9 @@ TURN_IN_PROGRESS = inline_serializer("TurnInProgress", {
     "code": serializers.ChoiceField(choices=["turn_in_progress"]),
     "running_turn": serializers.IntegerField(allow_null=True),
 })
+class ServerStopping(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "server_stopping"
 
 
 class TooManyRuns(APIException):
@@ -127,10 +131,13 @@ class ConversationViewSet(
         body = PostMessageSerializer(data=request.data)
         if not body.is_valid():
             raise ValidationError(body.errors)
+        if drain.draining():
+            raise ServerStopping(drain.REFUSED)
         if not runs.try_start(request.user.pk):
             raise TooManyRuns(runs.too_many_message())
         try:
-            outcome = async_to_sync(run_turn)(conversation, text=body.validated_data["text"], user=request.user)
+            outcome = async_to_sync(drain.run_tracked)(
+                conversation.pk, run_turn, conversation, text=body.validated_data["text"], user=request.user)
         except TurnInProgress as busy:
             return Response({"detail": str(busy), "code": "turn_in_progress", "running_turn": busy.turn},
                             status=status.HTTP_409_CONFLICT)

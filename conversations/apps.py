@@ -8,10 +8,14 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations.catalog.sandbox import CatalogDatasets
+        from conversations.turn_reservations import close_running_turn
         from conversations.working_set import StoredWorkingSets
         from registry import surface
+        from eunice import drain
         from registry.sandbox import datasets
 
         # The registry reads conversation datasets and working sets only through these ports.
         datasets.provide(CatalogDatasets())
         surface.working_sets.install(StoredWorkingSets())
+        # A turn the server's stop cancelled is closed as interrupted (docs/operations.md).
+        drain.on_interrupted(close_running_turn)

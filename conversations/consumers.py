@@ -9,12 +9,16 @@ those in other processes through the channel layer (conversations.display).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.consumer import get_handler_name
+from channels.exceptions import StopConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 
@@ -24,14 +28,50 @@ from conversations.display import PROCESS, ChannelDisplay, encode, group_name, w
 from conversations.loop import run_turn
 from conversations.state import request_cancel
 from conversations.turn_reservations import TurnInProgress
+from eunice import drain
+from eunice.health import unavailable_message
 from eunice.jsonlimits import loads_bounded
 from registry.approvals import ApprovalConflict, ApprovalNotFound
 from eunice.throttling import turn_refused_message, turn_retry_after
 
 logger = logging.getLogger("eunice.conversations")
 
+# A socket whose channel-layer read failed (Redis down) retries after this
+# many seconds, doubling up to the cap, instead of crashing its consumer.
+LAYER_RETRY_SECONDS, LAYER_RETRY_CAP = 0.5, 5.0
+# "Try again later": the close code of a socket refused while Redis is down.
+CLOSE_UNAVAILABLE = 1013
+
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
+    async def __call__(self, scope, receive, send) -> None:
+        """Channels' ``AsyncConsumer.__call__``, with a channel-layer read that survives an outage.
+
+        Channels lets a failed ``channel_layer.receive`` (Redis down) escape the
+        consumer, which the server answers with an unexplained HTTP 500 or a
+        dropped socket; here the read is retried with backoff (``_layer_receive``).
+        """
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        self.channel_name = await self.channel_layer.new_channel()
+        self.channel_receive = functools.partial(self._layer_receive, self.channel_layer, self.channel_name)
+        self.base_send = send
+        try:
+            await await_many_dispatch([receive, self.channel_receive], self.dispatch)
+        except StopConsumer:
+            pass
+
+    @staticmethod
+    async def _layer_receive(layer, channel: str) -> dict:
+        delay = LAYER_RETRY_SECONDS
+        while True:
+            try:
+                return await layer.receive(channel)
+            except Exception as exc:  # noqa: BLE001 (Redis down: retried, the socket stays up)
+                logger.warning("channel layer unreachable (%s); retrying in %.1f s", type(exc).__name__, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, LAYER_RETRY_CAP)
+
     async def dispatch(self, message: dict) -> None:
         """Channels' dispatch, without its per-message ``close_old_connections``.
 
@@ -61,17 +101,36 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if await database_sync_to_async(owned_conversation)(self.user, self.conversation_id) is None:
             await self.close(code=4404)
             return
-        self.group = group_name(self.conversation_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        group = group_name(self.conversation_id)
+        try:
+            await self.channel_layer.group_add(group, self.channel_name)
+        except Exception as exc:  # noqa: BLE001 (Redis down: said to the page, not a 500)
+            logger.warning("websocket refused: channel layer unreachable (%s)", type(exc).__name__)
+            await self.accept()
+            await self.send_json({"type": "error", "code": "unavailable", "down": ["channel_layer"],
+                                  "message": unavailable_message(["channel_layer"])})
+            await self.close(code=CLOSE_UNAVAILABLE)
+            return
+        self.group = group
         await self.accept()
         watchers.add_local(self.conversation_id, self)
-        await self.channel_layer.group_send(self.group, self._watcher("watcher.joined"))
+        await self._tell_group(self._watcher("watcher.joined"))
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
             watchers.discard_local(self.conversation_id, self)
-            await self.channel_layer.group_send(self.group, self._watcher("watcher.left"))
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self._tell_group(self._watcher("watcher.left"))
+            try:
+                await self.channel_layer.group_discard(self.group, self.channel_name)
+            except Exception as exc:  # noqa: BLE001 (the group's members expire by themselves)
+                logger.warning("channel layer unreachable leaving a group (%s)", type(exc).__name__)
+
+    async def _tell_group(self, message: dict) -> None:
+        """Tell the conversation's sockets in other processes; lost while the channel layer is down."""
+        try:
+            await self.channel_layer.group_send(self.group, message)
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("channel layer unreachable sending %s (%s)", message["type"], type(exc).__name__)
 
     def _watcher(self, kind: str) -> dict:
         return {"type": kind, "channel": self.channel_name, "process": PROCESS}
@@ -92,6 +151,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except ValueError as exc:  # invalid JSON, too deep (JSONTooDeep) or too long (JSONTooLarge)
             await self.send_json({"type": "error", "message": f"unreadable frame: {exc}"})
             return
+        if not isinstance(content, dict):
+            await self.send_json({"type": "error", "message": (
+                f"unreadable frame: expected a JSON object with a 'type', got a JSON {_json_kind(content)}")})
+            return
         await self.receive_json(content)
 
     async def receive_json(self, content: dict, **kwargs) -> None:
@@ -100,14 +163,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": "you no longer have access to this conversation"})
             await self.close(code=4403)
             return
-        kind = content.get("type") if isinstance(content, dict) else None
+        kind = content.get("type")
         if kind == "message":
             await self._start(conversation, content.get("text"))
         elif kind == "answer":
             await self._answer(content)
         elif kind == "cancel":
             await database_sync_to_async(request_cancel)(conversation)
-            await self.channel_layer.group_send(self.group, {"type": "run.cancel"})
+            await self._tell_group({"type": "run.cancel"})
         elif kind == "approval":
             await self._decide(conversation, content)
         else:
@@ -141,9 +204,18 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 f"the message has {len(text):,} characters; the limit is {settings.EUNICE_MAX_MESSAGE_CHARS:,}")})
             return
         # The REST API's turn rate, on the same counter (eunice/throttling.py).
-        wait = await sync_to_async(turn_retry_after, thread_sensitive=False)(self.user.pk)
+        try:
+            wait = await sync_to_async(turn_retry_after, thread_sensitive=False)(self.user.pk)
+        except Exception as exc:  # noqa: BLE001 (the throttle's cache is Redis: down, say so)
+            logger.warning("turn refused: cache unreachable (%s)", type(exc).__name__)
+            await self.send_json({"type": "error", "code": "unavailable", "down": ["cache"],
+                                  "message": unavailable_message(["cache"])})
+            return
         if wait is not None:
             await self.send_json({"type": "error", "message": turn_refused_message(wait), "retry_after": wait})
+            return
+        if drain.draining():
+            await self.send_json({"type": "error", "code": "server_stopping", "message": drain.REFUSED})
             return
         if not runs.try_start(self.user.pk):
             await self.send_json({"type": "error", "message": runs.too_many_message()})
@@ -154,7 +226,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         display = ChannelDisplay(self.conversation_id, self.channel_layer, asyncio.get_running_loop())
         pump = asyncio.ensure_future(display.pump())
         try:
-            await run_turn(conversation, text=text, user=conversation.user, display=display, interactive=True)
+            await drain.run_tracked(self.conversation_id, run_turn, conversation, text=text, user=conversation.user,
+                                    display=display, interactive=True)
         except TurnInProgress as busy:  # refused before anything was stored: only this socket is told
             await self.send_json({"type": "error", "code": "turn_in_progress", "message": str(busy),
                                   "running_turn": busy.turn})
@@ -172,9 +245,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(question_id, str) or not isinstance(text, str) or not text.strip():
             await self.send_json({"type": "error", "message": "an answer needs 'question_id' and non-empty 'text'"})
             return
-        await self.channel_layer.group_send(
-            self.group, {"type": "question.answer", "question_id": question_id, "text": text[: settings.EUNICE_MAX_MESSAGE_CHARS]}
-        )
+        text = text[: settings.EUNICE_MAX_MESSAGE_CHARS]
+        try:
+            await self.channel_layer.group_send(
+                self.group, {"type": "question.answer", "question_id": question_id, "text": text})
+        except Exception as exc:  # noqa: BLE001 (Redis down: a turn in this process still gets its answer)
+            logger.warning("channel layer unreachable relaying an answer (%s)", type(exc).__name__)
+            questions.answer(self.conversation_id, question_id, text)
 
     async def question_answer(self, event: dict) -> None:
         # Every socket of the conversation gets this; the one whose process runs the turn resolves it.
@@ -203,3 +280,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         conversation = await database_sync_to_async(owned_conversation)(self.user, self.conversation_id)
         if conversation is not None:
             await database_sync_to_async(request_cancel)(conversation)
+
+
+def _json_kind(value) -> str:  # noqa: ANN001
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")

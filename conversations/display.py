@@ -124,7 +124,11 @@ class ChannelDisplay:
             except Exception:  # a socket closing as we write: the others still get it
                 logger.debug("could not write to a closing socket of %s", self._conversation_id, exc_info=True)
         for channel in watchers.remote(self._conversation_id):
-            await self._layer.send(channel, {"type": "conversation.chunk", "chunk": chunk})
+            try:
+                await self._layer.send(channel, {"type": "conversation.chunk", "chunk": chunk})
+            except Exception as exc:  # noqa: BLE001 (Redis down: other processes' sockets miss it, the turn goes on)
+                logger.warning("channel layer unreachable relaying a chunk of %s (%s)", self._conversation_id,
+                               type(exc).__name__)
 
 
 MERGEABLE = frozenset({"text_delta", "thinking"})

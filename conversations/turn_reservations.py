@@ -196,6 +196,13 @@ def _partial_answer(record: TurnRecord, text: str) -> dict:
             "structured_content": [], "cards": [], "cost_usd": 0.0}
 
 
+def close_running_turn(conversation_id: str, reason: str = "the server stopped before this turn finished") -> bool:
+    """Close the conversation's running turn as interrupted (the server's stop, after
+    its grace); False when there is none, or the turn closed itself meanwhile."""
+    record = TurnRecord.objects.filter(conversation_id=conversation_id, status=TurnRecord.Status.RUNNING).first()
+    return record is not None and close_dead_turn(record, reason)
+
+
 def close_dead_turns() -> int:
     """Close every running turn whose process is gone (the server's start-up); how many."""
     closed = 0

@@ -157,6 +157,16 @@ else:
         }
     }
 
+# Stopping (SIGTERM, docs/operations.md): running turns get this many seconds
+# to finish before they are closed as interrupted; the job cluster gets
+# EUNICE_JOBS_STOP_SECONDS before its workers are killed (their jobs are
+# re-run at the next start). The server exits within grace + 10 s at most.
+EUNICE_SHUTDOWN_GRACE_SECONDS = env_float("EUNICE_SHUTDOWN_GRACE_SECONDS", 15.0, minimum=0.0)
+EUNICE_JOBS_STOP_SECONDS = env_float("EUNICE_JOBS_STOP_SECONDS", 10.0, minimum=0.5)
+# Runs of one background job whose worker died under it (killed, out of
+# memory, the machine stopped) before it is marked failed (registry/background.py).
+EUNICE_JOB_MAX_ATTEMPTS = env_int("EUNICE_JOB_MAX_ATTEMPTS", 2, minimum=1)
+
 # django-q2: `retry` must exceed `timeout` or a slow task runs twice.
 Q_TIMEOUT = env_int("EUNICE_Q_TIMEOUT", 600, minimum=1)
 Q_CLUSTER = {
@@ -184,6 +194,9 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "eunice",
+            # A Redis that stopped answering fails a throttle check within
+            # seconds instead of holding the request for ever.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
         }
     }
 else:

@@ -6,11 +6,8 @@ from django.views import defaults
 
 from conversations import staff_views as telemetry_views
 from conversations import views as chat_views
+from eunice.health import health
 from registry import staff_views
-
-
-def health(request):
-    return JsonResponse({"status": "ok"})
 
 
 def not_found(request, exception):  # noqa: ANN001, ANN201

@@ -18,6 +18,7 @@ from eunice.platform_admin import PlatformAdmin
 from registry import custom_tools
 from registry.admin_scope import TenantScopedAdmin
 from registry.models import (
+    JobRun,
     SandboxRun,
     SeedLog,
     ToolDefinition,
@@ -198,6 +199,21 @@ class ToolJobAdmin(TenantScopedAdmin):
     list_filter = ("job_type", "status", "tenant_id")
     search_fields = ("id", "tool_name")
     readonly_fields = ("created_at", "updated_at")
+
+
+@admin.register(JobRun)
+class JobRunAdmin(PlatformAdmin):
+    """Background jobs and what became of them (docs/operations.md): read-only, written by the workers."""
+
+    list_display = ("id", "func", "status", "attempts", "error", "host", "pid", "created_at", "finished_at")
+    list_filter = ("status", "func")
+    search_fields = ("id", "func")
+
+    def has_add_permission(self, request) -> bool:  # noqa: ANN001
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False
 
 
 @admin.register(SeedLog)

@@ -307,7 +307,7 @@ class ToolExecutionLog(models.Model):
     outcome_kind = models.CharField(
         max_length=64, blank=True, help_text="hint_kind of a Hint, err_kind of an Err."
     )
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True)  # why the last attempt did not finish
     execution_ms = models.FloatField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
@@ -400,7 +400,7 @@ class SandboxRun(models.Model):
     ok = models.BooleanField()
     stopped_by = models.CharField(max_length=32, blank=True)
     layers = models.JSONField(default=dict)
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True)  # why the last attempt did not finish
     tool_calls = models.PositiveIntegerField(default=0)
     wall_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -658,3 +658,43 @@ class PendingApproval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"
+
+
+class JobRunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class JobRun(models.Model):
+    """One background job (``registry.background.enqueue``) and what became of it.
+
+    A run whose worker died under it is found by ``registry.background.reap_lost_runs``
+    and queued again, up to EUNICE_JOB_MAX_ATTEMPTS attempts, then failed with the reason.
+    """
+
+    id = models.CharField(primary_key=True, max_length=32, default=_short_id, editable=False)
+    func = models.CharField(max_length=200)
+    args = models.JSONField(default=list)
+    kwargs = models.JSONField(default=dict)
+    group = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=16, choices=JobRunStatus.choices, default=JobRunStatus.QUEUED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # The worker running it: which machine, which process (and when that process
+    # started, so a recycled pid is not taken for the worker).
+    host = models.CharField(max_length=255, blank=True)
+    pid = models.IntegerField(null=True, blank=True)
+    process_started = models.CharField(max_length=32, blank=True)
+    error = models.TextField(blank=True)  # why the last attempt did not finish
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "job_runs"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "host"], name="job_runs_status_host")]
+
+    def __str__(self) -> str:
+        return f"{self.func} ({self.status})"

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from registry import builder_llm
 from registry.auditor import audit_custom_tool
+from registry import background
 from registry.background import enqueue
 from registry.builder_llm import BuildFailed
 from registry.custom_tools import BUILDER_PREFIX, discard_failed_build, register_custom_tool, submit_for_testing
@@ -129,3 +130,31 @@ def _fail(job_id: str, message: str) -> str:
     discard_failed_build(job_id)
     logger.info("tool job %s failed: %s", job_id, message)
     return JobStatus.FAILED
+
+
+def _retry_lost(job_id: str) -> None:
+    """The build's worker died: its job starts over (the tool it had registered, if any, is discarded)."""
+    ToolJob.objects.filter(pk=job_id, status__in=(JobStatus.BUILDING, JobStatus.TESTING)).update(
+        status=JobStatus.QUEUED, progress_pct=0, updated_at=timezone.now())
+    discard_failed_build(job_id)
+
+
+def _fail_lost(reason: str, job_id: str) -> None:
+    _fail(job_id, f"the build stopped: {reason}")
+
+
+background.on_lost(JOB_FUNCTION, retry=_retry_lost, fail=_fail_lost)
+
+
+def reap_stranded_builds() -> int:
+    """Builds left building or testing with no job run queued or running (a worker gone before runs
+    were recorded, or a run failed without its job): failed with the reason. Returns how many."""
+    from registry.models import JobRun, JobRunStatus
+
+    open_runs = JobRun.objects.filter(func=JOB_FUNCTION, status__in=(JobRunStatus.QUEUED, JobRunStatus.RUNNING))
+    live = {str(run.args[0]) for run in open_runs.only("args") if run.args}
+    stranded = [pk for pk in ToolJob.objects.filter(status__in=(JobStatus.BUILDING, JobStatus.TESTING))
+                .values_list("pk", flat=True) if pk not in live]
+    for job_id in stranded:
+        _fail(job_id, "the build stopped when the worker running it did; request it again")
+    return len(stranded)

@@ -291,7 +291,16 @@
   socket.addEventListener("open", () => { send.disabled = false; send.title = ""; });
   socket.addEventListener("close", () => {
     send.disabled = true;
-    bubble("error", "Disconnected; reload the page to reconnect.");
+    // Say what is down (/health/ names each dependency) rather than only "disconnected".
+    fetch("/health/", { credentials: "same-origin", cache: "no-store" })
+      .then((r) => r.json())
+      .then((health) => {
+        const down = (health.down || []).map((name) => name.replace("_", " "));
+        bubble("error", down.length
+          ? `Disconnected: the server cannot reach its ${down.join(", ")}. Reload the page once it is back.`
+          : "Disconnected; reload the page to reconnect.");
+      })
+      .catch(() => bubble("error", "Disconnected: the server is not answering. Reload the page once it is back."));
   });
 
   form.addEventListener("submit", (event) => {
