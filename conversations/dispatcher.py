@@ -112,7 +112,7 @@ async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: Dispa
         planned = await in_db_thread(_plan_group)(group, runtime, state)
         limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
 
-        async def run(item: _Planned) -> ToolResult:
+        async def run(item: _Planned, limit: asyncio.Semaphore = limit) -> ToolResult:
             async with limit:
                 return await _execute(item, runtime, state)
 
@@ -232,7 +232,7 @@ def _settle_group(
 ) -> list[DispatchResult]:
     results = []
     remembered_changed = False
-    for item, result in zip(planned, outcomes):
+    for item, result in zip(planned, outcomes, strict=True):
         name = item.block["name"]
         state.calls_by_tool[name] += 1
         if result.error is None:

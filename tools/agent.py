@@ -60,7 +60,7 @@ def _note_failures(runtime, tasks: list[str], outcomes: list) -> None:
     """Tasks whose helper stopped before finishing, for the parent's completion guardrail."""
     runtime.failed_delegations.extend(
         {"task": task, "stopped": outcome.stop_reason}
-        for task, outcome in zip(tasks, outcomes) if not _finished(outcome)
+        for task, outcome in zip(tasks, outcomes, strict=True) if not _finished(outcome)
     )
 
 
@@ -81,7 +81,7 @@ async def delegate_batch(inputs: dict, context: dict) -> Ok:
         return outcome
 
     outcomes = await asyncio.gather(*(run(task) for task in tasks))
-    summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes), 1))
+    summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes, strict=True), 1))
     early = [n for n, o in enumerate(outcomes, 1) if not _finished(o)]
     warnings = [Warning("incomplete", f"task(s) {early} stopped early")] if early else []
     _note_failures(runtime, tasks, outcomes)
@@ -105,7 +105,7 @@ async def request_user_input(inputs: dict, context: dict) -> Ok | Err:
     await in_db_thread(runtime.flush_events)()  # the pending question is on record while we wait
     try:
         text = await asyncio.wait_for(answer, settings.EUNICE_QUESTION_TIMEOUT)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return Ok(rows=0, data="The user has not answered.", warnings=[
             Warning("no_answer", f"no answer within {settings.EUNICE_QUESTION_TIMEOUT:g} s; go on without it")
         ])

@@ -46,7 +46,7 @@ class ConversationCatalog:
     conversation_id: str
 
     @classmethod
-    def for_context(cls, context: dict) -> "ConversationCatalog":
+    def for_context(cls, context: dict) -> ConversationCatalog:
         """The catalog of the context's conversation. Raises NoConversation."""
         found = context.get("catalog")
         if isinstance(found, ConversationCatalog):

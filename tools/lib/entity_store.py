@@ -28,7 +28,7 @@ class Provenance:
     source: str = ""
 
     @classmethod
-    def from_context(cls, context: dict, source: str = "") -> "Provenance":
+    def from_context(cls, context: dict, source: str = "") -> Provenance:
         return cls(
             conversation_id=str(context.get("conversation_id") or ""),
             tool_call_id=str(context.get("_current_tool_use_id") or ""),
