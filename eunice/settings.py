@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
@@ -249,7 +250,7 @@ CONTENT_SECURITY_POLICY = {
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         # Basic auth that says "locked out" (429) rather than "wrong password" (401)
