@@ -159,7 +159,7 @@ else:
 
 # django-q2: `retry` must exceed `timeout` or a slow task runs twice.
 Q_TIMEOUT = env_int("EUNICE_Q_TIMEOUT", 600, minimum=1)
-Q_CLUSTER = {
+Q_CLUSTER: dict[str, Any] = {
     "name": "eunice",
     "workers": env_int("EUNICE_Q_WORKERS", 2, minimum=1),
     "timeout": Q_TIMEOUT,
@@ -361,7 +361,7 @@ FEATURE_FLAGS = {
 
 # The custom-tool sandbox (registry/sandbox). ALLOW_WEAK runs custom tools even
 # where the OS layer (Landlock, seccomp, network namespace, uid drop) is missing.
-SANDBOX = {
+SANDBOX: dict[str, Any] = {
     "CPU_SECONDS": env_int("EUNICE_SANDBOX_CPU_SECONDS", 5, minimum=1),
     "WALL_SECONDS": env_float("EUNICE_SANDBOX_WALL_SECONDS", 10.0, minimum=0.1),
     "MEMORY_MB": env_int("EUNICE_SANDBOX_MEMORY_MB", 1024, minimum=64),
@@ -377,7 +377,7 @@ SANDBOX = {
 # --- Data tools (conversations/catalog) ----------------------------------------
 # Datasets, uploads and exported files live here, one directory per tenant.
 FILES_DIR = Path(env_str("EUNICE_FILES_DIR", str(VAR_DIR / "files")))
-DATA = {
+DATA: dict[str, Any] = {
     "UPLOAD_MAX_BYTES": env_int("EUNICE_UPLOAD_MAX_MB", 50, minimum=1) << 20,
     # Rows a query may return to the model before it gets a fetch hint instead.
     "QUERY_MAX_ROWS": env_int("EUNICE_QUERY_MAX_ROWS", 500, minimum=1),
@@ -398,7 +398,7 @@ if DATA["ANALYZE_DATA_FOR"] not in ("staff", "all"):
 # --- Input limits (docs/security.md) ------------------------------------------
 # Checked before a parser allocates: a file past one is refused with a message
 # naming the limit and its variable (eunice/bounded_read.py, eunice/jsonlimits.py).
-INPUT_LIMITS = {
+INPUT_LIMITS: dict[str, Any] = {
     # A dataset (upload, datasource file, stored Parquet): its shape.
     "MAX_COLUMNS": env_int("EUNICE_DATASET_MAX_COLUMNS", 2_000, minimum=1),
     "MAX_ROWS": env_int("EUNICE_DATASET_MAX_ROWS", 1_000_000, minimum=1),
