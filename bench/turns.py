@@ -146,7 +146,7 @@ def per_second(samples: Samples) -> list[dict]:
         return []
     start = min(samples.arrivals)
     seconds: dict[int, list[float]] = {}
-    for arrived, latency in zip(samples.arrivals, samples.latencies):
+    for arrived, latency in zip(samples.arrivals, samples.latencies, strict=True):
         seconds.setdefault(int((arrived - start) // 1000), []).append(latency)
     rows = []
     for second in sorted(seconds):
@@ -301,7 +301,8 @@ def main() -> None:
     if rows is not None and not args.json:
         print(f"\n{'second':>6} {'messages':>8} {'p99 ms':>8} {'max ms':>8} {'over ' + str(TARGET_MS) + ' ms':>11}")
         for row in rows:
-            print(f"{row['second']:>6} {row['messages']:>8} {row['p99_ms']:>8} {row['max_ms']:>8} {row[f'over_{TARGET_MS}_ms']:>11}")
+            over = row[f"over_{TARGET_MS}_ms"]
+            print(f"{row['second']:>6} {row['messages']:>8} {row['p99_ms']:>8} {row['max_ms']:>8} {over:>11}")
 
 
 if __name__ == "__main__":

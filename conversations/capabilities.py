@@ -79,14 +79,16 @@ def _statements() -> dict[str, tuple[str, int]]:
     )
     every_permission = (
         f"SELECT {column(content_type, 'app_label')} || '.' || {column(permission, 'codename')} FROM {q(permission)}"
-        f" JOIN {q(content_type)} ON {column(content_type, content_type_pk)} = {column(permission, content_type_field.column)}"
+        f" JOIN {q(content_type)} ON {column(content_type, content_type_pk)}"
+        f" = {column(permission, content_type_field.column)}"
     )
     granted = (
         f"{every_permission} WHERE {column(permission, Permission._meta.pk.column)} IN ("
         f"SELECT {column(up, user_permissions.m2m_reverse_name())} FROM {q(up)}"
         f" WHERE {column(up, user_permissions.m2m_column_name())} = %s"
         f" UNION SELECT {column(gp, group_permissions.m2m_reverse_name())} FROM {q(gp)}"
-        f" JOIN {q(ug)} ON {column(ug, user_groups.m2m_reverse_name())} = {column(gp, group_permissions.m2m_column_name())}"
+        f" JOIN {q(ug)} ON {column(ug, user_groups.m2m_reverse_name())}"
+        f" = {column(gp, group_permissions.m2m_column_name())}"
         f" WHERE {column(ug, user_groups.m2m_column_name())} = %s)"
     )
     statements = {

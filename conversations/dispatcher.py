@@ -119,7 +119,7 @@ async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: Dispa
         for item in planned:
             gate.plan(item.block["id"], item.refusal)
 
-        async def run(item: _Planned) -> ToolResult:
+        async def run(item: _Planned, limit: asyncio.Semaphore = limit) -> ToolResult:
             async with limit:
                 return await _execute(item, runtime, state, gate)
 
@@ -238,7 +238,7 @@ def _settle_group(
 ) -> list[DispatchResult]:
     results = []
     remembered_changed = False
-    for item, result in zip(planned, outcomes):
+    for item, result in zip(planned, outcomes, strict=True):
         name = item.block["name"]
         state.calls_by_tool[name] += 1
         if result.error is None:

@@ -5,8 +5,8 @@ its events, its messages, its usage and its record. ``Model.objects.create``
 and ``bulk_create`` rebuild the same INSERT on every call, and that
 rebuilding was most of their CPU (a usage row: 144 against 74 µs here; a
 flush of three events: 326 against 201 µs), all of it under the GIL the
-event loop needs when 200 turns open or close at once (bench/turns.py). ``insert_rows`` writes what ``save()`` would: each
-value is prepared by its field (``pre_save`` fills ``auto_now_add`` fields),
+event loop needs when 200 turns open or close at once (bench/turns.py). ``insert_rows``
+writes what ``save()`` would: each value is prepared by its field (``pre_save`` fills ``auto_now_add`` fields),
 the primary key comes from the database (an auto field) or the instance.
 It sends no signals and sets no primary keys on the rows: use it only for
 models nothing listens to, whose new rows the caller does not read.

@@ -13,7 +13,7 @@ def _conversation_id() -> str:
 
 
 class ConversationQuerySet(models.QuerySet):
-    def for_tenant(self, tenant_id: str) -> "ConversationQuerySet":
+    def for_tenant(self, tenant_id: str) -> ConversationQuerySet:
         return self.filter(tenant_id=tenant_id)
 
 
@@ -49,7 +49,7 @@ class Conversation(models.Model):
 
 
 class WorkingSetEntryQuerySet(models.QuerySet):
-    def for_scope(self, conversation_id: str, namespace_id: str = "") -> "WorkingSetEntryQuerySet":
+    def for_scope(self, conversation_id: str, namespace_id: str = "") -> WorkingSetEntryQuerySet:
         return self.filter(conversation_id=conversation_id, namespace_id=namespace_id)
 
 
@@ -257,7 +257,7 @@ class UsageLog(models.Model):
 
 
 class PolicyRuleQuerySet(models.QuerySet):
-    def active_for(self, tenant_id: str, tool_name: str) -> "PolicyRuleQuerySet":
+    def active_for(self, tenant_id: str, tool_name: str) -> PolicyRuleQuerySet:
         return self.filter(enabled=True, tenant_id__in=(tenant_id, "*"), tool_name=tool_name)
 
 
@@ -334,7 +334,7 @@ class PolicyViolationTally(models.Model):
 
 
 class CatalogDatasetQuerySet(models.QuerySet):
-    def in_conversation(self, tenant_id: str, conversation_id: str) -> "CatalogDatasetQuerySet":
+    def in_conversation(self, tenant_id: str, conversation_id: str) -> CatalogDatasetQuerySet:
         return self.filter(tenant_id=tenant_id, conversation_id=conversation_id)
 
 
@@ -365,7 +365,7 @@ class CatalogDataset(models.Model):
 
 
 class DataSourceQuerySet(models.QuerySet):
-    def for_tenant(self, tenant_id: str) -> "DataSourceQuerySet":
+    def for_tenant(self, tenant_id: str) -> DataSourceQuerySet:
         return self.filter(tenant_id=tenant_id)
 
 

@@ -82,7 +82,8 @@ def compact_tool_results(messages: list[dict], keep_chars: int = COMPACTED_KEEP_
             if len(text) > keep_chars * 2:
                 block["content"] = (
                     text[:keep_chars]
-                    + f"\n… [compacted: {len(text) - keep_chars:,} more characters; the full result is in this conversation's events]"
+                    + f"\n… [compacted: {len(text) - keep_chars:,} more characters;"
+                    " the full result is in this conversation's events]"
                 )
                 compacted += 1
     return compacted

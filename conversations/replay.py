@@ -100,7 +100,7 @@ def replay(conversation: Conversation) -> ReplayReport:
 
 
 def _first_difference(label: str, rebuilt: list[dict], live: list[dict]) -> str:
-    for n, (a, b) in enumerate(zip(rebuilt, live)):
+    for n, (a, b) in enumerate(zip(rebuilt, live, strict=False)):
         if canonical([a]) != canonical([b]):
             return f"{label} {n}: replayed {canonical([a]).decode()[:200]} but stored {canonical([b]).decode()[:200]}"
     return f"{label} count: replayed {len(rebuilt)}, stored {len(live)}"

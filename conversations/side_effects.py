@@ -18,7 +18,7 @@ logger = logging.getLogger("eunice.conversations")
 SINGLETON_CARDS = frozenset({CardType.CITED_ANSWER, CardType.MAP_DISPLAY})
 
 
-def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -> list[dict]:
+def route_side_effects(tool_name: str, result: ToolResult, runtime: Runtime) -> list[dict]:
     """Files, datasets, cards and cost of one result to where they belong; returns the
     chunks to show the user once the result itself is shown (its cards, its datasets)."""
     shown: list[dict] = []
@@ -61,7 +61,7 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: "Runtime") -
     return shown
 
 
-def register_export(tool_name: str, filename: str, export: dict, runtime: "Runtime") -> GeneratedFile | None:
+def register_export(tool_name: str, filename: str, export: dict, runtime: Runtime) -> GeneratedFile | None:
     """Record a file a tool produced, tell the user, and note it in telemetry;
     None (logged) when the export names a file outside the tenant's directories.
 

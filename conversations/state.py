@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation
 
-_tokens: dict[str, set["CancelToken"]] = {}
+_tokens: dict[str, set[CancelToken]] = {}
 _tokens_lock = threading.Lock()
 
 
@@ -116,7 +116,7 @@ class DispatchState:
     repeat_count: int = 0
 
     @classmethod
-    def for_conversation(cls, conversation: Conversation) -> "DispatchState":
+    def for_conversation(cls, conversation: Conversation) -> DispatchState:
         """State seeded from the conversation's record (its log and failed approaches)."""
         from registry.execlog import writer
         from registry.models import Outcome, ToolExecutionLog

@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
-from django.http.request import is_same_domain, split_domain_port, validate_host
+from django.http.request import split_domain_port, validate_host
+from django.utils.http import is_same_domain
 
 Scope = dict
 ASGIApp = Callable[[Scope, Callable, Callable], Awaitable[None]]

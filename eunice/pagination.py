@@ -13,6 +13,7 @@ from __future__ import annotations
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
+from rest_framework.views import APIView
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -28,7 +29,7 @@ class Paging(LimitOffsetPagination):
     def get_offset(self, request: Request) -> int:
         return _whole_number(request, self.offset_query_param, 0, lowest=0, highest=None)
 
-    def get_schema_operation_parameters(self, view: object) -> list[dict]:
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict]:
         """The parameters as the schema shows them, with the bounds enforced above."""
         parameters = super().get_schema_operation_parameters(view)
         _bounded(parameters, self.limit_query_param, 1, self.max_limit)

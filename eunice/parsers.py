@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import IO, Any
 
 from django.conf import settings
@@ -17,7 +18,7 @@ class BoundedJSONParser(JSONParser):
     EUNICE_JSON_MAX_DEPTH; past either (or for invalid JSON) raises ParseError, a 400
     whose detail names the limit."""
 
-    def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: dict | None = None) -> Any:
+    def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if stream is None:

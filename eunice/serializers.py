@@ -10,7 +10,7 @@ a 400 that names the fields there are.
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import Any, NoReturn
 
 from rest_framework import serializers
 
@@ -18,7 +18,7 @@ from rest_framework import serializers
 class NamedChoiceField(serializers.ChoiceField):
     default_error_messages = {"invalid_choice": '"{input}" is not one of: {choices}{closest}'}
 
-    def fail(self, key: str, **kwargs: Any) -> None:
+    def fail(self, key: str, **kwargs: Any) -> NoReturn:
         if key == "invalid_choice":
             valid = [str(choice) for choice in self.choices]
             close = difflib.get_close_matches(str(kwargs.get("input")), valid, n=1)

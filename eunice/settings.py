@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
@@ -169,7 +170,7 @@ EUNICE_JOB_MAX_ATTEMPTS = env_int("EUNICE_JOB_MAX_ATTEMPTS", 2, minimum=1)
 
 # django-q2: `retry` must exceed `timeout` or a slow task runs twice.
 Q_TIMEOUT = env_int("EUNICE_Q_TIMEOUT", 600, minimum=1)
-Q_CLUSTER = {
+Q_CLUSTER: dict[str, Any] = {
     "name": "eunice",
     "workers": env_int("EUNICE_Q_WORKERS", 2, minimum=1),
     "timeout": Q_TIMEOUT,
@@ -263,7 +264,7 @@ CONTENT_SECURITY_POLICY = {
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         # Basic auth that says "locked out" (429) rather than "wrong password" (401)
@@ -384,7 +385,7 @@ FEATURE_FLAGS = {
 
 # The custom-tool sandbox (registry/sandbox). ALLOW_WEAK runs custom tools even
 # where the OS layer (Landlock, seccomp, network namespace, uid drop) is missing.
-SANDBOX = {
+SANDBOX: dict[str, Any] = {
     "CPU_SECONDS": env_int("EUNICE_SANDBOX_CPU_SECONDS", 5, minimum=1),
     "WALL_SECONDS": env_float("EUNICE_SANDBOX_WALL_SECONDS", 10.0, minimum=0.1),
     "MEMORY_MB": env_int("EUNICE_SANDBOX_MEMORY_MB", 1024, minimum=64),
@@ -399,7 +400,7 @@ SANDBOX = {
 
 # --- Data tools (conversations/catalog) ----------------------------------------
 # Datasets and exported files live under EUNICE_FILES_DIR (eunice.tenant_files).
-DATA = {
+DATA: dict[str, Any] = {
     "UPLOAD_MAX_BYTES": env_int("EUNICE_UPLOAD_MAX_MB", 50, minimum=1) << 20,
     # Rows a query may return to the model before it gets a fetch hint instead.
     "QUERY_MAX_ROWS": env_int("EUNICE_QUERY_MAX_ROWS", 500, minimum=1),
@@ -420,7 +421,7 @@ if DATA["ANALYZE_DATA_FOR"] not in ("staff", "all"):
 # --- Input limits (docs/security.md) ------------------------------------------
 # Checked before a parser allocates: a file past one is refused with a message
 # naming the limit and its variable (eunice/bounded_read.py, eunice/jsonlimits.py).
-INPUT_LIMITS = {
+INPUT_LIMITS: dict[str, Any] = {
     # A dataset (upload, datasource file, stored Parquet): its shape.
     "MAX_COLUMNS": env_int("EUNICE_DATASET_MAX_COLUMNS", 2_000, minimum=1),
     "MAX_ROWS": env_int("EUNICE_DATASET_MAX_ROWS", 1_000_000, minimum=1),

@@ -38,9 +38,9 @@ if _scripted:
 # memory even when REDIS_URL is set, so a test can clear them without touching
 # the Redis the channel layer uses.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {  # noqa: F405
-    scope: "1000000/min" for scope in REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]  # noqa: F405
-}
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(  # noqa: F405
+    REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "1000000/min"  # noqa: F405
+)
 
 # Tests import the ASGI app before their database exists; a test that starts a
 # server process of its own (tests/faults/) turns the start-up close back on.

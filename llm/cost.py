@@ -25,7 +25,7 @@ class Usage:
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -37,7 +37,7 @@ class Usage:
     def total_input_tokens(self) -> int:
         return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
 
-    def cost_usd(self, config: "ModelConfig") -> float:
+    def cost_usd(self, config: ModelConfig) -> float:
         """USD for this usage at ``config``'s per-million-token prices."""
         input_price = Decimal(config.input_price_per_mtok)
         output_price = Decimal(config.output_price_per_mtok)

@@ -9,7 +9,7 @@ format translates at its edge.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
 from llm.cost import Usage
 
@@ -39,7 +39,7 @@ class LLMRequest:
     metadata_user_id: str | None = None
 
     @classmethod
-    def for_model(cls, config: "ModelConfig", **fields: Any) -> "LLMRequest":
+    def for_model(cls, config: ModelConfig, **fields: Any) -> LLMRequest:
         """A request for ``config``'s model with its ``max_output_tokens``."""
         return cls(model=config.model, max_tokens=config.max_output_tokens, **fields)
 
@@ -65,7 +65,7 @@ class ToolUseBlock:
     type: Literal["tool_use"] = "tool_use"
 
 
-ContentBlock = Union[TextBlock, ThinkingBlock, ToolUseBlock]
+ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,4 +164,4 @@ class MessageStop:
         return self.response.stop_reason
 
 
-StreamEvent = Union[TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseStop, UsageUpdate, MessageStop]
+StreamEvent = TextDelta | ThinkingDelta | ToolUseStart | ToolUseInputDelta | ToolUseStop | UsageUpdate | MessageStop

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, Warning, register
+from django.core.checks import CheckMessage, Error, Warning, register
 
 
 @register()
 def check_tool_system_settings(app_configs=None, **kwargs) -> list:
-    problems = []
+    problems: list[CheckMessage] = []
     q = settings.Q_CLUSTER
     if q.get("retry", 0) <= q.get("timeout", 0):
         problems.append(

@@ -4,8 +4,8 @@ A row is appended to an in-memory buffer on the caller's thread (a few µs) and
 a daemon thread writes the buffer with one bulk INSERT every
 ``EXECUTION_LOG_FLUSH_SECONDS``. The buffer is also flushed at interpreter
 exit. A hard kill (SIGKILL, power loss) loses at most the rows of the last
-flush interval (or of the last 1,000-row batch, whichever is sooner). With a flush interval of 0 every row is written at once on
-the caller's thread. Writing the log never fails a tool call.
+flush interval (or of the last 1,000-row batch, whichever is sooner). With a flush interval
+of 0 every row is written at once on the caller's thread. Writing the log never fails a tool call.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ class Handler:
         inline: bool = False,
         timeout: float | None = None,
         sequential: bool = False,
-    ) -> "Handler":
+    ) -> Handler:
         is_async = inspect.iscoroutinefunction(func)
         return cls(
             func=func,

@@ -61,13 +61,13 @@ HASHED_FIELDS = (
 
 
 class ToolDefinitionQuerySet(models.QuerySet):
-    def live(self) -> "ToolDefinitionQuerySet":
+    def live(self) -> ToolDefinitionQuerySet:
         return self.filter(deleted_at__isnull=True)
 
-    def for_tenant(self, tenant_id: str) -> "ToolDefinitionQuerySet":
+    def for_tenant(self, tenant_id: str) -> ToolDefinitionQuerySet:
         return self.filter(tenant_id__in=(tenant_id, ALL_TENANTS))
 
-    def callable_by(self, tenant_id: str) -> "ToolDefinitionQuerySet":
+    def callable_by(self, tenant_id: str) -> ToolDefinitionQuerySet:
         """Tools a tenant may execute: approved, enabled, live; internal ones included."""
         return (
             self.live()
@@ -75,11 +75,11 @@ class ToolDefinitionQuerySet(models.QuerySet):
             .filter(status=ToolStatus.APPROVED, enabled=True)
         )
 
-    def visible_to(self, tenant_id: str) -> "ToolDefinitionQuerySet":
+    def visible_to(self, tenant_id: str) -> ToolDefinitionQuerySet:
         """The definitional catalog a tenant's model may be offered."""
         return self.callable_by(tenant_id).exclude(category=INTERNAL_CATEGORY)
 
-    def reviewable_by(self, user: object) -> "ToolDefinitionQuerySet":
+    def reviewable_by(self, user: object) -> ToolDefinitionQuerySet:
         """The custom tools ``user`` may review: those of ``review_tenants(user)``.
 
         This is the review scope only; approving also needs ``APPROVE_PERMISSION``.
@@ -88,7 +88,7 @@ class ToolDefinitionQuerySet(models.QuerySet):
         tenants = review_tenants(user)
         return custom if tenants is None else custom.filter(tenant_id__in=tenants)
 
-    def administrable_by(self, user: object) -> "ToolDefinitionQuerySet":
+    def administrable_by(self, user: object) -> ToolDefinitionQuerySet:
         """What the tool admin lists for ``user``: everything for a superuser; otherwise the
         system and MCP tools of their tenant or shared, and the custom tools they may review."""
         from registry.tenancy import tenant_of
@@ -228,7 +228,7 @@ class JobStatus(models.TextChoices):
 
 
 class ToolJobQuerySet(models.QuerySet):
-    def for_tenant(self, tenant_id: str) -> "ToolJobQuerySet":
+    def for_tenant(self, tenant_id: str) -> ToolJobQuerySet:
         return self.filter(tenant_id=tenant_id)
 
 
@@ -269,7 +269,7 @@ class Outcome(models.TextChoices):
 
 
 class ToolExecutionLogQuerySet(models.QuerySet):
-    def for_tenant(self, tenant_id: str) -> "ToolExecutionLogQuerySet":
+    def for_tenant(self, tenant_id: str) -> ToolExecutionLogQuerySet:
         return self.filter(tenant_id=tenant_id)
 
     def envelope_tallies(self) -> dict[str, dict]:
@@ -381,7 +381,7 @@ class ToolReview(models.Model):
         return f"{self.tool_id} {self.action} {self.definition_hash[:12]}"
 
     @classmethod
-    def record(cls, tool: ToolDefinition, action: str, acting_user: object = None, reason: str = "") -> "ToolReview":
+    def record(cls, tool: ToolDefinition, action: str, acting_user: object = None, reason: str = "") -> ToolReview:
         """Write the history row of ``action`` on ``tool``'s current definition."""
         return cls.objects.create(
             tool=tool, action=action, acting_user=acting_user, reason=reason,
@@ -455,13 +455,13 @@ def validate_string_list(value: object) -> None:
 
 
 class MCPServerQuerySet(models.QuerySet):
-    def for_tenant(self, tenant_id: str) -> "MCPServerQuerySet":
+    def for_tenant(self, tenant_id: str) -> MCPServerQuerySet:
         return self.filter(tenant_id=tenant_id)
 
-    def enabled(self) -> "MCPServerQuerySet":
+    def enabled(self) -> MCPServerQuerySet:
         return self.filter(enabled=True)
 
-    def with_tool_counts(self) -> "MCPServerQuerySet":
+    def with_tool_counts(self) -> MCPServerQuerySet:
         """Each server with its live tools counted in the same query:
         ``tools_approved`` and ``tools_held`` (quarantined, pending or flagged
         for review). A list of servers then costs one query, not two per row."""
@@ -598,10 +598,10 @@ class ApprovalStatus(models.TextChoices):
 
 
 class PendingApprovalQuerySet(models.QuerySet):
-    def for_tenant(self, tenant_id: str) -> "PendingApprovalQuerySet":
+    def for_tenant(self, tenant_id: str) -> PendingApprovalQuerySet:
         return self.filter(tenant_id=tenant_id)
 
-    def undecided(self) -> "PendingApprovalQuerySet":
+    def undecided(self) -> PendingApprovalQuerySet:
         """Waiting for a click and still decidable (not past ``expires_at``)."""
         return self.filter(status=ApprovalStatus.PENDING, expires_at__gt=timezone.now())
 

@@ -71,7 +71,7 @@ class ToolRegistry:
         self._system_loaded_for = -1
         self._lock = threading.RLock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._search: "ToolSearch | None" = None
+        self._search: ToolSearch | None = None
         self._custom: dict[tuple[str, str], Handler] = {}  # (tool, approved hash) -> handler
 
     # --- registration -----------------------------------------------------
@@ -104,7 +104,7 @@ class ToolRegistry:
         """Bumped whenever the cached definitions are reloaded."""
         return self._snapshot.generation
 
-    def tool_search(self) -> "ToolSearch":
+    def tool_search(self) -> ToolSearch:
         """The search index over this registry's tools (built on first use)."""
         if self._search is None:
             from registry.search import ToolSearch
@@ -328,7 +328,7 @@ class ToolRegistry:
         timeout = self._timeout(handler)
         try:
             return await asyncio.wait_for(handler.func(call.inputs, call.context), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return Err(f"timed out after {timeout:g} s", "TimeoutError")
 
     def _wait(self, future: concurrent.futures.Future, handler: Handler) -> Any:

@@ -27,11 +27,11 @@ class ToolResult:
         return self.error is None
 
     @classmethod
-    def failure(cls, message: str, content: str | None = None) -> "ToolResult":
+    def failure(cls, message: str, content: str | None = None) -> ToolResult:
         return cls(content=content if content is not None else f"Error: {message}", error=message)
 
     @classmethod
-    def from_any(cls, value: Any) -> "ToolResult":
+    def from_any(cls, value: Any) -> ToolResult:
         """Normalise whatever a handler returned into a ToolResult.
 
         Accepts a ToolResult, the legacy ``{"message", "cards", "metadata"}``

@@ -32,7 +32,7 @@ logger = logging.getLogger("eunice.registry")
 MIN_SIMILARITY = 0.15
 
 
-def document_for(definition: "Definition") -> ToolDocument:
+def document_for(definition: Definition) -> ToolDocument:
     return ToolDocument(
         key=definition.name,
         name=definition.name,
@@ -61,7 +61,7 @@ def load_models() -> bool:
 
 
 class ToolSearch:
-    def __init__(self, registry: "ToolRegistry") -> None:
+    def __init__(self, registry: ToolRegistry) -> None:
         self._registry = registry
         self._index: ToolSearchIndex | None = None
         self._signatures: dict[str, tuple] = {}
@@ -70,11 +70,11 @@ class ToolSearch:
         # Who may be offered what, per tenant, for one snapshot of the definitions:
         # checking 2,000 definitions on every search cost ~1.5 ms of a ~10 ms query.
         self._visible: dict[str, frozenset[str]] = {}
-        self._visible_in: dict[str, "Definition"] | None = None
+        self._visible_in: dict[str, Definition] | None = None
 
     def search(
         self, query: str, tenant_id: str, limit: int, *, min_similarity: float | None = MIN_SIMILARITY
-    ) -> list[tuple["Definition", float]]:
+    ) -> list[tuple[Definition, float]]:
         """The ``limit`` best tools for ``query`` among those the tenant may be offered.
 
         Tools that share no word with the query and whose meaning is further
@@ -87,7 +87,7 @@ class ToolSearch:
         hits = index.search(query, limit, allowed, min_similarity=min_similarity)
         return [(definitions[hit.key], hit.score) for hit in hits if hit.key in definitions]
 
-    def _visible_names(self, definitions: dict[str, "Definition"], tenant_id: str) -> frozenset[str]:
+    def _visible_names(self, definitions: dict[str, Definition], tenant_id: str) -> frozenset[str]:
         """The names of the tools ``tenant_id`` may be offered, worked out once per snapshot.
 
         The registry replaces its definitions dict whenever a tool changes, so
@@ -102,7 +102,7 @@ class ToolSearch:
                 self._visible[tenant_id] = names
             return names
 
-    def _synced(self, definitions: dict[str, "Definition"]) -> ToolSearchIndex:
+    def _synced(self, definitions: dict[str, Definition]) -> ToolSearchIndex:
         generation = self._registry.snapshot_generation
         with self._lock:
             if self._index is None:
@@ -112,7 +112,7 @@ class ToolSearch:
                 self._generation = generation
             return self._index
 
-    def _apply(self, definitions: dict[str, "Definition"]) -> None:
+    def _apply(self, definitions: dict[str, Definition]) -> None:
         index = self._index
         assert index is not None
         for name in [n for n in self._signatures if n not in definitions]:
@@ -149,7 +149,7 @@ class ToolSearch:
             fresh = self._index.embedder.embed(
                 [documents[n].embedding_text() for n in missing], max_tokens=PASSAGE_TOKENS
             )
-            for name, vector in zip(missing, fresh):
+            for name, vector in zip(missing, fresh, strict=True):
                 vectors[name] = vector
                 ToolDefinition.objects.filter(name=name).update(
                     embedding=vector.astype(np.float32).tobytes(), embedding_model=tags[name]
@@ -158,5 +158,5 @@ class ToolSearch:
         return vectors
 
 
-def _signature(definition: "Definition") -> tuple:
+def _signature(definition: Definition) -> tuple:
     return (definition.description, definition.schema_key)

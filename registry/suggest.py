@@ -24,7 +24,7 @@ def words(text: str) -> set[str]:
     return set(_WORDS.findall(spaced.lower()))
 
 
-def closest_tools(registry: "ToolRegistry", name: str, tenant_id: str, *, limit: int = 3) -> list[dict]:
+def closest_tools(registry: ToolRegistry, name: str, tenant_id: str, *, limit: int = 3) -> list[dict]:
     """Up to ``limit`` tools the tenant may use, ranked by how well they match ``name``.
 
     Each is ``{label, score, input_schema}``. The score (0-1) blends spelling
@@ -54,7 +54,7 @@ def closest_tools(registry: "ToolRegistry", name: str, tenant_id: str, *, limit:
     ]
 
 
-def _search_ranks(registry: "ToolRegistry", name: str, tenant_id: str) -> dict[str, int]:
+def _search_ranks(registry: ToolRegistry, name: str, tenant_id: str) -> dict[str, int]:
     query = " ".join(sorted(words(name)))
     if not query:
         return {}

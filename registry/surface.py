@@ -142,7 +142,7 @@ def resident_entries(mode: str) -> list[SurfaceEntry]:
 
 
 def compose(
-    registry: "ToolRegistry",
+    registry: ToolRegistry,
     tenant_id: str,
     *,
     mode: str = "chat",
@@ -189,7 +189,7 @@ def compose(
     return entries
 
 
-def assemble_tools(registry: "ToolRegistry", tenant_id: str, **kwargs) -> list[dict]:
+def assemble_tools(registry: ToolRegistry, tenant_id: str, **kwargs) -> list[dict]:
     """The tool array for the provider: schemas of ``compose(...)``'s entries."""
     definitions = registry.definitions()
     return [
@@ -233,7 +233,7 @@ class PageResult:
 
 
 def page_in(
-    registry: "ToolRegistry",
+    registry: ToolRegistry,
     tenant_id: str,
     names: list[str],
     *,

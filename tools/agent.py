@@ -54,7 +54,7 @@ async def delegate(inputs: dict, context: ToolContext) -> Ok:
 
 def _note_failures(subtasks: SubtaskRunner, tasks: list[str], outcomes: list[SubtaskOutcome]) -> None:
     """Tasks whose helper stopped before finishing, for the parent's completion guardrail."""
-    for task, outcome in zip(tasks, outcomes):
+    for task, outcome in zip(tasks, outcomes, strict=True):
         if not outcome.finished:
             subtasks.note_unfinished(task, outcome.stop_reason)
 
@@ -74,7 +74,7 @@ async def delegate_batch(inputs: dict, context: ToolContext) -> Ok:
         return outcome
 
     outcomes = await asyncio.gather(*(run(task) for task in tasks))
-    summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes), 1))
+    summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes, strict=True), 1))
     early = [n for n, o in enumerate(outcomes, 1) if not o.finished]
     warnings = [Warning("incomplete", f"task(s) {early} stopped early")] if early else []
     _note_failures(subtasks, tasks, outcomes)

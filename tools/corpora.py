@@ -111,7 +111,8 @@ def search_documents(inputs: dict, context: ToolContext) -> Ok:
     lines = [f"{len(hits)} passage(s) for {inputs['query']!r}. Cite each claim with its passage id, e.g. [{hits[0].label}]."]
     for hit in hits:
         document = hit.chunk.document
-        lines.append(f"\n[{hit.label}] {document.title} — {document.source} (document {document.pk}, corpus {document.corpus.name!r})")
+        where = f"document {document.pk}, corpus {document.corpus.name!r}"
+        lines.append(f"\n[{hit.label}] {document.title} — {document.source} ({where})")
         lines.append(hit.chunk.text)
     card = {"type": PASSAGES_CARD, "query": inputs["query"], "passages": [hit.as_card_entry() for hit in hits]}
     return Ok(rows=len(hits), data="\n".join(lines), effects=Effects(cards=[card]))

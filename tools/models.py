@@ -13,7 +13,7 @@ from django.db import models
 
 
 class TenantQuerySet(models.QuerySet):
-    def for_tenant(self, tenant_id: str) -> "TenantQuerySet":
+    def for_tenant(self, tenant_id: str) -> TenantQuerySet:
         return self.filter(tenant_id=tenant_id)
 
 

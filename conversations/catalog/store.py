@@ -47,7 +47,7 @@ class ConversationCatalog:
     conversation_id: str
 
     @classmethod
-    def for_context(cls, context: ToolContext) -> "ConversationCatalog":
+    def for_context(cls, context: ToolContext) -> ConversationCatalog:
         """The catalog of the context's conversation. Raises NoConversation."""
         found = context.catalog
         if isinstance(found, ConversationCatalog):

@@ -74,7 +74,7 @@ class Turn:
         return self.stop_reason or ("tool_use" if self.tool_uses else "end_turn")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Turn":
+    def from_dict(cls, data: dict[str, Any]) -> Turn:
         """A Turn from its JSON form. Raises ValueError naming an unknown key."""
         _check_keys(cls, data, "turn")
         values = dict(data)

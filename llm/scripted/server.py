@@ -102,7 +102,7 @@ class ScriptedMessagesServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "ScriptedMessagesServer":
+    def start(self) -> ScriptedMessagesServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -114,7 +114,7 @@ class ScriptedMessagesServer:
             self._thread.join(STOP_TIMEOUT_SECONDS)
         self._httpd.server_close()
 
-    def __enter__(self) -> "ScriptedMessagesServer":
+    def __enter__(self) -> ScriptedMessagesServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -182,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection_number = self.server.scripted.connected()  # type: ignore[attr-defined]
 
     def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("scripted server: " + format, *args)
+        logger.debug("scripted server: %s", format % args)
 
     def do_POST(self) -> None:
         scripted: ScriptedMessagesServer = self.server.scripted  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import server_of, tool_state
 from registry.mcp.naming import definition_hash
 from registry.tenancy import tenant_of
-from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition, ToolStatus
+from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition
 
 SECRET_FIELDS = ("env", "headers")
 

@@ -29,7 +29,7 @@ class ServerConfig:
     idempotent_tools: frozenset[str] = frozenset()
 
     @classmethod
-    def from_model(cls, server) -> "ServerConfig":  # noqa: ANN001 - registry.models.MCPServer
+    def from_model(cls, server) -> ServerConfig:  # noqa: ANN001 - registry.models.MCPServer
         return cls(
             id=server.pk,
             name=server.name,

@@ -70,7 +70,7 @@ class Connection:
         self._task = asyncio.create_task(self._run(), name=f"mcp:{self.config.name}")
         try:
             return await asyncio.wait_for(asyncio.shield(self._ready), timeout)
-        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+        except (TimeoutError, asyncio.CancelledError) as exc:
             self._task.cancel()
             await asyncio.wait([self._task], timeout=10.0)
             if isinstance(exc, asyncio.CancelledError):
@@ -86,7 +86,7 @@ class Connection:
         if task is not None and not task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(task), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 task.cancel()
 
     async def call(self, tool: str, arguments: dict, timeout: float) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 import shlex
 import shutil
 import sys
@@ -59,7 +58,8 @@ class Listing:
         if program == sys.executable and self.command[1:2] == ["-m"]:
             module = self.command[2] if len(self.command) > 2 else ""
             if module and importlib.util.find_spec(module) is None:
-                return f"the Python package {self.package or module} is not installed here (pip install {self.package or module})"
+                package = self.package or module
+                return f"the Python package {package} is not installed here (pip install {package})"
             return ""
         if not shutil.which(program):
             return f"{program!r} is not on PATH here" + LAUNCHER_HELP.get(program, "")
@@ -88,7 +88,7 @@ class Listing:
         return "whatever the remote server runs"
 
     @classmethod
-    def from_shown(cls, shown: dict) -> "Listing":
+    def from_shown(cls, shown: dict) -> Listing:
         """The listing an approved install runs: exactly what the person was shown."""
         return cls(shown["id"], shown["id"], "", shown["transport"], command=list(shown["command"]),
                    url=shown["url"], source=shown["source"], package=shown["package"])

@@ -47,7 +47,8 @@ class StaleApproval(ValidationError):
 
 
 class Actor(Protocol):
-    is_staff: bool
+    @property
+    def is_staff(self) -> bool: ...  # read-only, so a frozen Operator is an Actor too
 
     def get_username(self) -> str: ...
 

@@ -100,7 +100,7 @@ class MiniLMEncoder:
         if not 3 <= max_tokens <= self.max_tokens:
             raise ValueError(f"max_tokens must be between 3 and {self.max_tokens}")
         clipped = []
-        for text, encoding in zip(texts, self._tokenizer.encode_batch(list(texts))):
+        for text, encoding in zip(texts, self._tokenizer.encode_batch(list(texts)), strict=True):
             if len(encoding.ids) <= max_tokens and not encoding.overflowing:
                 clipped.append(text)
             else:  # [CLS], then the word pieces kept: the last of them ends the passage

@@ -155,7 +155,7 @@ class ToolSearchIndex:
             present = [key for key in keys if key in self._slots]
             if present:
                 raise DuplicateToolError(f"already indexed: {present[:5]}")
-            for document, row in zip(documents, matrix):
+            for document, row in zip(documents, matrix, strict=True):
                 self._put(self._allocate(document.key), document, row)
 
     def update(self, document: ToolDocument, vector: np.ndarray | None = None) -> None:
@@ -221,7 +221,7 @@ class ToolSearchIndex:
             k = min(k, count)
             top = np.argpartition(-fused, k - 1)[:k]
             top = top[np.argsort(-fused[top], kind="stable")]
-            return [SearchHit(self._keys[slot], float(fused[slot])) for slot in top]  # type: ignore[arg-type]
+            return [SearchHit(self._keys[slot], float(fused[slot])) for slot in top]
 
     # -- internals --------------------------------------------------------
 

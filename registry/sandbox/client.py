@@ -165,8 +165,8 @@ class Zygote:
             except OSError:
                 packet = b""
             if not packet:
-                for waiter in list(self._waiters.values()):
-                    waiter.take({"op": "zygote_gone"})
+                for pending in list(self._waiters.values()):
+                    pending.take({"op": "zygote_gone"})
                 return
             report = json.loads(packet)
             run_id = report.get("id", "")

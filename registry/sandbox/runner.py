@@ -82,6 +82,7 @@ class _Writable:
     """What ``_write_`` returns: item assignment on data, attribute assignment on a few names."""
 
     __slots__ = ("_target",)
+    _target: Any
 
     def __init__(self, target: Any) -> None:
         object.__setattr__(self, "_target", target)

@@ -32,7 +32,8 @@ def socket(conversation_id, cookie=b"", origin=b"http://localhost"):
 
 
 def ask_over_a_socket(conversation, user, text, *, after_connect=None) -> list[dict]:
-    """Open a socket as ``user``, send ``text`` (after ``after_connect()``, if given), return every chunk to ``done``."""
+    """Open a socket as ``user``, send ``text`` (after ``after_connect()``, if given),
+    return every chunk to ``done``."""
 
     async def chat():
         ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))

@@ -10,10 +10,12 @@ import uuid
 import psycopg
 import pytest
 from django.contrib.auth.models import Permission
+from rest_framework.test import APIClient
 
 from conversations.catalog import ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
 from conversations.models import Conversation
+from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT
 
 SALES_CSV = (
@@ -29,6 +31,15 @@ SALES_CSV = (
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
+def client_for(django_user_model, username, tenant):
+    """A REST client signed in as a new member of ``tenant``."""
+    user = django_user_model.objects.create_user(username)
+    TenantMembership.objects.create(user=user, tenant_id=tenant)
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
 @pytest.fixture(autouse=True)
 def files_dir(settings, tmp_path):
     settings.EUNICE_FILES_DIR = tmp_path / "files"
@@ -38,6 +49,15 @@ def files_dir(settings, tmp_path):
 @pytest.fixture
 def conversation(transactional_db):
     return Conversation.objects.create(id="conv-acme", tenant_id=TENANT)
+
+
+@pytest.fixture
+def ann(django_user_model, conversation):
+    """Ann, whose conversation ``conversation`` is."""
+    client = client_for(django_user_model, "ann", TENANT)
+    conversation.user = django_user_model.objects.get(username="ann")
+    conversation.save(update_fields=["user"])
+    return client
 
 
 @pytest.fixture

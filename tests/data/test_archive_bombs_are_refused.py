@@ -11,7 +11,7 @@ import pytest
 from conversations.catalog.files import register_export
 from conversations.catalog.uploads import EXCEL_MIME
 from tests.conftest import TENANT
-from tests.data.test_uploads_and_downloads_over_rest import ann, upload  # noqa: F401 - fixtures
+from tests.data.test_uploads_and_downloads_over_rest import upload
 from tests.hostile_files import bz2_office, office_bomb, parquet_dictionary_bomb
 
 pytestmark = pytest.mark.django_db(transaction=True)

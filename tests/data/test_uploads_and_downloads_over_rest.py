@@ -11,30 +11,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from conversations.catalog import ConversationCatalog
-from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT
-from tests.data.conftest import SALES_CSV
+from tests.data.conftest import SALES_CSV, client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def client_for(django_user_model, username, tenant):
-    user = django_user_model.objects.create_user(username)
-    TenantMembership.objects.create(user=user, tenant_id=tenant)
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
-@pytest.fixture
-def ann(django_user_model, conversation):
-    """Ann, whose conversation ``conversation`` is."""
-    client = client_for(django_user_model, "ann", TENANT)
-    conversation.user = django_user_model.objects.get(username="ann")
-    conversation.save(update_fields=["user"])
-    return client
 
 
 @pytest.fixture

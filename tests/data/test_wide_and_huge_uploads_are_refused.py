@@ -17,7 +17,7 @@ from conversations.catalog.files import register_export
 from conversations.catalog.uploads import EXCEL_MIME
 from tests.conftest import TENANT
 from tests.hostile_files import csv_table as csv
-from tests.data.test_uploads_and_downloads_over_rest import ann, upload  # noqa: F401 - fixtures
+from tests.data.test_uploads_and_downloads_over_rest import upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

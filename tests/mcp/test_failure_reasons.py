@@ -21,7 +21,10 @@ def failing(script: str, **fields) -> ServerConfig:
 
 
 def test_a_server_that_exits_at_start_up_shows_its_last_stderr_lines(manager):
-    script = "import sys; print('loading config', file=sys.stderr); print('error: GITHUB_TOKEN is not set', file=sys.stderr); sys.exit(3)"
+    script = (
+        "import sys; print('loading config', file=sys.stderr);"
+        " print('error: GITHUB_TOKEN is not set', file=sys.stderr); sys.exit(3)"
+    )
     with pytest.raises(MCPError) as failed:
         manager.connect(failing(script))
     message = str(failed.value)

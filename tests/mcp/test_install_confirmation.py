@@ -230,7 +230,8 @@ from registry.mcp.manager import get_manager
 cards = pending_cards(Conversation.objects.get(pk={conversation.pk!r}))
 print("pending", [card["approval_id"] for card in cards])
 owner = get_user_model().objects.get(pk={staff.pk})
-print("status", decide(cards[0]["approval_id"], "approve", acting_user=owner, expected_hash=cards[0]["args_hash"])["status"])
+card = cards[0]
+print("status", decide(card["approval_id"], "approve", acting_user=owner, expected_hash=card["args_hash"])["status"])
 get_manager().stop()
 """
     env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "eunice.test_settings"}
@@ -303,7 +304,7 @@ def test_the_chat_page_shows_a_pending_approval_again_after_a_reload(registry, c
     client = Client()
     client.force_login(staff)
     page = client.get(f"/c/{conversation.pk}/").content.decode()
-    start = page.index('<script id="pending-approvals" type="application/json">') 
+    start = page.index('<script id="pending-approvals" type="application/json">')
     cards = json.loads(page[page.index(">", start) + 1:page.index("</script>", start)])
     assert [card["approval_id"] for card in cards] == [str(row.pk)]
 

@@ -9,7 +9,6 @@ from django.contrib.auth import get_user_model
 
 from registry.mcp import marketplace
 from registry.models import MCPServer, PendingApproval
-from tests.conftest import text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

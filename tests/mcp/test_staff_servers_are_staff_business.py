@@ -8,7 +8,7 @@ from registry.mcp import services
 from registry.mcp.config import ServerConfig
 from registry.models import MCPServer, TenantMembership, ToolDefinition, ToolStatus
 from tests.conftest import OTHER_TENANT, TENANT, text
-from tests.mcp.conftest import entry, mcp, reviewer, shift, shifting_server
+from tests.mcp.conftest import entry, mcp, reviewer, shifting_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

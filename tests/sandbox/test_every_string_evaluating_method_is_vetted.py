@@ -168,7 +168,7 @@ def test_the_unvetted_methods_do_look_names_up(tripwire):
 @pytest.mark.parametrize("name", sorted(n for n, e in policy.ENTRY_POINTS.items() if e.functions))
 def test_each_vetted_function_parameter_refuses_an_unknown_name(tripwire, name):
     entry = policy.ENTRY_POINTS[name]
-    for label, sample in _samples().items():
+    for sample in _samples().values():
         if not callable(getattr(sample, name, None)):
             continue
         method = policy.guarded_getattr(sample, name)

@@ -11,7 +11,8 @@ PROGRAMS = {
     "groupby sum": ("result = df.groupby('region')['units'].sum()", "north"),
     "named aggregation": ("result = df.groupby('region').agg(n=('units', 'count'), avg=('price', 'mean'))", "avg"),
     "pivot table": ("result = df.pivot_table(index='region', columns='product', values='units', aggfunc='sum', fill_value=0)", "east"),
-    "merge": ("p = pd.DataFrame({'product': ['a', 'b', 'c'], 'name': ['Ant', 'Bee', 'Cat']})\nresult = df.merge(p, on='product')", "Bee"),
+    "merge": (("p = pd.DataFrame({'product': ['a', 'b', 'c'], 'name': ['Ant', 'Bee', 'Cat']})\n"
+                "result = df.merge(p, on='product')"), "Bee"),
     "concat": ("result = pd.concat([df.head(2), df.tail(2)], ignore_index=True)", "south"),
     "sort and head": ("result = df.sort_values('units', ascending=False).head(3)", "10"),
     "filter with mask": ("result = df[(df['price'] > 3) & (df['region'] != 'east')]", "south"),
@@ -31,12 +32,17 @@ PROGRAMS = {
     "dummies": ("result = pd.get_dummies(df['product']).sum()", "a"),
     "rename columns": ("d = df.copy()\nd.columns = [c.upper() for c in d.columns]\nresult = d", "REGION"),
     "fillna and dropna": ("d = df.copy()\nd.loc[0, 'price'] = None\nresult = d.fillna({'price': 0}).dropna()", "0.0"),
-    "numpy stats": ("a = np.array(df['units'])\nresult = {'message': 'stats', 'mean': float(np.mean(a)), 'p90': float(np.percentile(a, 90))}", "stats"),
+    "numpy stats": (("a = np.array(df['units'])\n"
+                      "result = {'message': 'stats', 'mean': float(np.mean(a)), 'p90': float(np.percentile(a, 90))}"),
+                     "stats"),
     "numpy linear algebra": ("m = np.array([[2.0, 0.0], [0.0, 4.0]])\nresult = np.linalg.inv(m).tolist()", "0.25"),
     "numpy where": ("result = np.where(df['units'] > 5, 'hi', 'lo').tolist()", "hi"),
     "seeded random": ("rng = np.random.default_rng(42)\nresult = round(float(rng.normal(size=1000).mean()), 1)", "0.0"),
     "inputs drive the filter": ("result = df[df['region'] == inputs['region']]", "south"),
-    "loops and dicts": ("totals = {}\nfor region, units in zip(df['region'], df['units']):\n    totals[region] = totals.get(region, 0) + units\nresult = sorted(totals.items())", "('east', 8)"),
+    "loops and dicts": (("totals = {}\n"
+                          "for region, units in zip(df['region'], df['units']):\n"
+                          "    totals[region] = totals.get(region, 0) + units\n"
+                          "result = sorted(totals.items())"), "('east', 8)"),
     "printed output": ("print('hello')\nresult = printed", "hello"),
     "to_csv as a string": ("result = df.head(2).to_csv(index=False)", "region,product"),
     "full response dict": ("result = {'message': 'done', 'rows': len(df)}", "'rows': 6"),

@@ -51,7 +51,9 @@ REAL_PATH_DISPATCH = {
     "a dict of lists": "result = d.agg({'units': ['sum', 'to_json']})",
     "groupby transform": "result = d.groupby('region')['units'].transform('to_json')",
     "groupby filter by name": "result = d.groupby('region')['units'].filter('to_json')",
-    "resample transform by name (its parameter is arg)": "result = d.set_index('day').resample('D')['units'].transform('to_json')",
+    "resample transform by name (its parameter is arg)": (
+        "result = d.set_index('day').resample('D')['units'].transform('to_json')"
+    ),
     "groupby apply by name": "result = d.groupby('region').apply('to_json')",
     "series groupby named str": "result = d.groupby('region')['units'].agg(x='to_json')",
     "resample agg": "result = d.set_index('day').resample('D')['units'].agg('to_json')",

@@ -6,9 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from registry.models import MCPServer, PendingApproval
-from tests.web.test_browser import (  # noqa: F401 - fixtures
-    CHROMIUM, browser_page, conversation, model_env, open_conversation, say, server, sign_in,
-)
+from tests.web.conftest import CHROMIUM
+from tests.web.test_browser import open_conversation, say, sign_in
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

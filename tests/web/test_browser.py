@@ -1,99 +1,17 @@
 """The chat page in real Chromium, against the product served by daphne."""
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from conversations.models import Conversation
 from registry.models import TenantMembership
 from tests.conftest import TENANT
-from tests.test_background_jobs import database_url
-
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--disable-quic"]
+from tests.web.conftest import CHROMIUM
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def model_env():
-    """Environment for the server process; a test adds a scripted model to it."""
-    return {}
-
-
-@pytest.fixture
-def server(model_env):
-    """The real ASGI app under daphne, on the test database."""
-    port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
-           "DJANGO_SETTINGS_MODULE": "eunice.test_settings", "ALLOWED_HOSTS": "127.0.0.1"}
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EUNICE_DEFAULT_MODEL"):
-        env.pop(name, None)
-    env.update(model_env)
-    log = open(ROOT / "var" / "test-server.log", "w")  # the server's own account, for a failing test
-    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                "eunice.asgi:application"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=log)
-    # Generous: on a loaded shared machine daphne's start-up alone has taken over 30 s.
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                log.close()
-                pytest.fail(f"the server did not start listening; see {ROOT / 'var' / 'test-server.log'}")
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=30)
-    log.close()
-
-
-SCREENSHOTS = ROOT / "var" / "test-screenshots"
-
-
-@pytest.fixture
-def browser_page(request):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page()
-        page.set_default_timeout(15_000)
-        errors = []  # uncaught exceptions and unhandled rejections in the page's scripts
-        page.on("pageerror", lambda error: errors.append(error))
-        # Content-Security-Policy refusals (Chromium reports each one on the console).
-        page.on("console", lambda message: errors.append(f"{page.url}: {message.text}")
-                if "Content Security Policy" in message.text or message.text.startswith("Refused to") else None)
-        yield page
-        report = getattr(request.node, "rep_call", None)
-        if report is not None and report.failed:
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
-        browser.close()
-        assert not errors, f"the page's scripts failed or broke its Content-Security-Policy: {errors}"
 
 
 def open_conversation(page, server: str, conversation) -> None:
@@ -114,14 +32,6 @@ def sign_in(page, server: str, username: str = "ann") -> None:
     page.fill("input[name=password]", "a-good-password")
     page.click("button[type=submit]")
     page.wait_for_load_state()
-
-
-@pytest.fixture
-def conversation():
-    """Made before the browser starts: Playwright's sync API runs an event loop on this thread."""
-    user = get_user_model().objects.create_user("ann", password="a-good-password")
-    TenantMembership.objects.create(user=user, tenant_id=TENANT)
-    return Conversation.objects.create(tenant_id=TENANT, user=user, title="Browser test")
 
 
 def test_a_user_signs_in_and_runs_a_tool_from_the_chat_page(server, conversation, browser_page, tmp_path):
@@ -219,7 +129,8 @@ result = {
             "mark": "bar",
             "encoding": {"x": {"field": "city", "type": "nominal"}, "y": {"field": "rain", "type": "quantitative"}}}},
         {"type": "map_display", "display_id": "m1",
-         "layers": [{"points": [{"lat": 59.91, "lon": 10.75, "label": "Oslo"}, {"lat": 60.39, "lon": 5.32, "label": "Bergen"}]}]},
+         "layers": [{"points": [{"lat": 59.91, "lon": 10.75, "label": "Oslo"},
+                                {"lat": 60.39, "lon": 5.32, "label": "Bergen"}]}]},
     ],
 }
 """

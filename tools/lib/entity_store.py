@@ -29,7 +29,7 @@ class Provenance:
     source: str = ""
 
     @classmethod
-    def from_context(cls, context: ToolContext, source: str = "") -> "Provenance":
+    def from_context(cls, context: ToolContext, source: str = "") -> Provenance:
         return cls(
             conversation_id=str(context.conversation_id or ""),
             tool_call_id=str(context.tool_use_id or ""),

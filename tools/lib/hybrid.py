@@ -46,7 +46,7 @@ def embed_missing(
     fresh: dict[str, tuple[bytes, str]] = {}
     if missing:
         embedded = Embedder.default().embed([doc.embedding_text() for doc in missing])
-        for doc, vector in zip(missing, embedded):
+        for doc, vector in zip(missing, embedded, strict=True):
             vectors[doc.key] = vector
             fresh[doc.key] = (vector.astype(np.float32).tobytes(), tags[doc.key])
     return [vectors[doc.key] for doc in documents], fresh

@@ -65,10 +65,10 @@ def _docx(outline: dict, path: Path) -> None:
         if table and table.get("columns"):
             grid = document.add_table(rows=1, cols=len(table["columns"]))
             grid.style = "Table Grid"
-            for cell, name in zip(grid.rows[0].cells, table["columns"]):
+            for cell, name in zip(grid.rows[0].cells, table["columns"], strict=True):
                 cell.text = str(name)
             for row in _rows(table):
-                for cell, value in zip(grid.add_row().cells, row):
+                for cell, value in zip(grid.add_row().cells, row, strict=True):
                     cell.text = value
     document.save(str(path))
 

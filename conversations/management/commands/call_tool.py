@@ -27,7 +27,7 @@ class Command(BaseCommand):
         try:
             inputs = json.loads(options["input"])
         except json.JSONDecodeError as exc:
-            raise CommandError(f"--input is not valid JSON: {exc.msg} at character {exc.pos}")
+            raise CommandError(f"--input is not valid JSON: {exc.msg} at character {exc.pos}") from None
         if not isinstance(inputs, dict):
             raise CommandError("--input must be a JSON object, e.g. '{\"query\": \"chart\"}'")
         conversation_id = None

@@ -27,6 +27,7 @@ TRUSTED_FOR = 5.0
 
 class DatabaseWrapper(base.DatabaseWrapper):
     _worked_at = float("-inf")
+    health_check_done: bool  # set by Django's base class; untyped in django-stubs
 
     def close_if_unusable_or_obsolete(self) -> None:
         # health_check_done is reset at every cycle's end and set when a cursor
