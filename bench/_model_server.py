@@ -41,8 +41,9 @@ async def serve(fd: int, chunks: int, delay: float) -> None:
                 body = json.loads(await reader.readexactly(length))
                 last = body["messages"][-1]["content"]
                 answered = any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last)
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                             b"transfer-encoding: chunked\r\n\r\n")
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                )
                 for name, data in answer_turn if answered else tool_turn:
                     if answered and delay and name == "content_block_delta":
                         await asyncio.sleep(delay)

@@ -100,8 +100,14 @@ def request(target: Target, method: str, path: str, body: bytes = b"", content_t
 
 def multipart(target: Target, path: str, filename: str, payload: bytes) -> tuple[int, str]:
     boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n"
-            f"Content-Type: application/octet-stream\r\n\r\n").encode() + payload + f"\r\n--{boundary}--\r\n".encode()
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+            f"Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        + payload
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     return request(target, "POST", path, body, f"multipart/form-data; boundary={boundary}")
 
 
@@ -113,21 +119,25 @@ def say(text: str) -> Callable[[Target], tuple[int, str]]:
     def send(target: Target) -> tuple[int, str]:
         body = json.dumps({"text": text}).encode()
         return request(target, "POST", f"/api/conversations/{target.conversation}/messages/", body, "application/json")
+
     return send
 
 
 def raw_message_body(body: str) -> Callable[[Target], tuple[int, str]]:
-    return lambda target: request(target, "POST", f"/api/conversations/{target.conversation}/messages/",
-                                  body.encode(), "application/json")
+    return lambda target: request(
+        target, "POST", f"/api/conversations/{target.conversation}/messages/", body.encode(), "application/json"
+    )
 
 
 def index_document(filename: str, payload: bytes) -> Callable[[Target], tuple[int, str]]:
     """Upload a document, then ask index_content for it (a slash command: the offline model)."""
+
     def send(target: Target) -> tuple[int, str]:
         status, answer = multipart(target, "/api/documents/", filename, payload)
         if status != 201:
             return status, answer
         return say(f'/index_content {{"corpus": "abuse", "items": [{{"upload": "{filename}"}}]}}')(target)
+
     return send
 
 
@@ -146,6 +156,7 @@ def websocket_frame(frame: str) -> Callable[[Target], tuple[int, str]]:
             return 101, asyncio.run(talk())
         except Exception as error:  # noqa: BLE001 - a closed socket is an answer too; report it
             return 0, f"{type(error).__name__}: {error}"
+
     return send
 
 
@@ -172,10 +183,16 @@ def cases() -> list[tuple[str, Callable[[], Callable[[Target], tuple[int, str]]]
         ("csv, 10^5 columns", lambda: upload_dataset("wide.csv", hostile.csv_table(1, 100_000))),
         ("csv, 10^6 columns", lambda: upload_dataset("wider.csv", hostile.csv_table(1, 1_000_000))),
         ("csv, 2*10^7 rows", lambda: upload_dataset("long.csv", b"a\n" + b"1\n" * 20_000_000)),
-        ("json, 10^6 keys", lambda: upload_dataset("wide.json", json.dumps([{f"k{n}": 1 for n in range(1_000_000)}]).encode())),
+        (
+            "json, 10^6 keys",
+            lambda: upload_dataset("wide.json", json.dumps([{f"k{n}": 1 for n in range(1_000_000)}]).encode()),
+        ),
         ("xlsx, 420 MB sheet", lambda: upload_dataset("bomb.xlsx", hostile.office_bomb("xlsx", 420 * MB))),
         ("xlsx, cell XFD1048576", lambda: upload_dataset("far.xlsx", far_cell_workbook())),
-        ("parquet, 2 GB dictionary", lambda: upload_dataset("bomb.parquet", hostile.parquet_dictionary_bomb(20_000, 100_000))),
+        (
+            "parquet, 2 GB dictionary",
+            lambda: upload_dataset("bomb.parquet", hostile.parquet_dictionary_bomb(20_000, 100_000)),
+        ),
         ("docx, 730 MB document", lambda: index_document("bomb.docx", hostile.office_bomb("docx", 730 * MB))),
         ("pdf, 1 GB stream", lambda: index_document("bomb.pdf", hostile.pdf_stream_bomb(1024 * MB))),
         ("rest body, depth 10^5", lambda: raw_message_body(f'{{"text": {nested(100_000)}}}')),
@@ -194,8 +211,14 @@ def run_case(target: Target, name: str, maker: Callable[[], Callable[[Target], t
     said = _said(answer)
     growth = round(memory.peak - memory.before, 1)
     ok = seconds <= GOAL_SECONDS and growth <= GOAL_MB and status != 500 and status != 0
-    return {"case": name, "status": status, "seconds": round(seconds, 2), "rss_growth_mb": growth,
-            "within_goal": ok, "answer": said}
+    return {
+        "case": name,
+        "status": status,
+        "seconds": round(seconds, 2),
+        "rss_growth_mb": growth,
+        "within_goal": ok,
+        "answer": said,
+    }
 
 
 def _said(answer: str) -> str:
@@ -234,13 +257,42 @@ def prepare_user() -> tuple[str, str, str]:
 def start_server(files_dir: str) -> tuple[subprocess.Popen, int]:
     listener = listening_socket()
     fd, port = listener.fileno(), listener.getsockname()[1]
-    env = {**os.environ, "EUNICE_FILES_DIR": files_dir, "ALLOWED_HOSTS": "127.0.0.1,localhost",
-           "ANTHROPIC_API_KEY": "", "EUNICE_DEFAULT_MODEL": "offline"}
-    command = ["-m", "uvicorn", "--fd", str(fd), "--log-level", "warning", "--loop", "uvloop", "--http", "httptools",
-               "--ws", "websockets", "--ws-per-message-deflate", "false", "--ws-max-size", "1048576",
-               "--lifespan", "off", "eunice.asgi:application"]
-    server = subprocess.Popen([sys.executable, *command], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, pass_fds=(fd,))
+    env = {
+        **os.environ,
+        "EUNICE_FILES_DIR": files_dir,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "ANTHROPIC_API_KEY": "",
+        "EUNICE_DEFAULT_MODEL": "offline",
+    }
+    command = [
+        "-m",
+        "uvicorn",
+        "--fd",
+        str(fd),
+        "--log-level",
+        "warning",
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--ws",
+        "websockets",
+        "--ws-per-message-deflate",
+        "false",
+        "--ws-max-size",
+        "1048576",
+        "--lifespan",
+        "off",
+        "eunice.asgi:application",
+    ]
+    server = subprocess.Popen(
+        [sys.executable, *command],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        pass_fds=(fd,),
+    )
     listener.close()
     wait_for_port(port, server, path="/health/")
     return server, port
@@ -275,16 +327,22 @@ def main() -> None:
         if server is not None:
             server.terminate()
             server.wait(timeout=30)
-    summary = {"cases": len(rows), "within_goal": sum(r["within_goal"] for r in rows),
-               "server_rss_after_start_mb": round(baseline, 1), "server_peak_rss_mb": round(peak, 1),
-               "goal": f"every case answered within {GOAL_SECONDS:g} s, RSS growth <= {GOAL_MB:g} MB"}
+    summary = {
+        "cases": len(rows),
+        "within_goal": sum(r["within_goal"] for r in rows),
+        "server_rss_after_start_mb": round(baseline, 1),
+        "server_peak_rss_mb": round(peak, 1),
+        "goal": f"every case answered within {GOAL_SECONDS:g} s, RSS growth <= {GOAL_MB:g} MB",
+    }
     if args.json:
         print(json.dumps({"results": rows, **summary}))
         return
     print(f"{'case':<26} {'status':>6} {'seconds':>8} {'+RSS MB':>8} {'ok':>3}  answer")
     for row in rows:
-        print(f"{row['case']:<26} {row['status']:>6} {row['seconds']:>8.2f} {row['rss_growth_mb']:>8.1f} "
-              f"{'yes' if row['within_goal'] else 'NO':>3}  {row['answer']}")
+        print(
+            f"{row['case']:<26} {row['status']:>6} {row['seconds']:>8.2f} {row['rss_growth_mb']:>8.1f} "
+            f"{'yes' if row['within_goal'] else 'NO':>3}  {row['answer']}"
+        )
     for key, value in summary.items():
         print(f"{key}: {value}")
 

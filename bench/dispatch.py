@@ -53,8 +53,12 @@ def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
     ToolDefinition.objects.filter(name__in=names).delete()
     for name in names:
         ToolDefinition.objects.create(
-            name=name, description="Add two integers.", input_schema=SCHEMA,
-            tool_type=ToolType.SYSTEM, status=ToolStatus.APPROVED, category="bench",
+            name=name,
+            description="Add two integers.",
+            input_schema=SCHEMA,
+            tool_type=ToolType.SYSTEM,
+            status=ToolStatus.APPROVED,
+            category="bench",
         )
     registry.register_handler("bench_add", add, inline=True)
     registry.register_handler("bench_add_threaded", add, inline=False)
@@ -65,9 +69,7 @@ def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
     results: dict[str, object] = {}
     results["bare_us"] = per_call_us(lambda: add(inputs, context), calls)
     settings.EXECUTION_LOG_ENABLED = False
-    results["dispatch_us"] = per_call_us(
-        lambda: registry.execute_tool("bench_add", inputs, context), calls
-    )
+    results["dispatch_us"] = per_call_us(lambda: registry.execute_tool("bench_add", inputs, context), calls)
     results["dispatch_thread_us"] = per_call_us(
         lambda: registry.execute_tool("bench_add_threaded", inputs, context), calls
     )

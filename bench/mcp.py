@@ -54,8 +54,14 @@ def registry_server(transport: str, target: str):
 
     MCPServer.objects.filter(name="bench").delete()
     fields = {"command": sys.executable, "args": [DEMO]} if transport == "stdio" else {"url": target}
-    server = MCPServer.objects.create(name="bench", tenant_id="bench", transport=transport,
-                                      allow_private_network=True, approval_policy="auto", **fields)
+    server = MCPServer.objects.create(
+        name="bench",
+        tenant_id="bench",
+        transport=transport,
+        allow_private_network=True,
+        approval_policy="auto",
+        **fields,
+    )
     get_manager().connect(ServerConfig.from_model(server))
     return server
 
@@ -92,8 +98,11 @@ class RawSession:
         from mcp.client.streamable_http import streamable_http_client
 
         self.requests: asyncio.Queue = asyncio.Queue()
-        opener = (stdio_client(StdioServerParameters(command=sys.executable, args=[DEMO]))
-                  if transport == "stdio" else streamable_http_client(target))
+        opener = (
+            stdio_client(StdioServerParameters(command=sys.executable, args=[DEMO]))
+            if transport == "stdio"
+            else streamable_http_client(target)
+        )
         async with opener as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             ready.set_result(None)
@@ -122,8 +131,9 @@ def start_http() -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    process = subprocess.Popen([sys.executable, DEMO, "http", str(port)],
-                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [sys.executable, DEMO, "http", str(port)], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+    )
     deadline = time.monotonic() + 30
     for line in process.stderr:
         if "Uvicorn running on" in line or time.monotonic() > deadline:
@@ -149,8 +159,10 @@ def measure(transport: str, target: str, calls: int) -> dict:
     registry_ms, registry_p95 = summary(registry_samples)
     raw_ms, raw_p95 = summary(raw_samples)
     return {
-        "registry_ms": round(registry_ms, 3), "registry_p95_ms": round(registry_p95, 3),
-        "raw_ms": round(raw_ms, 3), "raw_p95_ms": round(raw_p95, 3),
+        "registry_ms": round(registry_ms, 3),
+        "registry_p95_ms": round(registry_p95, 3),
+        "raw_ms": round(raw_ms, 3),
+        "raw_p95_ms": round(raw_p95, 3),
         "ratio": round(registry_ms / raw_ms, 3),
         "calls_per_s": round(len(registry_samples) / sum(registry_samples), 1),
     }

@@ -59,19 +59,27 @@ def _prepare(rows: int) -> str:
     owner = user_model.objects.create_user("bench-owner", password="-")
     staff = user_model.objects.create_user("bench-staff", password="-", is_staff=True, is_superuser=True)
     Conversation.objects.create(id=CONVERSATION, tenant_id=TENANT, user=owner)
-    lines = ["region,units,price"] + [f"{('north', 'south', 'east')[i % 3]},{i % 17},{1.5 + i % 5}" for i in range(rows)]
+    lines = ["region,units,price"] + [
+        f"{('north', 'south', 'east')[i % 3]},{i % 17},{1.5 + i % 5}" for i in range(rows)
+    ]
     upload_dataset(ConversationCatalog(TENANT, CONVERSATION), "sales.csv", "\n".join(lines).encode())
-    tool = register_custom_tool(name=TOOL_NAME, code=TOOL, description="Revenue by region.",
-                                input_schema={"type": "object", "properties": {}}, tenant_id=TENANT)
+    tool = register_custom_tool(
+        name=TOOL_NAME,
+        code=TOOL,
+        description="Revenue by region.",
+        input_schema={"type": "object", "properties": {}},
+        tenant_id=TENANT,
+    )
     approve_custom_tool(tool, acting_user=staff)
     return str(owner.pk)
 
 
 def _call_once(user_id: str) -> float:
     """One execute_tool of the approved tool with the runtime's context; its wall time in ms."""
+    from django.contrib.auth import get_user_model
+
     from conversations.models import Conversation
     from conversations.runtime import start_run
-    from django.contrib.auth import get_user_model
     from registry.registry import get_registry
 
     conversation = Conversation.objects.get(pk=CONVERSATION)
@@ -132,18 +140,32 @@ def main() -> None:
     user_id = _prepare(args.rows)
     cold = {}
     for preload in ("0", "1"):
-        cold.update(json.loads(subprocess.run(
-            [sys.executable, __file__, "--cold-call", os.environ["DATABASE_URL"], user_id, preload],
-            check=True, capture_output=True, text=True, env=os.environ.copy(), timeout=300,
-        ).stdout.strip().splitlines()[-1]))
+        cold.update(
+            json.loads(
+                subprocess.run(
+                    [sys.executable, __file__, "--cold-call", os.environ["DATABASE_URL"], user_id, preload],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    env=os.environ.copy(),
+                    timeout=300,
+                )
+                .stdout.strip()
+                .splitlines()[-1]
+            )
+        )
     _call_once(user_id)  # the zygote starts here: not a warm call
     warm = [_call_once(user_id) for _ in range(args.runs)]
     from registry.sandbox import service
 
     service.shutdown()
     results = {
-        "warm_p50_ms": statistics.median(warm), "warm_p95_ms": _percentile(warm, 0.95),
-        **cold, "runs": args.runs, "dataset_rows": args.rows, "database": database,
+        "warm_p50_ms": statistics.median(warm),
+        "warm_p95_ms": _percentile(warm, 0.95),
+        **cold,
+        "runs": args.runs,
+        "dataset_rows": args.rows,
+        "database": database,
         "machine_reference_ms": reference_ms(),
     }
     _django.print_results(results, args.json)

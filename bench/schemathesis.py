@@ -58,39 +58,95 @@ def main() -> int:
     args = parser.parse_args()
     python = sys.executable
     with tempfile.TemporaryDirectory(prefix="eunice-fuzz-") as var:
-        env = {**os.environ, "DEBUG": "0", "SECRET_KEY": "fuzzing-only-" + "x" * 40, "EUNICE_VAR_DIR": var, "EUNICE_PRELOAD_TOOL_SEARCH": "0",
-               "DJANGO_SETTINGS_MODULE": "eunice.settings", "EUNICE_SANDBOX_SCRATCH": f"{var}/sandbox",
-               # The fuzzer sends thousands of requests and wrong credentials on purpose.
-               "EUNICE_API_RATE": "1000000/min", "EUNICE_TURN_RATE": "1000000/min",
-               "EUNICE_UPLOAD_RATE": "1000000/min", "EUNICE_ANON_RATE": "1000000/min",
-               "EUNICE_LOGIN_FAILURE_LIMIT": "1000000"}
+        env = {
+            **os.environ,
+            "DEBUG": "0",
+            "SECRET_KEY": "fuzzing-only-" + "x" * 40,
+            "EUNICE_VAR_DIR": var,
+            "EUNICE_PRELOAD_TOOL_SEARCH": "0",
+            "DJANGO_SETTINGS_MODULE": "eunice.settings",
+            "EUNICE_SANDBOX_SCRATCH": f"{var}/sandbox",
+            # The fuzzer sends thousands of requests and wrong credentials on purpose.
+            "EUNICE_API_RATE": "1000000/min",
+            "EUNICE_TURN_RATE": "1000000/min",
+            "EUNICE_UPLOAD_RATE": "1000000/min",
+            "EUNICE_ANON_RATE": "1000000/min",
+            "EUNICE_LOGIN_FAILURE_LIMIT": "1000000",
+        }
         for name in ("DATABASE_URL", "REDIS_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
             env.pop(name, None)
         subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-        token = subprocess.run([python, "manage.py", "shell", "-v0", "-c", SETUP], cwd=ROOT, env=env, check=True,
-                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        token = (
+            subprocess.run(
+                [python, "manage.py", "shell", "-v0", "-c", SETUP],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         port = free_port()
         # The server scripts/run starts: uvicorn (daphne, the test server, answers
         # some malformed multipart bodies itself with a bare 400).
-        server = subprocess.Popen([python, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port),
-                                   "--loop", "uvloop", "--http", "httptools", "--lifespan", "off",
-                                   "--log-level", "warning", "eunice.asgi:application"], cwd=ROOT, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=open(f"{var}/server.log", "w"))
+        server = subprocess.Popen(
+            [
+                python,
+                "-m",
+                "uvicorn",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--lifespan",
+                "off",
+                "--log-level",
+                "warning",
+                "eunice.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(f"{var}/server.log", "w"),
+        )
         try:
             wait_for(port, 120)
             started = time.monotonic()
             result = subprocess.run(
-                [str(Path(python).parent / "schemathesis"), "--config-file", str(ROOT / "bench" / "schemathesis.toml"),
-                 "run", f"http://127.0.0.1:{port}/api/schema/",
-                 "--checks", "all", "--max-examples", str(args.max_examples), "--generation-deterministic",
-                 "--workers", "2", "-H", f"Authorization: Token {token}"],
+                [
+                    str(Path(python).parent / "schemathesis"),
+                    "--config-file",
+                    str(ROOT / "bench" / "schemathesis.toml"),
+                    "run",
+                    f"http://127.0.0.1:{port}/api/schema/",
+                    "--checks",
+                    "all",
+                    "--max-examples",
+                    str(args.max_examples),
+                    "--generation-deterministic",
+                    "--workers",
+                    "2",
+                    "-H",
+                    f"Authorization: Token {token}",
+                ],
                 # Its report folder goes with the temporary directory; the hooks make upload files.
-                cwd=var, env={**env, "SCHEMATHESIS_HOOKS": "bench.schemathesis_hooks", "PYTHONPATH": str(ROOT)},
+                cwd=var,
+                env={**env, "SCHEMATHESIS_HOOKS": "bench.schemathesis_hooks", "PYTHONPATH": str(ROOT)},
                 timeout=900,
             )
             print(f"schemathesis: exit {result.returncode} after {time.monotonic() - started:.0f} s")
             if result.returncode:  # what the server logged (a 500's traceback), before the folder goes
-                print("--- server log (last 60 lines) ---", *Path(f"{var}/server.log").read_text().splitlines()[-60:], sep="\n")
+                print(
+                    "--- server log (last 60 lines) ---",
+                    *Path(f"{var}/server.log").read_text().splitlines()[-60:],
+                    sep="\n",
+                )
             return result.returncode
         finally:
             server.terminate()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from schemathesis.core.file_samples import FILE_SAMPLES
 
 _columns = st.lists(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,11}", fullmatch=True), min_size=1, max_size=4, unique=True)
-_cell = st.one_of(st.integers(-10**6, 10**6), st.from_regex(r"[A-Za-z0-9 ]{0,12}", fullmatch=True))
+_cell = st.one_of(st.integers(-(10**6), 10**6), st.from_regex(r"[A-Za-z0-9 ]{0,12}", fullmatch=True))
 
 
 @st.composite

@@ -39,20 +39,23 @@ def main() -> None:
     _django.setup(args.database_url)
 
     from django.utils import timezone
+    from tool_search import load_catalog, pad_catalog, register
 
     from conversations.models import Conversation, WorkingSetEntry
     from registry.models import ToolDefinition, ToolExecutionLog
     from registry.registry import ToolRegistry
     from registry.surface import assemble_tools
     from registry.surface_floor import derive_and_store_tier0
-    from tool_search import load_catalog, pad_catalog, register
 
     names = list(register(pad_catalog(load_catalog(args.dataset), args.tools)))
     try:
         now = timezone.now()
         ToolExecutionLog.objects.bulk_create(
-            [ToolExecutionLog(tool_name=name, tenant_id="bench", success=True, execution_ms=1, created_at=now)
-             for i, name in enumerate(names[:40]) for _ in range(40 - i)]
+            [
+                ToolExecutionLog(tool_name=name, tenant_id="bench", success=True, execution_ms=1, created_at=now)
+                for i, name in enumerate(names[:40])
+                for _ in range(40 - i)
+            ]
         )
         derive_and_store_tier0()
         conversation = Conversation.objects.create(tenant_id="bench")

@@ -46,6 +46,7 @@ from pathlib import Path
 import _django
 from _machine import reference_ms
 
+
 @dataclass(frozen=True)
 class Query:
     text: str
@@ -125,8 +126,13 @@ def register(tools: Sequence[Tool]) -> dict[str, str]:
     ToolDefinition.objects.bulk_create(
         [
             ToolDefinition(
-                name=names[t.id], description=t.description, input_schema=t.input_schema or {"type": "object"},
-                tool_type=ToolType.MCP, status=ToolStatus.APPROVED, category="bench", created_by="bench",
+                name=names[t.id],
+                description=t.description,
+                input_schema=t.input_schema or {"type": "object"},
+                tool_type=ToolType.MCP,
+                status=ToolStatus.APPROVED,
+                category="bench",
+                created_by="bench",
             )
             for t in tools
         ],
@@ -216,8 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=0, help="pad the catalog to this many tools")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--database-url")
-    parser.add_argument("--with-system-tools", action="store_true",
-                        help="seed Eunice's own system tools too, as extra candidates")
+    parser.add_argument(
+        "--with-system-tools", action="store_true", help="seed Eunice's own system tools too, as extra candidates"
+    )
     args = parser.parse_args(argv)
     _django.setup(args.database_url, seed=args.with_system_tools)
 

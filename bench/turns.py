@@ -58,7 +58,9 @@ def model_server(chunks: int, delay: float) -> tuple[subprocess.Popen, int]:
         fd, port = listener.fileno(), listener.getsockname()[1]
         process = subprocess.Popen(
             [sys.executable, str(ROOT / "bench" / "_model_server.py"), str(fd), str(chunks), str(delay)],
-            cwd=ROOT, stdout=subprocess.DEVNULL, pass_fds=(fd,),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            pass_fds=(fd,),
         )
     wait_for_port(port, process)
     return process, port
@@ -128,9 +130,7 @@ def answer_text(chunks: int) -> str:
 
 async def run_clients(port: int, pairs: list[tuple[str, str]], chunks: int) -> tuple[int, int, Samples]:
     samples = Samples()
-    results = await asyncio.gather(
-        *(converse(port, c, k, chunks, samples) for c, k in pairs), return_exceptions=True
-    )
+    results = await asyncio.gather(*(converse(port, c, k, chunks, samples) for c, k in pairs), return_exceptions=True)
     completed = sum(1 for r in results if r is True)
     return completed, len(results) - completed, samples
 
@@ -151,13 +151,15 @@ def per_second(samples: Samples) -> list[dict]:
     rows = []
     for second in sorted(seconds):
         latencies = sorted(seconds[second])
-        rows.append({
-            "second": second,
-            "messages": len(latencies),
-            "p99_ms": percentile(latencies, 0.99),
-            "max_ms": round(latencies[-1], 2),
-            f"over_{TARGET_MS}_ms": sum(1 for latency in latencies if latency > TARGET_MS),
-        })
+        rows.append(
+            {
+                "second": second,
+                "messages": len(latencies),
+                "p99_ms": percentile(latencies, 0.99),
+                "max_ms": round(latencies[-1], 2),
+                f"over_{TARGET_MS}_ms": sum(1 for latency in latencies if latency > TARGET_MS),
+            }
+        )
     return rows
 
 
@@ -202,12 +204,21 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--chunks", type=int, default=500)
     parser.add_argument("--chunk-delay", type=float, default=0.02)
-    parser.add_argument("--server", choices=("uvicorn", "daphne"), default="uvicorn",
-                        help="uvicorn, as scripts/run serves the product (default), or daphne for comparison")
-    parser.add_argument("--ws", choices=("websockets", "websockets-sansio"), default="websockets",
-                        help="uvicorn's websocket implementation (scripts/run uses websockets)")
-    parser.add_argument("--per-second", action="store_true",
-                        help="also print relay latency by the second the messages arrived in")
+    parser.add_argument(
+        "--server",
+        choices=("uvicorn", "daphne"),
+        default="uvicorn",
+        help="uvicorn, as scripts/run serves the product (default), or daphne for comparison",
+    )
+    parser.add_argument(
+        "--ws",
+        choices=("websockets", "websockets-sansio"),
+        default="websockets",
+        help="uvicorn's websocket implementation (scripts/run uses websockets)",
+    )
+    parser.add_argument(
+        "--per-second", action="store_true", help="also print relay latency by the second the messages arrived in"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     database = _django.setup()
@@ -228,13 +239,35 @@ def main() -> None:
     }
     command = {
         "daphne": ["-m", "daphne", "--fd", str(fd), "eunice.asgi:application"],
-        "uvicorn": ["-m", "uvicorn", "--fd", str(fd), "--log-level", "warning",
-                    "--loop", "uvloop", "--http", "httptools", "--ws", args.ws,
-                    "--ws-per-message-deflate", "false", "--ws-max-size", "1048576", "--lifespan", "off", "eunice.asgi:application"],
+        "uvicorn": [
+            "-m",
+            "uvicorn",
+            "--fd",
+            str(fd),
+            "--log-level",
+            "warning",
+            "--loop",
+            "uvloop",
+            "--http",
+            "httptools",
+            "--ws",
+            args.ws,
+            "--ws-per-message-deflate",
+            "false",
+            "--ws-max-size",
+            "1048576",
+            "--lifespan",
+            "off",
+            "eunice.asgi:application",
+        ],
     }[args.server]
     server = subprocess.Popen(
         [sys.executable, *command],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(fd,),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        pass_fds=(fd,),
     )
     listener.close()  # the server holds its own copy
     try:

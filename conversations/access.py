@@ -25,8 +25,7 @@ def owned_conversation(user: Any, conversation_id: str) -> Conversation | None:
     # permissions from it, not the ones they had when the socket opened.
     found = (
         Conversation.objects.select_related("user")
-        .filter(pk=conversation_id, user=user, user__is_active=True,
-                user__tenant_membership__tenant_id=F("tenant_id"))
+        .filter(pk=conversation_id, user=user, user__is_active=True, user__tenant_membership__tenant_id=F("tenant_id"))
         .order_by()[:1]
     )
     return next(iter(found), None)

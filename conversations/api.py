@@ -5,7 +5,13 @@ from __future__ import annotations
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
@@ -22,16 +28,18 @@ from eunice.openapi import NON_BLANK_TEXT
 from eunice.serializers import StrictModelSerializer, StrictSerializer
 from registry.tenancy import tenant_of
 
-
 # The modes a user starts a conversation in (``delegate`` is the helper agents' own).
 USER_MODES = (Conversation.Mode.CHAT, Conversation.Mode.AGENTIC)
 
 
 class ConversationSerializer(StrictModelSerializer):
     mode = serializers.ChoiceField(
-        choices=[(mode.value, mode.label) for mode in USER_MODES], default=Conversation.Mode.CHAT,
-        error_messages={"invalid_choice": f'"{{input}}" is not a mode to start a conversation in; '
-                                          f'use one of: {", ".join(USER_MODES)}'},
+        choices=[(mode.value, mode.label) for mode in USER_MODES],
+        default=Conversation.Mode.CHAT,
+        error_messages={
+            "invalid_choice": f'"{{input}}" is not a mode to start a conversation in; '
+            f"use one of: {', '.join(USER_MODES)}"
+        },
     )
 
     class Meta:
@@ -56,8 +64,15 @@ class EventSerializer(serializers.ModelSerializer):
 MESSAGE_ORDERS = {"oldest": ("created_at", "id"), "newest": ("-created_at", "-id")}
 
 
-@extend_schema_field({"type": "string", "minLength": 1, "maxLength": settings.EUNICE_MAX_MESSAGE_CHARS,
-                      "pattern": NON_BLANK_TEXT, "description": "the message; not only whitespace"})
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": settings.EUNICE_MAX_MESSAGE_CHARS,
+        "pattern": NON_BLANK_TEXT,
+        "description": "the message; not only whitespace",
+    }
+)
 class _MessageText(serializers.CharField):
     """Trimmed, so one that is only whitespace is blank (refused): the schema says so."""
 
@@ -66,19 +81,27 @@ class PostMessageSerializer(StrictSerializer):
     text = _MessageText(max_length=settings.EUNICE_MAX_MESSAGE_CHARS, trim_whitespace=True)
 
 
-TURN_REPLY = inline_serializer("TurnReply", {
-    "message": MessageSerializer(),
-    "stop_reason": serializers.CharField(),
-    "model_calls": serializers.IntegerField(),
-    "cancelled": serializers.BooleanField(),
-})
+TURN_REPLY = inline_serializer(
+    "TurnReply",
+    {
+        "message": MessageSerializer(),
+        "stop_reason": serializers.CharField(),
+        "model_calls": serializers.IntegerField(),
+        "cancelled": serializers.BooleanField(),
+    },
+)
 
 
-TURN_IN_PROGRESS = inline_serializer("TurnInProgress", {
-    "detail": serializers.CharField(),
-    "code": serializers.ChoiceField(choices=["turn_in_progress"]),
-    "running_turn": serializers.IntegerField(allow_null=True),
-})
+TURN_IN_PROGRESS = inline_serializer(
+    "TurnInProgress",
+    {
+        "detail": serializers.CharField(),
+        "code": serializers.ChoiceField(choices=["turn_in_progress"]),
+        "running_turn": serializers.IntegerField(allow_null=True),
+    },
+)
+
+
 class ServerStopping(APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "server_stopping"
@@ -106,16 +129,32 @@ class ConversationViewSet(
             raise PermissionDenied("your account has no tenant; ask staff to add a tenant membership")
         serializer.save(tenant_id=tenant, user=self.request.user)
 
-    @extend_schema(methods=["GET"], responses=MessageSerializer(many=True), parameters=[
-        OpenApiParameter("order", OpenApiTypes.STR, enum=list(MESSAGE_ORDERS),
-                         description="oldest first (the default) or newest first"),
-    ])
-    @extend_schema(methods=["POST"], request=PostMessageSerializer, responses={
-        201: TURN_REPLY,
-        409: OpenApiResponse(TURN_IN_PROGRESS, description=(
-            "a turn of this conversation is running (in any server process); nothing was stored: "
-            "wait for its answer or cancel it, then send again")),
-    })
+    @extend_schema(
+        methods=["GET"],
+        responses=MessageSerializer(many=True),
+        parameters=[
+            OpenApiParameter(
+                "order",
+                OpenApiTypes.STR,
+                enum=list(MESSAGE_ORDERS),
+                description="oldest first (the default) or newest first",
+            ),
+        ],
+    )
+    @extend_schema(
+        methods=["POST"],
+        request=PostMessageSerializer,
+        responses={
+            201: TURN_REPLY,
+            409: OpenApiResponse(
+                TURN_IN_PROGRESS,
+                description=(
+                    "a turn of this conversation is running (in any server process); nothing was stored: "
+                    "wait for its answer or cancel it, then send again"
+                ),
+            ),
+        },
+    )
     @action(detail=True, methods=["get", "post"], url_path="messages", throttle_scope="turn")
     def messages(self, request: Request, pk: str | None = None) -> Response:
         """GET: the messages, a page at a time (``?order=newest`` for the latest first).
@@ -124,8 +163,9 @@ class ConversationViewSet(
         if request.method == "GET":
             order = MESSAGE_ORDERS.get(request.query_params.get("order", "oldest"))
             if order is None:
-                raise ValidationError({"order": f"must be one of {', '.join(MESSAGE_ORDERS)}; "
-                                                f"got {request.query_params['order'][:40]!r}"})
+                raise ValidationError(
+                    {"order": f"must be one of {', '.join(MESSAGE_ORDERS)}; got {request.query_params['order'][:40]!r}"}
+                )
             rows = ChatMessage.objects.filter(conversation=conversation).order_by(*order)
             return self._page(rows, MessageSerializer)
         body = PostMessageSerializer(data=request.data)
@@ -137,16 +177,23 @@ class ConversationViewSet(
             raise TooManyRuns(runs.too_many_message())
         try:
             outcome = async_to_sync(drain.run_tracked)(
-                conversation.pk, run_turn, conversation, text=body.validated_data["text"], user=request.user)
+                conversation.pk, run_turn, conversation, text=body.validated_data["text"], user=request.user
+            )
         except TurnInProgress as busy:
-            return Response({"detail": str(busy), "code": "turn_in_progress", "running_turn": busy.turn},
-                            status=status.HTTP_409_CONFLICT)
+            return Response(
+                {"detail": str(busy), "code": "turn_in_progress", "running_turn": busy.turn},
+                status=status.HTTP_409_CONFLICT,
+            )
         finally:
             runs.finish(request.user.pk)
         reply = ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()
         return Response(
-            {"message": MessageSerializer(reply).data, "stop_reason": outcome.stop_reason,
-             "model_calls": outcome.model_calls, "cancelled": outcome.cancelled},
+            {
+                "message": MessageSerializer(reply).data,
+                "stop_reason": outcome.stop_reason,
+                "model_calls": outcome.model_calls,
+                "cancelled": outcome.cancelled,
+            },
             status=status.HTTP_201_CREATED,
         )
 

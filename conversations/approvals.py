@@ -30,7 +30,12 @@ DECISIONS = ("approve", "reject")
 
 
 def decide(
-    approval_id: str, decision: str, *, acting_user: Any, expected_hash: str | None, reason: str = "",
+    approval_id: str,
+    decision: str,
+    *,
+    acting_user: Any,
+    expected_hash: str | None,
+    reason: str = "",
     conversation_id: str | None = None,
 ) -> dict:
     """Approve or reject one pending call; returns its card as it stands after.
@@ -46,11 +51,17 @@ def decide(
     if decision == "approve":
         if not expected_hash:
             raise approvals.ApprovalConflict("an approval needs the args_hash of the call you were shown")
-        row, fresh = approvals.approve(approval_id, acting_user=acting_user, expected_hash=expected_hash,
-                                       conversation_id=conversation_id)
+        row, fresh = approvals.approve(
+            approval_id, acting_user=acting_user, expected_hash=expected_hash, conversation_id=conversation_id
+        )
     else:
-        row, fresh = approvals.reject(approval_id, acting_user=acting_user, expected_hash=expected_hash,
-                                      reason=reason, conversation_id=conversation_id)
+        row, fresh = approvals.reject(
+            approval_id,
+            acting_user=acting_user,
+            expected_hash=expected_hash,
+            reason=reason,
+            conversation_id=conversation_id,
+        )
     if fresh:
         outcome = ""
         if row.status == ApprovalStatus.APPROVED:
@@ -68,18 +79,37 @@ def report(row: PendingApproval, acting_user: Any) -> None:
         return
     text = _message(row)
     turn = _next_turn(conversation)
-    insert_rows([ChatMessage(
-        conversation=conversation, message_id=uuid.uuid4().hex, tenant_id=conversation.tenant_id,
-        role=ChatMessage.Role.USER, text=text,
-    )])
+    insert_rows(
+        [
+            ChatMessage(
+                conversation=conversation,
+                message_id=uuid.uuid4().hex,
+                tenant_id=conversation.tenant_id,
+                role=ChatMessage.Role.USER,
+                text=text,
+            )
+        ]
+    )
     runtime = start_run(conversation, user=acting_user, turn=turn, user_message=text)
-    runtime.recorder.record("decision", {
-        "approval": str(row.pk), "tool": row.tool_name, "status": row.status, "args_hash": row.args_hash,
-        "decided_by": acting_user.get_username(), "outcome": row.outcome[:2000],
-    })
+    runtime.recorder.record(
+        "decision",
+        {
+            "approval": str(row.pk),
+            "tool": row.tool_name,
+            "status": row.status,
+            "args_hash": row.args_hash,
+            "decided_by": acting_user.get_username(),
+            "outcome": row.outcome[:2000],
+        },
+    )
     runtime.flush_events()
-    insert_rows([TurnRecord(conversation=conversation, turn=turn,
-                            effects=[effect_to_dict(effect) for effect in runtime.log.close()])])
+    insert_rows(
+        [
+            TurnRecord(
+                conversation=conversation, turn=turn, effects=[effect_to_dict(effect) for effect in runtime.log.close()]
+            )
+        ]
+    )
     chunk = {"type": "approval_decided", "card": {**approvals.card(row), "outcome": row.outcome}, "text": text}
     layer = get_channel_layer()
     if layer is not None:
@@ -88,8 +118,8 @@ def report(row: PendingApproval, acting_user: Any) -> None:
 
 def pending_cards(conversation: Conversation) -> list[dict]:
     """The cards of the calls in ``conversation`` still waiting for a click (a reload shows them again)."""
-    rows = PendingApproval.objects.for_tenant(conversation.tenant_id).undecided().filter(
-        conversation_id=conversation.pk
+    rows = (
+        PendingApproval.objects.for_tenant(conversation.tenant_id).undecided().filter(conversation_id=conversation.pk)
     )
     return [approvals.card(row) for row in rows]
 

@@ -28,8 +28,21 @@ class PendingApprovalSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PendingApproval
-        fields = ("id", "conversation_id", "tool_name", "arguments", "shown", "args_hash", "status",
-                  "decided_by", "decided_at", "reason", "outcome", "created_at", "expires_at")
+        fields = (
+            "id",
+            "conversation_id",
+            "tool_name",
+            "arguments",
+            "shown",
+            "args_hash",
+            "status",
+            "decided_by",
+            "decided_at",
+            "reason",
+            "outcome",
+            "created_at",
+            "expires_at",
+        )
         read_only_fields = fields
 
 

@@ -10,8 +10,8 @@ class ConversationsConfig(AppConfig):
         from conversations.catalog.sandbox import CatalogDatasets
         from conversations.turn_reservations import close_running_turn
         from conversations.working_set import StoredWorkingSets
-        from registry import surface
         from eunice import drain
+        from registry import surface
         from registry.sandbox import datasets
 
         # The registry reads conversation datasets and working sets only through these ports.

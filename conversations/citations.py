@@ -73,7 +73,12 @@ def _sources(passages) -> list[dict]:
     for passage in passages:
         entry = seen.setdefault(
             passage["document_id"],
-            {"document_id": passage["document_id"], "title": passage["title"], "source": passage["source"], "passages": []},
+            {
+                "document_id": passage["document_id"],
+                "title": passage["title"],
+                "source": passage["source"],
+                "passages": [],
+            },
         )
         entry["passages"].append(passage["id"])
     return list(seen.values())

@@ -13,10 +13,10 @@ import functools
 import logging
 
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from channels.utils import await_many_dispatch
 from django.conf import settings
@@ -31,8 +31,8 @@ from conversations.turn_reservations import TurnInProgress
 from eunice import drain
 from eunice.health import unavailable_message
 from eunice.jsonlimits import loads_bounded
-from registry.approvals import ApprovalConflict, ApprovalNotFound
 from eunice.throttling import turn_refused_message, turn_retry_after
+from registry.approvals import ApprovalConflict, ApprovalNotFound
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -107,8 +107,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except Exception as exc:  # noqa: BLE001 (Redis down: said to the page, not a 500)
             logger.warning("websocket refused: channel layer unreachable (%s)", type(exc).__name__)
             await self.accept()
-            await self.send_json({"type": "error", "code": "unavailable", "down": ["channel_layer"],
-                                  "message": unavailable_message(["channel_layer"])})
+            await self.send_json(
+                {
+                    "type": "error",
+                    "code": "unavailable",
+                    "down": ["channel_layer"],
+                    "message": unavailable_message(["channel_layer"]),
+                }
+            )
             await self.close(code=CLOSE_UNAVAILABLE)
             return
         self.group = group
@@ -152,8 +158,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": f"unreadable frame: {exc}"})
             return
         if not isinstance(content, dict):
-            await self.send_json({"type": "error", "message": (
-                f"unreadable frame: expected a JSON object with a 'type', got a JSON {_json_kind(content)}")})
+            await self.send_json(
+                {
+                    "type": "error",
+                    "message": (
+                        f"unreadable frame: expected a JSON object with a 'type', got a JSON {_json_kind(content)}"
+                    ),
+                }
+            )
             return
         await self.receive_json(content)
 
@@ -174,8 +186,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         elif kind == "approval":
             await self._decide(conversation, content)
         else:
-            await self.send_json({"type": "error", "message": (
-                f"unknown message type {kind!r}; expected 'message', 'answer', 'cancel' or 'approval'")})
+            await self.send_json(
+                {
+                    "type": "error",
+                    "message": (f"unknown message type {kind!r}; expected 'message', 'answer', 'cancel' or 'approval'"),
+                }
+            )
 
     async def _decide(self, conversation, content: dict) -> None:
         """The person's click on an approval card: decided as the conversation's owner.
@@ -185,11 +201,17 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         approval_id, decision = content.get("approval_id"), content.get("decision")
         expected, reason = content.get("args_hash"), content.get("reason") or ""
         if not all(isinstance(v, str) for v in (approval_id, decision, expected or "", reason)):
-            await self.send_json({"type": "error", "message": "an approval needs 'approval_id', 'decision' and 'args_hash' as strings"})
+            await self.send_json(
+                {"type": "error", "message": "an approval needs 'approval_id', 'decision' and 'args_hash' as strings"}
+            )
             return
         try:
             await database_sync_to_async(approvals.decide, thread_sensitive=False)(
-                approval_id, decision, acting_user=conversation.user, expected_hash=expected, reason=reason,
+                approval_id,
+                decision,
+                acting_user=conversation.user,
+                expected_hash=expected,
+                reason=reason,
                 conversation_id=conversation.pk,
             )
         except (ValueError, ApprovalNotFound, PermissionDenied, ApprovalConflict) as exc:
@@ -200,16 +222,23 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": "a message needs non-empty 'text'"})
             return
         if len(text) > settings.EUNICE_MAX_MESSAGE_CHARS:
-            await self.send_json({"type": "error", "message": (
-                f"the message has {len(text):,} characters; the limit is {settings.EUNICE_MAX_MESSAGE_CHARS:,}")})
+            await self.send_json(
+                {
+                    "type": "error",
+                    "message": (
+                        f"the message has {len(text):,} characters; the limit is {settings.EUNICE_MAX_MESSAGE_CHARS:,}"
+                    ),
+                }
+            )
             return
         # The REST API's turn rate, on the same counter (eunice/throttling.py).
         try:
             wait = await sync_to_async(turn_retry_after, thread_sensitive=False)(self.user.pk)
         except Exception as exc:  # noqa: BLE001 (the throttle's cache is Redis: down, say so)
             logger.warning("turn refused: cache unreachable (%s)", type(exc).__name__)
-            await self.send_json({"type": "error", "code": "unavailable", "down": ["cache"],
-                                  "message": unavailable_message(["cache"])})
+            await self.send_json(
+                {"type": "error", "code": "unavailable", "down": ["cache"], "message": unavailable_message(["cache"])}
+            )
             return
         if wait is not None:
             await self.send_json({"type": "error", "message": turn_refused_message(wait), "retry_after": wait})
@@ -226,11 +255,19 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         display = ChannelDisplay(self.conversation_id, self.channel_layer, asyncio.get_running_loop())
         pump = asyncio.ensure_future(display.pump())
         try:
-            await drain.run_tracked(self.conversation_id, run_turn, conversation, text=text, user=conversation.user,
-                                    display=display, interactive=True)
+            await drain.run_tracked(
+                self.conversation_id,
+                run_turn,
+                conversation,
+                text=text,
+                user=conversation.user,
+                display=display,
+                interactive=True,
+            )
         except TurnInProgress as busy:  # refused before anything was stored: only this socket is told
-            await self.send_json({"type": "error", "code": "turn_in_progress", "message": str(busy),
-                                  "running_turn": busy.turn})
+            await self.send_json(
+                {"type": "error", "code": "turn_in_progress", "message": str(busy), "running_turn": busy.turn}
+            )
         except Exception:  # the socket must learn the turn ended, whatever broke
             logger.exception("turn failed in conversation %s", self.conversation_id)
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})
@@ -248,7 +285,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         text = text[: settings.EUNICE_MAX_MESSAGE_CHARS]
         try:
             await self.channel_layer.group_send(
-                self.group, {"type": "question.answer", "question_id": question_id, "text": text})
+                self.group, {"type": "question.answer", "question_id": question_id, "text": text}
+            )
         except Exception as exc:  # noqa: BLE001 (Redis down: a turn in this process still gets its answer)
             logger.warning("channel layer unreachable relaying an answer (%s)", type(exc).__name__)
             questions.answer(self.conversation_id, question_id, text)

@@ -17,7 +17,6 @@ import logging
 import time
 from dataclasses import dataclass, replace
 
-
 from conversations.policies import Violation, check_policies, count_violation, format_policy_warnings
 from conversations.ports import TurnGate
 from conversations.runtime import Runtime
@@ -69,7 +68,9 @@ def args_hash(tool_name: str, tool_input: dict | None) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def repeat_failure_hint(tool_name: str, args_h: str, state: DispatchState, threshold: int = REPEAT_FAILURE_THRESHOLD) -> str:
+def repeat_failure_hint(
+    tool_name: str, args_h: str, state: DispatchState, threshold: int = REPEAT_FAILURE_THRESHOLD
+) -> str:
     """A nudge once the same call has failed ``threshold`` times; never stops the loop."""
     for approach in state.failed_approaches:
         if approach["tool"] == tool_name and approach["args_hash"] == args_h and approach["attempts"] >= threshold:
@@ -87,9 +88,7 @@ def record_failed_approach(tool_name: str, args_h: str, reason: str, state: Disp
             approach["attempts"] += 1
             approach["reason"] = reason[:300]
             return
-    state.failed_approaches.append(
-        {"tool": tool_name, "args_hash": args_h, "reason": reason[:300], "attempts": 1}
-    )
+    state.failed_approaches.append({"tool": tool_name, "args_hash": args_h, "reason": reason[:300], "attempts": 1})
 
 
 def forget_failed_approach(tool_name: str, args_h: str, state: DispatchState) -> bool:
@@ -154,9 +153,15 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
     name, inputs = block["name"], block.get("input") or {}
     started = time.perf_counter()
     definition = runtime.registry.definitions().get(name)
-    runtime.recorder.record("tool_call", {
-        "tool_use_id": block["id"], "name": name, "input": redacted(inputs, definition), "turn": runtime.turn,
-    })
+    runtime.recorder.record(
+        "tool_call",
+        {
+            "tool_use_id": block["id"],
+            "name": name,
+            "input": redacted(inputs, definition),
+            "turn": runtime.turn,
+        },
+    )
     status_message = definition.status_message if definition else ""
     runtime.display.send(
         {"type": "tool_call", "tool_use_id": block["id"], "name": name, "status_message": status_message}
@@ -195,13 +200,20 @@ def _violations(name: str, runtime: Runtime, state: DispatchState) -> list[Viola
     )
     counted = []
     for violation in found:
-        occurrence = count_violation(violation, conversation_id=runtime.conversation.pk,
-                                     tenant_id=runtime.tenant_id, user_id=runtime.user_id)
+        occurrence = count_violation(
+            violation, conversation_id=runtime.conversation.pk, tenant_id=runtime.tenant_id, user_id=runtime.user_id
+        )
         counted.append(replace(violation, occurrence=occurrence))
         runtime.recorder.record(
             "policy_violation",
-            {"tool": name, "rule": violation.rule_name, "kind": violation.kind, "detail": violation.detail,
-             "blocking": violation.blocking, "occurrence": occurrence},
+            {
+                "tool": name,
+                "rule": violation.rule_name,
+                "kind": violation.kind,
+                "detail": violation.detail,
+                "blocking": violation.blocking,
+                "occurrence": occurrence,
+            },
         )
     return counted
 
@@ -228,9 +240,7 @@ async def _execute(item: _Planned, runtime: Runtime, state: DispatchState, gate:
 
 async def _cancelled(block: dict, runtime: Runtime, context: ToolContext) -> ToolResult:
     envelope = Err("cancelled by the user before the tool finished", "Cancelled")
-    return await in_db_thread(runtime.registry.refuse)(
-        block["name"], block.get("input"), context, envelope
-    )
+    return await in_db_thread(runtime.registry.refuse)(block["name"], block.get("input"), context, envelope)
 
 
 def _settle_group(
@@ -252,13 +262,23 @@ def _settle_group(
         dispatched = DispatchResult(item.block["id"], name, result, duration, item.warnings)
         runtime.recorder.record(
             "tool_result",
-            {"tool_use_id": item.block["id"], "name": name, "content": dispatched.content,
-             "error": result.error, "duration_ms": round(duration, 3)},
+            {
+                "tool_use_id": item.block["id"],
+                "name": name,
+                "content": dispatched.content,
+                "error": result.error,
+                "duration_ms": round(duration, 3),
+            },
         )
         runtime.display.send(
-            {"type": "tool_result", "tool_use_id": item.block["id"], "name": name,
-             "status_message": item.status_message,
-             "content": dispatched.content, "error": result.error is not None}
+            {
+                "type": "tool_result",
+                "tool_use_id": item.block["id"],
+                "name": name,
+                "status_message": item.status_message,
+                "content": dispatched.content,
+                "error": result.error is not None,
+            }
         )
         for chunk in shown:  # its cards and datasets, after the result they came with
             runtime.display.send({**chunk, "tool_use_id": item.block["id"]})

@@ -127,8 +127,9 @@ class ChannelDisplay:
             try:
                 await self._layer.send(channel, {"type": "conversation.chunk", "chunk": chunk})
             except Exception as exc:  # noqa: BLE001 (Redis down: other processes' sockets miss it, the turn goes on)
-                logger.warning("channel layer unreachable relaying a chunk of %s (%s)", self._conversation_id,
-                               type(exc).__name__)
+                logger.warning(
+                    "channel layer unreachable relaying a chunk of %s (%s)", self._conversation_id, type(exc).__name__
+                )
 
 
 MERGEABLE = frozenset({"text_delta", "thinking"})

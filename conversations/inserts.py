@@ -44,8 +44,10 @@ def insert_rows(rows: Sequence[Model]) -> None:
     batch = max(1, min(MAX_ROWS_PER_STATEMENT, connection.ops.bulk_batch_size(fields, rows)))
     with connection.cursor() as cursor:
         for start in range(0, len(rows), batch):
-            chunk = rows[start:start + batch]
-            params = [field.get_db_prep_save(field.pre_save(row, True), connection) for row in chunk for field in fields]
+            chunk = rows[start : start + batch]
+            params = [
+                field.get_db_prep_save(field.pre_save(row, True), connection) for row in chunk for field in fields
+            ]
             cursor.execute(_statement(model, connection, len(chunk)), params)
 
 
@@ -53,9 +55,7 @@ def _fields(model: type[Model]) -> tuple[Field, ...]:
     """The columns an INSERT of ``model`` writes: all but an auto primary key."""
     fields = _FIELDS.get(model)
     if fields is None:
-        fields = _FIELDS[model] = tuple(
-            f for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin)
-        )
+        fields = _FIELDS[model] = tuple(f for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin))
     return fields
 
 

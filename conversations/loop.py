@@ -20,14 +20,14 @@ from django.conf import settings
 from conversations.dispatcher import dispatch_tool_calls
 from conversations.history import load_history
 from conversations.inserts import insert_rows
-from llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
-from llm.roles import create_llm_client_for_role, get_model_for_role
 from conversations.models import Conversation, UsageLog
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime
 from conversations.state import DispatchState
 from conversations.turn_reservations import heartbeat
 from conversations.turns import begin_turn, finish_turn, interrupt_turn
+from llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
+from llm.roles import create_llm_client_for_role, get_model_for_role
 from registry.aio import in_db_thread
 from registry.surface import compose, surface_event, working_set_names
 
@@ -127,10 +127,17 @@ async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, r
     config = await in_db_thread(get_model_for_role)(role)
     provider = create_llm_client_for_role(role, model=config)
     limit = budget_usd if parent.budget_limit is None else min(budget_usd or parent.budget_limit, parent.budget_limit)
-    child = replace(parent, mode="delegate", cost=CostTracker(), cards=[], datasets=dict(parent.datasets),
-                    failed_delegations=[],
-                    budget_limit=(parent.budget.spent + limit) if limit is not None else None,
-                    depth=parent.depth + 1, interactive=False)
+    child = replace(
+        parent,
+        mode="delegate",
+        cost=CostTracker(),
+        cards=[],
+        datasets=dict(parent.datasets),
+        failed_delegations=[],
+        budget_limit=(parent.budget.spent + limit) if limit is not None else None,
+        depth=parent.depth + 1,
+        interactive=False,
+    )
     state = await in_db_thread(DispatchState.for_conversation)(parent.conversation)
     try:
         messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
@@ -139,17 +146,23 @@ async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, r
         state.cancel.release()
 
 
-async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict]) -> TurnOutcome:
+async def _loop(
+    runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict]
+) -> TurnOutcome:
     estimator = TokenEstimator()
     new_messages: list[dict] = []
     nudged = False
     response: LLMResponse | None = None
     for call in range(1, settings.EUNICE_MAX_MODEL_CALLS + 1):
-        prepared = None if state.cancel.cancelled else await in_db_thread(_next_request)(runtime, config, messages, estimator)
+        prepared = (
+            None if state.cancel.cancelled else await in_db_thread(_next_request)(runtime, config, messages, estimator)
+        )
         if prepared is None:  # cancelled, here or (the conversation's flag) in another process
             return _cancelled(runtime, call - 1, new_messages, response)
         if runtime.budget_limit is not None and runtime.budget.spent >= runtime.budget_limit:
-            text = (response.text if response else "") + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
+            text = (
+                response.text if response else ""
+            ) + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
             return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
         request, entries, size = prepared
         if request is None:
@@ -178,8 +191,9 @@ async def _loop(runtime: Runtime, state: DispatchState, provider: Any, config: A
                 continue
         return TurnOutcome(response.text, response.stop_reason, call, runtime.cost.total, messages=new_messages)
     text = (response.text if response else "") + f"\n\n(Stopped after {settings.EUNICE_MAX_MODEL_CALLS} model calls.)"
-    return TurnOutcome(text.strip(), "max_model_calls", settings.EUNICE_MAX_MODEL_CALLS, runtime.cost.total,
-                       messages=new_messages)
+    return TurnOutcome(
+        text.strip(), "max_model_calls", settings.EUNICE_MAX_MODEL_CALLS, runtime.cost.total, messages=new_messages
+    )
 
 
 def _next_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
@@ -196,14 +210,22 @@ def _next_request(runtime: Runtime, config: Any, messages: list[dict], estimator
 
 def _cancelled(runtime: Runtime, calls: int, new_messages: list[dict], response: LLMResponse | None) -> TurnOutcome:
     partial = response.text if response else ""
-    return TurnOutcome((partial + "\n\n(Cancelled.)").strip(), "cancelled", calls, runtime.cost.total,
-                       cancelled=True, messages=_well_formed(new_messages))
+    return TurnOutcome(
+        (partial + "\n\n(Cancelled.)").strip(),
+        "cancelled",
+        calls,
+        runtime.cost.total,
+        cancelled=True,
+        messages=_well_formed(new_messages),
+    )
 
 
 def _well_formed(messages: list[dict]) -> list[dict]:
     """History must not end on tool calls without results: drop a dangling assistant call."""
-    if messages and messages[-1]["role"] == "assistant" and any(
-        b.get("type") == "tool_use" for b in messages[-1]["content"]
+    if (
+        messages
+        and messages[-1]["role"] == "assistant"
+        and any(b.get("type") == "tool_use" for b in messages[-1]["content"])
     ):
         return messages[:-1]
     return messages
@@ -215,13 +237,19 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
     The plan is ``runtime.conversation.plan`` as the caller last read it."""
     working_set = working_set_names(runtime.conversation.pk, runtime.conversation.namespace_id)
     entries = compose(
-        runtime.registry, runtime.tenant_id, mode=runtime.mode,
-        conversation_id=runtime.conversation.pk, namespace_id=runtime.conversation.namespace_id,
-        model=config if config.pk else None, working_set=working_set,
+        runtime.registry,
+        runtime.tenant_id,
+        mode=runtime.mode,
+        conversation_id=runtime.conversation.pk,
+        namespace_id=runtime.conversation.namespace_id,
+        model=config if config.pk else None,
+        working_set=working_set,
     )
     definitions = runtime.registry.definitions()
-    tools = [{"name": e.name, "description": definitions[e.name].description,
-              "input_schema": definitions[e.name].llm_schema} for e in entries]
+    tools = [
+        {"name": e.name, "description": definitions[e.name].description, "input_schema": definitions[e.name].llm_schema}
+        for e in entries
+    ]
     window = settings.EUNICE_CONTEXT_TOKENS
     fixed = estimator.chars(SYSTEM_PROMPT, tools)  # what compaction cannot shrink
     size = fixed + estimator.chars(messages)
@@ -233,7 +261,10 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
             return None, entries, size
     state_block = _state_block(runtime, working_set)
     request = LLMRequest.for_model(
-        config, system=SYSTEM_PROMPT, tools=tools, messages=_with_state(messages, state_block),
+        config,
+        system=SYSTEM_PROMPT,
+        tools=tools,
+        messages=_with_state(messages, state_block),
     )
     return request, entries, size + estimator.chars(state_block)
 
@@ -306,16 +337,32 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: 
         runtime.recorder.record("thinking", {"text": response.thinking})
     if response.text:
         runtime.recorder.record("text_delta", {"text": response.text})
-    runtime.recorder.record("llm_request", {
-        "model": config.model, "provider": config.provider, "stop_reason": response.stop_reason,
-        "input_tokens": response.usage.total_input_tokens, "output_tokens": response.usage.output_tokens,
-        "cost_usd": round(cost, 6), **surface_event(entries),
-    })
-    insert_rows([UsageLog(
-        tenant_id=runtime.tenant_id, user_id=runtime.user_id, conversation=runtime.conversation,
-        kind=UsageLog.Kind.LLM, name=config.model, cost_usd=cost,
-        input_tokens=response.usage.total_input_tokens, output_tokens=response.usage.output_tokens,
-    )])
+    runtime.recorder.record(
+        "llm_request",
+        {
+            "model": config.model,
+            "provider": config.provider,
+            "stop_reason": response.stop_reason,
+            "input_tokens": response.usage.total_input_tokens,
+            "output_tokens": response.usage.output_tokens,
+            "cost_usd": round(cost, 6),
+            **surface_event(entries),
+        },
+    )
+    insert_rows(
+        [
+            UsageLog(
+                tenant_id=runtime.tenant_id,
+                user_id=runtime.user_id,
+                conversation=runtime.conversation,
+                kind=UsageLog.Kind.LLM,
+                name=config.model,
+                cost_usd=cost,
+                input_tokens=response.usage.total_input_tokens,
+                output_tokens=response.usage.output_tokens,
+            )
+        ]
+    )
     runtime.flush_events()
 
 
@@ -323,13 +370,22 @@ async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchStat
     blocks = [{"id": t.id, "name": t.name, "input": t.input} for t in response.tool_uses]
     for block in blocks:  # queued; written with the calls' own events before they run
         runtime.recorder.record(
-            "decision", {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")}
+            "decision",
+            {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")},
         )
     results = await dispatch_tool_calls(blocks, runtime, state)
-    return {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.content, "is_error": r.result.error is not None}
-        for r in results
-    ]}
+    return {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": r.tool_use_id,
+                "content": r.content,
+                "is_error": r.result.error is not None,
+            }
+            for r in results
+        ],
+    }
 
 
 def _completion_nudge(runtime: Runtime) -> dict | None:
@@ -341,15 +397,22 @@ def _completion_nudge(runtime: Runtime) -> dict | None:
         runtime.failed_delegations.clear()
         runtime.recorder.record("correction", {"kind": "failed_delegation", "tasks": failed})
         listed = "; ".join(f"{f['task']!r} ({f['stopped']})" for f in failed)
-        problems.append(f"{len(failed)} delegated task(s) stopped before finishing: {listed}. "
-                        "Retry them, do the work yourself, or tell the user plainly what is missing.")
+        problems.append(
+            f"{len(failed)} delegated task(s) stopped before finishing: {listed}. "
+            "Retry them, do the work yourself, or tell the user plainly what is missing."
+        )
     _reload_plan(runtime)
-    open_steps = [s["title"] for s in (runtime.conversation.plan or {}).get("steps", [])
-                  if s.get("status") not in ("done", "skipped")]
+    open_steps = [
+        s["title"]
+        for s in (runtime.conversation.plan or {}).get("steps", [])
+        if s.get("status") not in ("done", "skipped")
+    ]
     if open_steps:
         runtime.recorder.record("correction", {"kind": "incomplete_plan", "open_steps": open_steps})
-        problems.append(f"Your plan still has {len(open_steps)} open step(s): {'; '.join(open_steps)}. "
-                        "Finish them, or mark them done or skipped with the plan tool, before you answer.")
+        problems.append(
+            f"Your plan still has {len(open_steps)} open step(s): {'; '.join(open_steps)}. "
+            "Finish them, or mark them done or skipped with the plan tool, before you answer."
+        )
     if not problems:
         return None
     return {"role": "user", "content": [{"type": "text", "text": " ".join(problems)}]}

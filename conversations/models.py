@@ -25,9 +25,7 @@ class Conversation(models.Model):
 
     id = models.CharField(primary_key=True, max_length=64, default=_conversation_id)
     tenant_id = models.CharField(max_length=64, db_index=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     title = models.CharField(max_length=200, blank=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.CHAT)
     namespace_id = models.CharField(max_length=64, blank=True)
@@ -56,9 +54,7 @@ class WorkingSetEntryQuerySet(models.QuerySet):
 class WorkingSetEntry(models.Model):
     """A tool paged in by search_tools; it stays resident for the conversation."""
 
-    conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="working_set"
-    )
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="working_set")
     namespace_id = models.CharField(max_length=64, blank=True, default="")
     tool_name = models.CharField(max_length=64)
     query = models.CharField(max_length=500, blank=True, help_text="The search that paged it in.")
@@ -70,9 +66,7 @@ class WorkingSetEntry(models.Model):
         db_table = "conversation_working_set"
         ordering = ["added_at", "id"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["conversation", "namespace_id", "tool_name"], name="working_set_once"
-            )
+            models.UniqueConstraint(fields=["conversation", "namespace_id", "tool_name"], name="working_set_once")
         ]
 
     def __str__(self) -> str:
@@ -150,9 +144,7 @@ class ConversationEvent(models.Model):
     class Meta:
         db_table = "conversation_events"
         ordering = ["turn", "sequence"]
-        constraints = [
-            models.UniqueConstraint(fields=["conversation", "turn", "sequence"], name="event_order_unique")
-        ]
+        constraints = [models.UniqueConstraint(fields=["conversation", "turn", "sequence"], name="event_order_unique")]
 
     def __str__(self) -> str:
         return f"{self.event_type} #{self.turn}.{self.sequence}"
@@ -187,8 +179,9 @@ class TurnRecord(models.Model):
         ordering = ["turn"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "turn"], name="turn_once"),
-            models.UniqueConstraint(fields=["conversation"], condition=models.Q(status="running"),
-                                    name="one_running_turn"),
+            models.UniqueConstraint(
+                fields=["conversation"], condition=models.Q(status="running"), name="one_running_turn"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -206,8 +199,9 @@ class GeneratedFile(models.Model):
     tenant_id = models.CharField(max_length=64, db_index=True)
     conversation = models.ForeignKey(Conversation, null=True, on_delete=models.SET_NULL, related_name="files")
     # CASCADE, not SET_NULL: a deleted user's upload must not become the whole tenant's.
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
-                             related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     filename = models.CharField(max_length=255)
     path = models.CharField(max_length=500)
     mime_type = models.CharField(max_length=128, blank=True)
@@ -298,9 +292,7 @@ class PolicyRule(models.Model):
         from django.core.exceptions import ValidationError
 
         if self.kind == self.Kind.MAX_CALLS and not self.parameter.isdigit():
-            raise ValidationError(
-                {"parameter": f"a call limit must be a whole number, e.g. 5; got {self.parameter!r}"}
-            )
+            raise ValidationError({"parameter": f"a call limit must be a whole number, e.g. 5; got {self.parameter!r}"})
 
 
 class Observation(models.Model):
@@ -316,9 +308,7 @@ class Observation(models.Model):
 
     class Meta:
         db_table = "observations"
-        constraints = [
-            models.UniqueConstraint(fields=["tenant_id", "user_id", "kind", "key"], name="observation_once")
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant_id", "user_id", "kind", "key"], name="observation_once")]
 
 
 class PolicyViolationTally(models.Model):

@@ -48,9 +48,7 @@ def check_policies(
     for rule in PolicyRule.objects.active_for(tenant_id, tool_name):
         detail = _broken(rule, capabilities, succeeded_tools, calls_so_far)
         if detail:
-            violations.append(
-                Violation(rule.id, rule.name, rule.kind, rule.action == PolicyRule.Action.BLOCK, detail)
-            )
+            violations.append(Violation(rule.id, rule.name, rule.kind, rule.action == PolicyRule.Action.BLOCK, detail))
     return violations
 
 
@@ -65,11 +63,12 @@ def count_violation(violation: Violation, *, conversation_id: str, tenant_id: st
     """
     with transaction.atomic():
         _increment(PolicyViolationTally, conversation_id=conversation_id, rule_id=violation.rule_id)
-        _increment(Observation, tenant_id=tenant_id, user_id=user_id, kind="policy_violation",
-                   key=violation.rule_name)
-        return PolicyViolationTally.objects.filter(
-            conversation_id=conversation_id, rule_id=violation.rule_id
-        ).values_list("count", flat=True).get()
+        _increment(Observation, tenant_id=tenant_id, user_id=user_id, kind="policy_violation", key=violation.rule_name)
+        return (
+            PolicyViolationTally.objects.filter(conversation_id=conversation_id, rule_id=violation.rule_id)
+            .values_list("count", flat=True)
+            .get()
+        )
 
 
 def _increment(model: type, **key: object) -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class Subtasks:
     """``SubtaskRunner``: a task as a sub-agent of ``runtime`` (its events, budget, depth)."""
 
-    def __init__(self, runtime: "Runtime") -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
     async def run(self, task: str, *, budget_usd: float | None) -> SubtaskOutcome:
@@ -40,7 +40,7 @@ class Subtasks:
 class Questions:
     """``QuestionAsker``: the question on the conversation's socket; waits for the answer."""
 
-    def __init__(self, runtime: "Runtime") -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
     async def ask(self, question: str, choices: list[str], timeout: float) -> str | None:
@@ -48,13 +48,12 @@ class Questions:
 
         runtime = self._runtime
         question_id, answer = questions.ask(runtime.conversation.pk)
-        runtime.display.send({"type": "question", "question_id": question_id, "text": question,
-                              "choices": choices})
+        runtime.display.send({"type": "question", "question_id": question_id, "text": question, "choices": choices})
         runtime.recorder.record("status", {"question_id": question_id, "question": question})
         await in_db_thread(runtime.flush_events)()  # the pending question is on record while we wait
         try:
             return await asyncio.wait_for(answer, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
         finally:
             questions.forget(runtime.conversation.pk, question_id)
@@ -69,7 +68,7 @@ class TurnGate:
     planned (a sandboxed program's inner ``call_tool``) meets the policy rules here.
     """
 
-    def __init__(self, runtime: "Runtime", state: "DispatchState") -> None:
+    def __init__(self, runtime: Runtime, state: DispatchState) -> None:
         self._runtime, self._state = runtime, state
         self._planned: dict[str, Err | None] = {}
 

@@ -18,8 +18,9 @@ CHARS_PER_TOKEN = 4.0  # the heuristic's starting point; calibrated every call
 COMPACTED_KEEP_CHARS = 2_000
 
 
-def current_state_block(*, plan: dict, working_set: list[str], datasets: list[str], cost_usd: float,
-                        budget_limit: float | None) -> dict[str, Any]:
+def current_state_block(
+    *, plan: dict, working_set: list[str], datasets: list[str], cost_usd: float, budget_limit: float | None
+) -> dict[str, Any]:
     """The trailing per-call block; everything before it stays byte-stable for the cache."""
     steps = plan.get("steps") or []
     done = sum(1 for s in steps if s.get("status") in ("done", "skipped"))
@@ -81,8 +82,7 @@ def compact_tool_results(messages: list[dict], keep_chars: int = COMPACTED_KEEP_
             text = block["content"]
             if len(text) > keep_chars * 2:
                 block["content"] = (
-                    text[:keep_chars]
-                    + f"\n… [compacted: {len(text) - keep_chars:,} more characters;"
+                    text[:keep_chars] + f"\n… [compacted: {len(text) - keep_chars:,} more characters;"
                     " the full result is in this conversation's events]"
                 )
                 compacted += 1

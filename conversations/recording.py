@@ -73,16 +73,20 @@ def event_row(data: dict, blob: bytes | None) -> tuple[dict, bytes | None]:
 
 
 def persist_message(effect: PersistAssistantMessage) -> None:
-    insert_rows([ChatMessage(
-        conversation_id=effect.conversation_id,
-        message_id=effect.message_id,
-        tenant_id=effect.tenant_id,
-        role=ChatMessage.Role.ASSISTANT,
-        text=effect.final_text,
-        structured_content=effect.structured_content,
-        cards=effect.cards,
-        cost_usd=effect.cost_usd,
-    )])
+    insert_rows(
+        [
+            ChatMessage(
+                conversation_id=effect.conversation_id,
+                message_id=effect.message_id,
+                tenant_id=effect.tenant_id,
+                role=ChatMessage.Role.ASSISTANT,
+                text=effect.final_text,
+                structured_content=effect.structured_content,
+                cards=effect.cards,
+                cost_usd=effect.cost_usd,
+            )
+        ]
+    )
 
 
 class ListDisplay:

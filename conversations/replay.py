@@ -39,16 +39,31 @@ class _MemoryRecorder:
 
 
 def _event(turn: int, sequence: int, event_type: str, data: dict, blob: bytes | None) -> dict:
-    return {"turn": turn, "sequence": sequence, "event_type": event_type, "data": data,
-            "blob": blob.hex() if blob is not None else None}
+    return {
+        "turn": turn,
+        "sequence": sequence,
+        "event_type": event_type,
+        "data": data,
+        "blob": blob.hex() if blob is not None else None,
+    }
 
 
 def _message(m: PersistAssistantMessage | ChatMessage) -> dict:
     if isinstance(m, ChatMessage):
-        return {"message_id": m.message_id, "text": m.text, "structured_content": m.structured_content,
-                "cards": m.cards, "cost_usd": m.cost_usd}
-    return {"message_id": m.message_id, "text": m.final_text, "structured_content": m.structured_content,
-            "cards": m.cards, "cost_usd": m.cost_usd}
+        return {
+            "message_id": m.message_id,
+            "text": m.text,
+            "structured_content": m.structured_content,
+            "cards": m.cards,
+            "cost_usd": m.cost_usd,
+        }
+    return {
+        "message_id": m.message_id,
+        "text": m.final_text,
+        "structured_content": m.structured_content,
+        "cards": m.cards,
+        "cost_usd": m.cost_usd,
+    }
 
 
 def canonical(rows: list[dict]) -> bytes:
@@ -75,12 +90,12 @@ def persisted(conversation: Conversation, running: list[int] = ()) -> tuple[list
     """The stored events and assistant messages, less the events of the ``running`` turns."""
     events = [
         _event(e.turn, e.sequence, e.event_type, e.data, bytes(e.blob.data) if e.blob else None)
-        for e in ConversationEvent.objects.filter(conversation=conversation).exclude(turn__in=running)
+        for e in ConversationEvent.objects.filter(conversation=conversation)
+        .exclude(turn__in=running)
         .select_related("blob")
     ]
     messages = [
-        _message(m)
-        for m in ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT)
+        _message(m) for m in ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT)
     ]
     return events, messages
 
@@ -95,8 +110,15 @@ def replay(conversation: Conversation) -> ReplayReport:
             difference = _first_difference(label, rebuilt, live)
             break
     interrupted = sum(r.status == TurnRecord.Status.INTERRUPTED for r in records)
-    return ReplayReport(len(records), len(rebuilt_events), len(rebuilt_messages), not difference, difference,
-                        interrupted=interrupted, running=len(running))
+    return ReplayReport(
+        len(records),
+        len(rebuilt_events),
+        len(rebuilt_messages),
+        not difference,
+        difference,
+        interrupted=interrupted,
+        running=len(running),
+    )
 
 
 def _first_difference(label: str, rebuilt: list[dict], live: list[dict]) -> str:

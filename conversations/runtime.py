@@ -12,9 +12,9 @@ from conversations.capabilities import capabilities_for
 from conversations.catalog.store import ConversationCatalog
 from conversations.effects import EffectContext, EffectLog, RecordingDisplay, RecordingRecorder
 from conversations.models import Conversation
+from conversations.ports import Questions, Subtasks
 from conversations.recording import EventRecorder, ListDisplay, persist_message
 from conversations.state import CostTracker
-from conversations.ports import Questions, Subtasks
 from registry.context import Budget, ToolContext
 from registry.ports import CallGate, CancelSignal
 from registry.registry import ToolRegistry, get_registry
@@ -79,8 +79,12 @@ class Runtime:
         on the user's display, from any thread. ``fraction`` is clamped to [0, 1]."""
 
         def report(message: str, fraction: float | None = None) -> None:
-            chunk: dict[str, Any] = {"type": "progress", "tool_use_id": tool_use_id, "name": name,
-                                     "message": str(message)[:500]}
+            chunk: dict[str, Any] = {
+                "type": "progress",
+                "tool_use_id": tool_use_id,
+                "name": name,
+                "message": str(message)[:500],
+            }
             if fraction is not None:
                 chunk["fraction"] = min(1.0, max(0.0, float(fraction)))
             self.display.send(chunk)

@@ -32,8 +32,9 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: Runtime) -> 
         runtime.datasets[name] = dataset
         runtime.catalog.promote(name, dataset, source_tool=tool_name)
         runtime.recorder.record("progress", {"dataset": name, "source_tool": tool_name})
-        shown.append({"type": "progress", "source_tool": tool_name, "dataset": name,
-                      "message": f"dataset {name} is ready"})
+        shown.append(
+            {"type": "progress", "source_tool": tool_name, "dataset": name, "message": f"dataset {name} is ready"}
+        )
     refused = set(result.exports) - set(file_ids)
     for card in result.cards:
         if card.get("type") == CardType.FILE_DOWNLOAD and card.get("export") in refused:
@@ -55,8 +56,12 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: Runtime) -> 
             return shown
         runtime.budget.spend(result.cost)
         UsageLog.objects.create(
-            tenant_id=runtime.tenant_id, user_id=runtime.user_id, conversation=runtime.conversation,
-            kind=UsageLog.Kind.TOOL, name=tool_name, cost_usd=result.cost,
+            tenant_id=runtime.tenant_id,
+            user_id=runtime.user_id,
+            conversation=runtime.conversation,
+            kind=UsageLog.Kind.TOOL,
+            name=tool_name,
+            cost_usd=result.cost,
         )
     return shown
 
@@ -70,8 +75,12 @@ def register_export(tool_name: str, filename: str, export: dict, runtime: Runtim
     """
     generated = _existing_file(export, runtime.tenant_id)
     if generated is None and not is_tenant_file(runtime.tenant_id, str(export.get("path", ""))):
-        logger.warning("tool %s exported %r from outside tenant %s's files; not offered for download",
-                       tool_name, filename, runtime.tenant_id)
+        logger.warning(
+            "tool %s exported %r from outside tenant %s's files; not offered for download",
+            tool_name,
+            filename,
+            runtime.tenant_id,
+        )
         return None
     generated = generated or GeneratedFile.objects.create(
         tenant_id=runtime.tenant_id,
@@ -84,9 +93,7 @@ def register_export(tool_name: str, filename: str, export: dict, runtime: Runtim
     )
     payload = {"file_id": generated.pk, "filename": generated.filename, "source_tool": tool_name}
     runtime.recorder.record("export", payload)
-    Notification.objects.create(
-        tenant_id=runtime.tenant_id, user=runtime.user, kind="export.ready", payload=payload
-    )
+    Notification.objects.create(tenant_id=runtime.tenant_id, user=runtime.user, kind="export.ready", payload=payload)
     return generated
 
 

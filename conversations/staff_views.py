@@ -35,13 +35,17 @@ def telemetry(request: HttpRequest) -> HttpResponse:
     days = int(filters["days"]) if filters["days"].isdigit() else 7
     logs = logs.filter(created_at__gte=timezone.now() - timedelta(days=days))
     page = Paginator(logs.order_by("-created_at"), 50).get_page(request.GET.get("page"))
-    return render(request, "eunice/telemetry.html", {
-        "filters": {**filters, "days": days},
-        "page": page,
-        "per_tool": _per_tool(logs),
-        "cost_by_tool": _cost(request, "name", days),
-        "cost_by_tenant": _cost(request, "tenant_id", days),
-    })
+    return render(
+        request,
+        "eunice/telemetry.html",
+        {
+            "filters": {**filters, "days": days},
+            "page": page,
+            "per_tool": _per_tool(logs),
+            "cost_by_tool": _cost(request, "name", days),
+            "cost_by_tenant": _cost(request, "tenant_id", days),
+        },
+    )
 
 
 def _per_tool(logs) -> list[dict]:
@@ -53,8 +57,14 @@ def _per_tool(logs) -> list[dict]:
     rows = []
     for tool, tally in tallies.items():
         values = sorted(durations.get(tool, [])) or [0.0]
-        rows.append({"tool": tool, **tally, "p50": statistics.median(values),
-                     "p95": values[min(len(values) - 1, int(len(values) * 0.95))]})
+        rows.append(
+            {
+                "tool": tool,
+                **tally,
+                "p50": statistics.median(values),
+                "p95": values[min(len(values) - 1, int(len(values) * 0.95))],
+            }
+        )
     return rows
 
 
@@ -71,7 +81,11 @@ def telemetry_conversation(request: HttpRequest, conversation_id: str) -> HttpRe
     if conversation is None:
         raise Http404("No such conversation.")
     events = ConversationEvent.objects.filter(conversation=conversation).order_by("turn", "sequence")
-    return render(request, "eunice/telemetry_conversation.html", {
-        "conversation": conversation,
-        "events": [(e, json.dumps(e.data, indent=2, ensure_ascii=False)) for e in events],
-    })
+    return render(
+        request,
+        "eunice/telemetry_conversation.html",
+        {
+            "conversation": conversation,
+            "events": [(e, json.dumps(e.data, indent=2, ensure_ascii=False)) for e in events],
+        },
+    )

@@ -57,8 +57,10 @@ class TurnInProgress(Exception):
     def __init__(self, conversation_id: str, turn: int | None) -> None:
         self.conversation_id, self.turn = conversation_id, turn
         which = f"turn {turn}" if turn is not None else "another turn"
-        super().__init__(f"{which} of this conversation is still running; wait for its answer or cancel it, "
-                         "then send your message again")
+        super().__init__(
+            f"{which} of this conversation is still running; wait for its answer or cancel it, "
+            "then send your message again"
+        )
 
 
 def reserve_turn(conversation: Conversation) -> int:
@@ -83,8 +85,17 @@ def reserve_turn(conversation: Conversation) -> int:
     orphan = ConversationEvent.objects.filter(conversation=conversation, turn__gte=turn).aggregate(n=Max("turn"))["n"]
     if orphan is not None:
         turn = orphan + 1
-    insert_rows([TurnRecord(conversation=conversation, turn=turn, status=TurnRecord.Status.RUNNING,
-                            owner=OWNER, heartbeat_at=timezone.now())])
+    insert_rows(
+        [
+            TurnRecord(
+                conversation=conversation,
+                turn=turn,
+                status=TurnRecord.Status.RUNNING,
+                owner=OWNER,
+                heartbeat_at=timezone.now(),
+            )
+        ]
+    )
     with _running_lock:
         _running_here.add((conversation.pk, turn))
     if flag is not None:  # a cancel of an earlier turn must not stop this one
@@ -96,8 +107,11 @@ def reserve_turn(conversation: Conversation) -> int:
 def refused_reservation(conversation: Conversation, error: IntegrityError) -> TurnInProgress:
     """What a reservation that lost a race to another process's is: that turn running.
     Re-raises ``error`` when no turn runs (the constraint that failed was another)."""
-    running = (TurnRecord.objects.filter(conversation=conversation, status=TurnRecord.Status.RUNNING)
-               .values_list("turn", flat=True).first())
+    running = (
+        TurnRecord.objects.filter(conversation=conversation, status=TurnRecord.Status.RUNNING)
+        .values_list("turn", flat=True)
+        .first()
+    )
     if running is None:
         raise error
     return TurnInProgress(conversation.pk, running)
@@ -164,36 +178,66 @@ def close_dead_turn(record: TurnRecord, reason: str) -> bool:
         )
         if not claimed:
             return False
-        events = list(ConversationEvent.objects.filter(conversation_id=record.conversation_id, turn=record.turn)
-                      .select_related("blob").order_by("sequence"))
+        events = list(
+            ConversationEvent.objects.filter(conversation_id=record.conversation_id, turn=record.turn)
+            .select_related("blob")
+            .order_by("sequence")
+        )
         ending = {"turn": record.turn, "reason": reason[:300]}
         effects = [_telemetry(e.event_type, e.data, bytes(e.blob.data) if e.blob else None) for e in events]
         effects.append(_telemetry("interrupted", ending))
-        insert_rows([ConversationEvent(conversation_id=record.conversation_id, turn=record.turn,
-                                       sequence=(events[-1].sequence if events else 0) + 1,
-                                       event_type="interrupted", data=ending)])
+        insert_rows(
+            [
+                ConversationEvent(
+                    conversation_id=record.conversation_id,
+                    turn=record.turn,
+                    sequence=(events[-1].sequence if events else 0) + 1,
+                    event_type="interrupted",
+                    data=ending,
+                )
+            ]
+        )
         partial = "".join(e.data.get("text", "") for e in events if e.event_type == "text_delta")
         if partial.strip():
             effects.append(_partial_answer(record, partial))
             message = effects[-1]
-            insert_rows([ChatMessage(conversation_id=record.conversation_id, message_id=message["message_id"],
-                                     tenant_id=message["tenant_id"], role=ChatMessage.Role.ASSISTANT,
-                                     text=partial)])
+            insert_rows(
+                [
+                    ChatMessage(
+                        conversation_id=record.conversation_id,
+                        message_id=message["message_id"],
+                        tenant_id=message["tenant_id"],
+                        role=ChatMessage.Role.ASSISTANT,
+                        text=partial,
+                    )
+                ]
+            )
         TurnRecord.objects.filter(pk=record.pk).update(effects=effects)
     logger.warning("turn %s of conversation %s closed as interrupted: %s", record.turn, record.conversation_id, reason)
     return True
 
 
 def _telemetry(event_type: str, data: dict, blob: bytes | None = None) -> dict:
-    return {"kind": "TelemetryEvent", "event_type": event_type, "data": data,
-            "blob": base64.b64encode(blob).decode() if blob is not None else None}
+    return {
+        "kind": "TelemetryEvent",
+        "event_type": event_type,
+        "data": data,
+        "blob": base64.b64encode(blob).decode() if blob is not None else None,
+    }
 
 
 def _partial_answer(record: TurnRecord, text: str) -> dict:
     tenant = Conversation.objects.filter(pk=record.conversation_id).values_list("tenant_id", flat=True).first()
-    return {"kind": "PersistAssistantMessage", "message_id": uuid.uuid4().hex,
-            "conversation_id": record.conversation_id, "tenant_id": tenant or "", "final_text": text,
-            "structured_content": [], "cards": [], "cost_usd": 0.0}
+    return {
+        "kind": "PersistAssistantMessage",
+        "message_id": uuid.uuid4().hex,
+        "conversation_id": record.conversation_id,
+        "tenant_id": tenant or "",
+        "final_text": text,
+        "structured_content": [],
+        "cards": [],
+        "cost_usd": 0.0,
+    }
 
 
 def close_running_turn(conversation_id: str, reason: str = "the server stopped before this turn finished") -> bool:

@@ -14,8 +14,8 @@ from conversations.effects import PersistAssistantMessage, effect_to_dict
 from conversations.inserts import insert_rows
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import Runtime, start_run
-from conversations.turn_reservations import refused_reservation, released, reserve_turn
 from conversations.side_effects import merge_cards
+from conversations.turn_reservations import refused_reservation, released, reserve_turn
 from registry.snapshot import Definition, redact_command, redacted
 
 logger = logging.getLogger("eunice.conversations")
@@ -44,14 +44,26 @@ def begin_turn(
         with transaction.atomic():
             turn = reserve_turn(conversation)
             runtime = start_run(
-                conversation, user=user, turn=turn, display=display, mode=mode, user_message=user_message,
+                conversation,
+                user=user,
+                turn=turn,
+                display=display,
+                mode=mode,
+                user_message=user_message,
                 interactive=interactive,
             )
             kept = redact_command(user_message, runtime.registry.definitions)
-            insert_rows([ChatMessage(
-                conversation=conversation, message_id=uuid.uuid4().hex, tenant_id=conversation.tenant_id,
-                role=ChatMessage.Role.USER, text=kept,
-            )])
+            insert_rows(
+                [
+                    ChatMessage(
+                        conversation=conversation,
+                        message_id=uuid.uuid4().hex,
+                        tenant_id=conversation.tenant_id,
+                        role=ChatMessage.Role.USER,
+                        text=kept,
+                    )
+                ]
+            )
             runtime.recorder.record("user_message", {"text": kept, "turn": turn})
             runtime.flush_events()  # a turn killed during its first model call still shows its question
     except BaseException as exc:
@@ -105,10 +117,15 @@ def interrupt_turn(runtime: Runtime, reason: str) -> None:
         with transaction.atomic():
             partial = runtime.log.streamed_text()
             if partial.strip():
-                runtime.log.emit(PersistAssistantMessage(
-                    message_id=uuid.uuid4().hex, conversation_id=runtime.conversation.pk,
-                    tenant_id=runtime.tenant_id, final_text=partial, cost_usd=round(runtime.cost.total, 6),
-                ))
+                runtime.log.emit(
+                    PersistAssistantMessage(
+                        message_id=uuid.uuid4().hex,
+                        conversation_id=runtime.conversation.pk,
+                        tenant_id=runtime.tenant_id,
+                        final_text=partial,
+                        cost_usd=round(runtime.cost.total, 6),
+                    )
+                )
             runtime.recorder.record("interrupted", {"turn": runtime.turn, "reason": reason[:300]})
             runtime.flush_events()
             _close(runtime, TurnRecord.Status.INTERRUPTED, reason)
@@ -120,7 +137,8 @@ def interrupt_turn(runtime: Runtime, reason: str) -> None:
 
 def _close(runtime: Runtime, status: str, reason: str = "") -> None:
     TurnRecord.objects.filter(conversation=runtime.conversation, turn=runtime.turn).update(
-        status=status, interrupted_reason=reason[:300],
+        status=status,
+        interrupted_reason=reason[:300],
         effects=[effect_to_dict(effect) for effect in runtime.log.close()],
     )
 
@@ -129,7 +147,9 @@ def _without_secrets(messages: list[dict], definitions: Callable[[], dict[str, D
     """The turn's messages as they are stored: each tool call's secret inputs redacted, as in
     its ``tool_call`` event (the in-memory messages the model saw are left alone).
     ``definitions`` (the registry's) is called only when a message holds a tool call."""
-    calls = [b for m in messages if isinstance(m.get("content"), list) for b in m["content"] if b.get("type") == "tool_use"]
+    calls = [
+        b for m in messages if isinstance(m.get("content"), list) for b in m["content"] if b.get("type") == "tool_use"
+    ]
     if not calls:
         return list(messages)
     known = definitions()

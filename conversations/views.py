@@ -33,14 +33,18 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
     if conversation is not None:
         messages = ChatMessage.objects.filter(conversation=conversation).order_by("created_at", "id")
         approvals = pending_cards(conversation)  # still waiting for a click: shown again after a reload
-    return render(request, "eunice/chat.html", {
-        "conversation": conversation,
-        "conversations": conversations_of(request.user).order_by("-updated_at")[:50],
-        "messages": messages,
-        "approvals": approvals,
-        "offline": get_model_for_role("chat").provider == "offline",
-        "no_tenant": tenant_of(request.user) is None,
-    })
+    return render(
+        request,
+        "eunice/chat.html",
+        {
+            "conversation": conversation,
+            "conversations": conversations_of(request.user).order_by("-updated_at")[:50],
+            "messages": messages,
+            "approvals": approvals,
+            "offline": get_model_for_role("chat").provider == "offline",
+            "no_tenant": tenant_of(request.user) is None,
+        },
+    )
 
 
 @login_required

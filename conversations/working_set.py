@@ -14,7 +14,11 @@ class StoredWorkingSets:
 
     def add(self, conversation_id: str, namespace_id: str, names: list[str], query: str) -> None:
         WorkingSetEntry.objects.bulk_create(
-            [WorkingSetEntry(conversation_id=conversation_id, namespace_id=namespace_id, tool_name=name,
-                             query=query[:500]) for name in names],
+            [
+                WorkingSetEntry(
+                    conversation_id=conversation_id, namespace_id=namespace_id, tool_name=name, query=query[:500]
+                )
+                for name in names
+            ],
             ignore_conflicts=True,
         )

@@ -29,6 +29,11 @@ router.register("approvals", PendingApprovalViewSet, basename="approval")
 urlpatterns = [
     path("", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[SchemaAccess]), name="schema"),
-    path("schema/ui/", SpectacularSwaggerSplitView.as_view(url_name="schema", template_name="eunice/swagger_ui.html",
-                                                          permission_classes=[SchemaAccess]), name="schema-ui"),
+    path(
+        "schema/ui/",
+        SpectacularSwaggerSplitView.as_view(
+            url_name="schema", template_name="eunice/swagger_ui.html", permission_classes=[SchemaAccess]
+        ),
+        name="schema-ui",
+    ),
 ]

@@ -23,9 +23,7 @@ application = ProtocolTypeRouter(
     {
         "http": http_app,
         # The Origin must match as HTTP's CSRF check would have it: scheme, host and port.
-        "websocket": CsrfOriginValidator(
-            WebsocketAuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": CsrfOriginValidator(WebsocketAuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

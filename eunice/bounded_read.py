@@ -62,11 +62,17 @@ def limit(name: str) -> int:
 
 # --- Archives ----------------------------------------------------------------
 
-_SETTINGS = {"ARCHIVE_MAX_BYTES": "EUNICE_ARCHIVE_MAX_MB", "ARCHIVE_MAX_RATIO": "EUNICE_ARCHIVE_MAX_RATIO",
-             "ARCHIVE_MAX_MEMBERS": "EUNICE_ARCHIVE_MAX_MEMBERS", "MAX_COLUMNS": "EUNICE_DATASET_MAX_COLUMNS",
-             "MAX_ROWS": "EUNICE_DATASET_MAX_ROWS", "MAX_CELLS": "EUNICE_DATASET_MAX_CELLS",
-             "MAX_DECODED_BYTES": "EUNICE_DATASET_MAX_MB", "PDF_MAX_PAGES": "EUNICE_PDF_MAX_PAGES",
-             "WORKBOOK_MAX_CELLS": "EUNICE_WORKBOOK_MAX_CELLS"}
+_SETTINGS = {
+    "ARCHIVE_MAX_BYTES": "EUNICE_ARCHIVE_MAX_MB",
+    "ARCHIVE_MAX_RATIO": "EUNICE_ARCHIVE_MAX_RATIO",
+    "ARCHIVE_MAX_MEMBERS": "EUNICE_ARCHIVE_MAX_MEMBERS",
+    "MAX_COLUMNS": "EUNICE_DATASET_MAX_COLUMNS",
+    "MAX_ROWS": "EUNICE_DATASET_MAX_ROWS",
+    "MAX_CELLS": "EUNICE_DATASET_MAX_CELLS",
+    "MAX_DECODED_BYTES": "EUNICE_DATASET_MAX_MB",
+    "PDF_MAX_PAGES": "EUNICE_PDF_MAX_PAGES",
+    "WORKBOOK_MAX_CELLS": "EUNICE_WORKBOOK_MAX_CELLS",
+}
 
 
 def _refuse_past(name: str, value: int, what: str, found: str) -> None:
@@ -114,14 +120,20 @@ def _check_members(members: list[zipfile.ZipInfo], what: str) -> None:
     for member in members:  # before the total: a bomb's ratio says more than its size
         if member.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             # bzip2 and lzma members inflate without a bound per read in zipfile.
-            raise UnsupportedArchive(f"{what} member {member.filename[:80]!r} uses compression method "
-                                     f"{member.compress_type}; only stored and deflated members are read")
+            raise UnsupportedArchive(
+                f"{what} member {member.filename[:80]!r} uses compression method "
+                f"{member.compress_type}; only stored and deflated members are read"
+            )
         if member.file_size > RATIO_FLOOR_BYTES:
             ratio = member.file_size / max(member.compress_size, 1)
             if ratio > ratio_limit:
-                raise InputTooLarge(f"{what} member {member.filename[:80]!r}",
-                                    f"a compression ratio of {ratio:,.0f} to 1", ratio_limit,
-                                    "EUNICE_ARCHIVE_MAX_RATIO", " to 1")
+                raise InputTooLarge(
+                    f"{what} member {member.filename[:80]!r}",
+                    f"a compression ratio of {ratio:,.0f} to 1",
+                    ratio_limit,
+                    "EUNICE_ARCHIVE_MAX_RATIO",
+                    " to 1",
+                )
     total = sum(member.file_size for member in members)
     _refuse_past("ARCHIVE_MAX_BYTES", total, what, f"{total:,} bytes once uncompressed")
 
@@ -142,16 +154,24 @@ def pdf_page_texts(data: bytes) -> list[str]:
     from pypdf.errors import LimitReachedError
 
     cap = limit("PDF_MAX_STREAM_BYTES")
-    with apply_configuration(disable_legacy_handling=True, **dict.fromkeys(_PDF_STREAM_CAPS, cap),
-                             stream_decoding_work_maximum_length=4 * cap):
+    with apply_configuration(
+        disable_legacy_handling=True,
+        **dict.fromkeys(_PDF_STREAM_CAPS, cap),
+        stream_decoding_work_maximum_length=4 * cap,
+    ):
         try:
             reader = PdfReader(io.BytesIO(data))
             pages = len(reader.pages)
             _refuse_past("PDF_MAX_PAGES", pages, "the PDF", f"{pages:,} pages")
             return [_page_text(page) for page in reader.pages]
         except LimitReachedError:
-            raise InputTooLarge("a stream of the PDF", "more bytes once decompressed than allowed", cap >> 20,
-                                "EUNICE_PDF_MAX_STREAM_MB", " MB") from None
+            raise InputTooLarge(
+                "a stream of the PDF",
+                "more bytes once decompressed than allowed",
+                cap >> 20,
+                "EUNICE_PDF_MAX_STREAM_MB",
+                " MB",
+            ) from None
 
 
 def _page_text(page: Any) -> str:
@@ -162,9 +182,14 @@ def _page_text(page: Any) -> str:
 
 
 _PDF_STREAM_CAPS = (
-    "maximum_declared_stream_length", "array_based_stream_maximum_output_length", "jbig2_maximum_output_length",
-    "lzw_maximum_output_length", "run_length_maximum_output_length", "zlib_maximum_output_length",
-    "brotli_maximum_output_length", "image_maximum_buffer_size",
+    "maximum_declared_stream_length",
+    "array_based_stream_maximum_output_length",
+    "jbig2_maximum_output_length",
+    "lzw_maximum_output_length",
+    "run_length_maximum_output_length",
+    "zlib_maximum_output_length",
+    "brotli_maximum_output_length",
+    "image_maximum_buffer_size",
 )
 
 
@@ -181,6 +206,7 @@ def open_workbook(path: Source, **options: Any) -> Any:
 
 # --- Tables ------------------------------------------------------------------
 
+
 def read_table(kind: str, payload: bytes, *, sep: str = ",") -> pd.DataFrame:
     """``payload`` (``kind``: csv, excel, parquet or json) as a DataFrame within the dataset limits.
 
@@ -188,8 +214,12 @@ def read_table(kind: str, payload: bytes, *, sep: str = ",") -> pd.DataFrame:
     ParserError / EmptyDataError, zipfile.BadZipFile, OSError, KeyError).
     """
     _refuse_past("MAX_DECODED_BYTES", len(payload), "the file", f"{len(payload):,} bytes")
-    reader = {"csv": lambda: _csv(payload, sep), "excel": lambda: _excel(payload),
-              "parquet": lambda: read_parquet_file(io.BytesIO(payload)), "json": lambda: _json(payload)}[kind]
+    reader = {
+        "csv": lambda: _csv(payload, sep),
+        "excel": lambda: _excel(payload),
+        "parquet": lambda: read_parquet_file(io.BytesIO(payload)),
+        "json": lambda: _json(payload),
+    }[kind]
     return check_frame(reader())
 
 
@@ -228,8 +258,14 @@ def _expanded_bytes(source: Source | IO[bytes], schema: Any) -> int:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    text = [
+        f.name
+        for f in schema
+        if pa.types.is_string(f.type)
+        or pa.types.is_large_string(f.type)
+        or pa.types.is_binary(f.type)
+        or pa.types.is_large_binary(f.type)
+    ]
     if hasattr(source, "seek"):
         source.seek(0)
     table = pq.ParquetFile(source, read_dictionary=text).read()
@@ -362,8 +398,9 @@ def _sheet_scan(archive: zipfile.ZipFile, path: str) -> tuple[int, int, int, byt
         max_row = max([max_row, *map(int, _REF_ROW.findall(chunk))])
         widest = max([widest, *_REF_CELL.findall(chunk)], key=lambda letters: (len(letters), letters))
         if cells > cap:
-            raise InputTooLarge(f"the sheet {path!r}", f"over {cells:,} cells", limit("MAX_CELLS"),
-                                "EUNICE_DATASET_MAX_CELLS")
+            raise InputTooLarge(
+                f"the sheet {path!r}", f"over {cells:,} cells", limit("MAX_CELLS"), "EUNICE_DATASET_MAX_CELLS"
+            )
     return rows, cells, max_row, widest
 
 

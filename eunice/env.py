@@ -28,9 +28,7 @@ def env_bool(name: str, default: bool = False) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise ImproperlyConfigured(
-        f"{name}={raw!r} is not a boolean; use one of 1/0, true/false, yes/no, on/off."
-    )
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use one of 1/0, true/false, yes/no, on/off.")
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
@@ -74,8 +72,7 @@ def database_from_url(name: str, url: str) -> dict:
         db_name = unquote(parts.path.lstrip("/"))
         if not db_name:
             raise ImproperlyConfigured(
-                f"{name}={_redact(url)!r} names no database; "
-                "expected postgres://USER[:PASSWORD]@HOST[:PORT]/DBNAME."
+                f"{name}={_redact(url)!r} names no database; expected postgres://USER[:PASSWORD]@HOST[:PORT]/DBNAME."
             )
         options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
         return {
@@ -95,9 +92,7 @@ def database_from_url(name: str, url: str) -> dict:
         # sqlite:///abs/path and sqlite:////abs/path both name /abs/path.
         path = "/" + unquote(parts.netloc + parts.path).lstrip("/")
         if path == "/":
-            raise ImproperlyConfigured(
-                f"{name}={url!r} names no file; expected sqlite:///absolute/path.sqlite3."
-            )
+            raise ImproperlyConfigured(f"{name}={url!r} names no file; expected sqlite:///absolute/path.sqlite3.")
         return _sqlite(path)
     raise ImproperlyConfigured(
         f"{name}={_redact(url)!r} has an unsupported scheme {scheme!r}; "
@@ -129,9 +124,7 @@ def sqlite_database(path: str) -> dict:
 def validate_redis_url(name: str, url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in {"redis", "rediss", "unix"} or (parts.scheme != "unix" and not parts.hostname):
-        raise ImproperlyConfigured(
-            f"{name}={_redact(url)!r} is not a Redis URL; expected redis://HOST:PORT/DB."
-        )
+        raise ImproperlyConfigured(f"{name}={_redact(url)!r} is not a Redis URL; expected redis://HOST:PORT/DB.")
     return url
 
 

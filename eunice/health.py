@@ -38,7 +38,8 @@ def _redis_ping(url: str) -> None:
     client = _redis_clients.get(url)
     if client is None:
         client = _redis_clients[url] = redis.Redis.from_url(
-            url, socket_timeout=PROBE_SECONDS, socket_connect_timeout=PROBE_SECONDS)
+            url, socket_timeout=PROBE_SECONDS, socket_connect_timeout=PROBE_SECONDS
+        )
     client.ping()
 
 
@@ -93,14 +94,13 @@ def check(dependency: Dependency) -> dict:
     started = time.perf_counter()
     try:
         dependency.probe()
-    except Exception as exc:  # the probe's boundary: any failure is "down", with a one-word reason
+    except Exception as exc:  # noqa: BLE001 (the probe's boundary: any failure is "down", with a one-word reason)
         reason = _reason(exc)
         logger.warning("health: %s is down (%s: %s)", dependency.name, type(exc).__name__, exc)
         result = {"status": "down", "reason": reason}
     else:
         result = {"status": "ok"}
-    return {**result, "required": dependency.required,
-            "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
+    return {**result, "required": dependency.required, "latency_ms": round((time.perf_counter() - started) * 1000, 1)}
 
 
 def report() -> tuple[int, dict]:
@@ -115,8 +115,10 @@ def report() -> tuple[int, dict]:
 def unavailable_message(down: list[str]) -> str:
     """What the chat page shows while ``down`` (dependency names) are out."""
     names = ", ".join(name.replace("_", " ") for name in down)
-    return (f"Live chat is unavailable: the server cannot reach its {names} (Redis). "
-            "Your conversation is safe; reload the page once it is back.")
+    return (
+        f"Live chat is unavailable: the server cannot reach its {names} (Redis). "
+        "Your conversation is safe; reload the page once it is back."
+    )
 
 
 def health(request) -> JsonResponse:  # noqa: ANN001

@@ -53,8 +53,12 @@ def max_depth() -> int:
 
 
 def loads_bounded(
-    data: str | bytes | bytearray, *, max_depth: int | None = None, max_bytes: int | None = None,
-    what: str = "the JSON", **json_options: Any,
+    data: str | bytes | bytearray,
+    *,
+    max_depth: int | None = None,
+    max_bytes: int | None = None,
+    what: str = "the JSON",
+    **json_options: Any,
 ) -> Any:
     """``json.loads(data)`` once ``data`` is known to fit the limits.
 

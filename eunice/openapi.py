@@ -18,7 +18,9 @@ class LockoutAwareBasicScheme(BasicScheme):
 # Every error the API answers has one of these bodies: DRF's {"detail": ...}, or
 # for a rejected body or parameter, each field named with what is wrong with it.
 ERROR_BODY = {
-    "type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
+    "type": "object",
+    "properties": {"detail": {"type": "string"}},
+    "required": ["detail"],
 }
 VALIDATION_BODY = {
     "type": "object",
@@ -40,8 +42,10 @@ _WHY = {
 
 def _error(code: str) -> dict:
     component = "ValidationError" if code == "400" else "Error"
-    return {"description": _WHY[code], "content": {"application/json": {
-        "schema": {"$ref": f"#/components/schemas/{component}"}}}}
+    return {
+        "description": _WHY[code],
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{component}"}}},
+    }
 
 
 def error_responses(result: dict, generator: object, request: object, public: bool) -> dict:

@@ -45,8 +45,7 @@ def websocket_origin_allowed(scope: Scope) -> bool:
         return False
     wildcards = [urlsplit(entry) for entry in trusted if "*" in entry]
     return any(
-        entry.scheme == parsed.scheme and is_same_domain(parsed.netloc, entry.netloc.lstrip("*"))
-        for entry in wildcards
+        entry.scheme == parsed.scheme and is_same_domain(parsed.netloc, entry.netloc.lstrip("*")) for entry in wildcards
     )
 
 

@@ -18,7 +18,9 @@ class BoundedJSONParser(JSONParser):
     EUNICE_JSON_MAX_DEPTH; past either (or for invalid JSON) raises ParseError, a 400
     whose detail names the limit."""
 
-    def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: IO[bytes], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if stream is None:
@@ -26,10 +28,13 @@ class BoundedJSONParser(JSONParser):
         else:  # one byte past the limit is enough to know the body is too long; never read more
             raw = stream.read() if limit is None else stream.read(limit + 1)
         if limit is not None and len(raw) > limit:
-            raise ParseError(f"the request body is longer than {limit:,} bytes, the limit (DATA_UPLOAD_MAX_MEMORY_SIZE)")
+            raise ParseError(
+                f"the request body is longer than {limit:,} bytes, the limit (DATA_UPLOAD_MAX_MEMORY_SIZE)"
+            )
         try:
             return loads_bounded(
-                raw.decode(encoding), what="the request body",
+                raw.decode(encoding),
+                what="the request body",
                 parse_constant=drf_json.strict_constant if self.strict else None,
             )
         except ValueError as exc:  # JSONDecodeError, JSONTooDeep, JSONTooLarge, UnicodeDecodeError

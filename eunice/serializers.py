@@ -43,8 +43,10 @@ class StrictSerializer(serializers.Serializer):
             not_text = {
                 name: [f"must be a string; got {type(data[name]).__name__}"]
                 for name, field in self.fields.items()
-                if isinstance(field, serializers.CharField) and not field.read_only
-                and data.get(name) is not None and not isinstance(data[name], str)
+                if isinstance(field, serializers.CharField)
+                and not field.read_only
+                and data.get(name) is not None
+                and not isinstance(data[name], str)
             }
             if not_text:
                 raise serializers.ValidationError(not_text)

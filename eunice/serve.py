@@ -31,8 +31,9 @@ class JobCluster:
     """``manage.py jobs`` as a child in its own process group, stopped with a bound."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "jobs"], cwd=ROOT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "jobs"], cwd=ROOT, start_new_session=True
+        )
 
     def terminate(self) -> None:
         if self.process.poll() is None:
@@ -85,9 +86,16 @@ def _config() -> uvicorn.Config:
     # only makes dearer, so permessage-deflate is off. A frame over 1 MiB is refused
     # before it is read (a message holds at most EUNICE_MAX_MESSAGE_CHARS, 32,000 by default).
     return uvicorn.Config(
-        "eunice.asgi:application", host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "8000")),
-        loop="uvloop", http="httptools", ws="websockets", ws_per_message_deflate=False, ws_max_size=1 << 20,
-        lifespan="off", log_level=os.environ.get("UVICORN_LOG_LEVEL", "info"),
+        "eunice.asgi:application",
+        host=os.environ.get("HOST", "127.0.0.1"),
+        port=int(os.environ.get("PORT", "8000")),
+        loop="uvloop",
+        http="httptools",
+        ws="websockets",
+        ws_per_message_deflate=False,
+        ws_max_size=1 << 20,
+        lifespan="off",
+        log_level=os.environ.get("UVICORN_LOG_LEVEL", "info"),
         timeout_graceful_shutdown=CLOSE_SECONDS + settings.EUNICE_SHUTDOWN_GRACE_SECONDS,
     )
 

@@ -19,8 +19,8 @@ from eunice.env import (
     database_from_url,
     env_bool,
     env_float,
-    env_int,
     env_http_url,
+    env_int,
     env_list,
     env_model_ref,
     env_rate,
@@ -141,10 +141,15 @@ if REDIS_URL:
             # own version up in the installed packages' metadata for each new
             # one unless told (0.35 ms of the event loop per socket opened).
             "CONFIG": {
-                "hosts": [{
-                    "address": REDIS_URL, "socket_timeout": None, "socket_connect_timeout": 5,
-                    "socket_keepalive": True, "driver_info": redis_driver_info(),
-                }],
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": None,
+                        "socket_connect_timeout": 5,
+                        "socket_keepalive": True,
+                        "driver_info": redis_driver_info(),
+                    }
+                ],
                 "capacity": CHANNEL_CAPACITY,
             },
         }
@@ -154,7 +159,8 @@ else:
         # Channels' in-memory layer, sweeping for expired messages once a second
         # instead of on every operation (eunice/channel_layers.py).
         "default": {
-            "BACKEND": "eunice.channel_layers.SweptInMemoryChannelLayer", "CONFIG": {"capacity": CHANNEL_CAPACITY}
+            "BACKEND": "eunice.channel_layers.SweptInMemoryChannelLayer",
+            "CONFIG": {"capacity": CHANNEL_CAPACITY},
         }
     }
 
@@ -294,9 +300,7 @@ REST_FRAMEWORK: dict[str, Any] = {
         "upload": env_rate("EUNICE_UPLOAD_RATE", "30/min"),
     },
 }
-REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(
-    0, "rest_framework.authentication.TokenAuthentication"
-)
+REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(0, "rest_framework.authentication.TokenAuthentication")
 # The OpenAPI schema and its UI describe every endpoint and field: served to
 # signed-in users only unless a deployment chooses to publish them.
 EUNICE_OPENAPI_PUBLIC = env_bool("EUNICE_OPENAPI_PUBLIC", False)

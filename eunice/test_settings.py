@@ -39,7 +39,8 @@ if _scripted:
 # the Redis the channel layer uses.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = dict.fromkeys(  # noqa: F405
-    REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "1000000/min"  # noqa: F405
+    REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
+    "1000000/min",  # noqa: F405
 )
 
 # Tests import the ASGI app before their database exists; a test that starts a

@@ -88,7 +88,9 @@ def turn_retry_after(user_pk: Any) -> int | None:
 
 
 def turn_refused_message(seconds: int) -> str:
-    return f"too many messages: the limit is {api_settings.DEFAULT_THROTTLE_RATES[TURN_SCOPE]}; try again in {seconds} s"
+    return (
+        f"too many messages: the limit is {api_settings.DEFAULT_THROTTLE_RATES[TURN_SCOPE]}; try again in {seconds} s"
+    )
 
 
 def _lockout_seconds() -> int:
@@ -110,12 +112,15 @@ class LockoutAwareBasicAuthentication(BasicAuthentication):
 
 def _lockout_detail() -> str:
     minutes = settings.AXES_COOLOFF_TIME.total_seconds() / 60
-    return (f"too many failed logins for this account or address "
-            f"(limit {settings.AXES_FAILURE_LIMIT}); logins are refused for {minutes:g} minutes")
+    return (
+        f"too many failed logins for this account or address "
+        f"(limit {settings.AXES_FAILURE_LIMIT}); logins are refused for {minutes:g} minutes"
+    )
 
 
-def lockout_response(request: HttpRequest, original_response: HttpResponse | None = None,
-                     credentials: dict | None = None) -> HttpResponse:
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict | None = None
+) -> HttpResponse:
     """What django-axes answers a locked-out login with (settings.AXES_LOCKOUT_CALLABLE):
     429 and Retry-After, as JSON under /api/ and as the login page elsewhere."""
     detail = _lockout_detail()

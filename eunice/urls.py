@@ -29,7 +29,11 @@ urlpatterns = [
     path("playground/", staff_views.playground, name="playground"),
     path("playground/<str:name>/", staff_views.playground_tool, name="playground-tool"),
     path("telemetry/", telemetry_views.telemetry, name="telemetry"),
-    path("telemetry/conversations/<str:conversation_id>/", telemetry_views.telemetry_conversation, name="telemetry-conversation"),
+    path(
+        "telemetry/conversations/<str:conversation_id>/",
+        telemetry_views.telemetry_conversation,
+        name="telemetry-conversation",
+    ),
     path("admin/", admin.site.urls),
     path("api/", include("eunice.api_urls")),
     path("health/", health, name="health"),

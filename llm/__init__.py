@@ -1,10 +1,10 @@
 """The LLM provider layer: one interface, an Anthropic and an offline provider.
 
-    config = get_model_for_role("chat")
-    llm = create_llm_client_for_role("chat", model=config)
-    request = LLMRequest.for_model(config, system=..., messages=..., tools=...)
-    for event in llm.stream(request): ...      # ends with MessageStop(response)
-    cost = response.usage.cost_usd(config)
+config = get_model_for_role("chat")
+llm = create_llm_client_for_role("chat", model=config)
+request = LLMRequest.for_model(config, system=..., messages=..., tools=...)
+for event in llm.stream(request): ...      # ends with MessageStop(response)
+cost = response.usage.cost_usd(config)
 """
 
 from llm.cost import Usage
@@ -38,9 +38,29 @@ from llm.types import (
 )
 
 __all__ = [
-    "CURRENT_STATE_MARKER", "ContentBlock", "LLMAuthError", "LLMBadRequestError", "LLMConfigError",
-    "LLMConnectionError", "LLMError", "LLMOverloadedError", "LLMRateLimitError", "LLMRequest",
-    "LLMResponse", "LLMResponseError", "MessageStop", "Provider", "StreamEvent", "TextBlock",
-    "TextDelta", "ThinkingBlock", "ThinkingDelta", "ToolUseBlock", "ToolUseInputDelta",
-    "ToolUseStart", "ToolUseStop", "Usage", "UsageUpdate",
+    "CURRENT_STATE_MARKER",
+    "ContentBlock",
+    "LLMAuthError",
+    "LLMBadRequestError",
+    "LLMConfigError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMOverloadedError",
+    "LLMRateLimitError",
+    "LLMRequest",
+    "LLMResponse",
+    "LLMResponseError",
+    "MessageStop",
+    "Provider",
+    "StreamEvent",
+    "TextBlock",
+    "TextDelta",
+    "ThinkingBlock",
+    "ThinkingDelta",
+    "ToolUseBlock",
+    "ToolUseInputDelta",
+    "ToolUseStart",
+    "ToolUseStop",
+    "Usage",
+    "UsageUpdate",
 ]

@@ -223,7 +223,9 @@ def typed_error(err: Exception, *, secret: str = "", host: str | None = None) ->
     if isinstance(err, StreamError):
         error_class = _BY_ERROR_TYPE.get(err.error_type, LLMResponseError)
         detail = _redact(err.message, secret)[:_DETAIL_LIMIT]
-        return error_class(f"{_SUMMARY[error_class]} ({err.error_type or 'error'})" + (f": {detail}" if detail else "."))
+        return error_class(
+            f"{_SUMMARY[error_class]} ({err.error_type or 'error'})" + (f": {detail}" if detail else ".")
+        )
     if isinstance(err, (anthropic.APITimeoutError, httpx2.TimeoutException)):
         return LLMConnectionError("The model provider did not answer in time.")
     if isinstance(err, (anthropic.APIConnectionError, httpx2.HTTPError)):

@@ -83,7 +83,9 @@ class OfflineProvider:
         try:
             inputs = loads_bounded(raw) if raw else {}
         except JSONTooDeep as exc:
-            return _reply(f"The arguments of /{name} are not accepted: {exc}. Write a flatter JSON object, e.g. {example}")
+            return _reply(
+                f"The arguments of /{name} are not accepted: {exc}. Write a flatter JSON object, e.g. {example}"
+            )
         except json.JSONDecodeError as exc:
             return _reply(
                 f"The arguments of /{name} are not valid JSON ({exc.msg} at line {exc.lineno}, "
@@ -120,7 +122,8 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _user_text(message: dict[str, Any]) -> str:
     texts = [
-        b.get("text", "") for b in _blocks(message)
+        b.get("text", "")
+        for b in _blocks(message)
         if b.get("type") == "text" and not b.get("text", "").lstrip().startswith(CURRENT_STATE_MARKER)
     ]
     return "\n".join(texts).strip()

@@ -68,7 +68,9 @@ def _anthropic(config: ModelConfig) -> Provider:
             "but ANTHROPIC_API_KEY is not set."
         )
     return _anthropic_provider(
-        settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL or None, settings.LLM_MAX_RETRIES,
+        settings.ANTHROPIC_API_KEY,
+        settings.ANTHROPIC_BASE_URL or None,
+        settings.LLM_MAX_RETRIES,
         settings.LLM_TIMEOUT_SECONDS,
     )
 

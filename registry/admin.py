@@ -48,24 +48,33 @@ class ToolDefinitionForm(forms.ModelForm):
             return data
         if self.instance.pk is None:
             self._clean_new(data)
-        current = {field: data.get(field, getattr(self.instance, field)) for field in
-                   ("name", "implementation", "input_schema", "description", "tenant_id", "dependencies")}
+        current = {
+            field: data.get(field, getattr(self.instance, field))
+            for field in ("name", "implementation", "input_schema", "description", "tenant_id", "dependencies")
+        }
         try:
             data["dependencies"] = custom_tools.check_definition(
-                name=current["name"], code=current["implementation"], input_schema=current["input_schema"],
-                description=current["description"], tenant_id=current["tenant_id"],
-                dependencies=current["dependencies"] or [])
+                name=current["name"],
+                code=current["implementation"],
+                input_schema=current["input_schema"],
+                description=current["description"],
+                tenant_id=current["tenant_id"],
+                dependencies=current["dependencies"] or [],
+            )
         except ValidationError as exc:
             self.add_error(None, exc)
         return data
 
     def _clean_new(self, data: dict) -> None:
         if data.get("status") != ToolStatus.DRAFT:
-            self.add_error("status", "a custom tool starts as a draft: save it, then submit it for testing "
-                                     "from its review page")
+            self.add_error(
+                "status", "a custom tool starts as a draft: save it, then submit it for testing from its review page"
+            )
         tenant, allowed = data.get("tenant_id"), review_tenants(self.acting_user)
         if tenant and allowed is not None and tenant not in allowed:
-            self.add_error("tenant_id", f"you may create custom tools only for tenant(s) {', '.join(allowed) or '(none)'}")
+            self.add_error(
+                "tenant_id", f"you may create custom tools only for tenant(s) {', '.join(allowed) or '(none)'}"
+            )
 
 
 @admin.register(ToolDefinition)
@@ -73,25 +82,70 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
     """Every tool; a custom tool's changes and lifecycle go through registry.custom_tools."""
 
     form = ToolDefinitionForm
-    list_display = ("name", "tool_type", "status", "category", "tenant_id", "enabled", "version", "updated_at",
-                    "review_link")
+    list_display = (
+        "name",
+        "tool_type",
+        "status",
+        "category",
+        "tenant_id",
+        "enabled",
+        "version",
+        "updated_at",
+        "review_link",
+    )
     list_filter = ("tool_type", "status", "category", "tenant_id", "enabled")
     search_fields = ("name", "description")
-    readonly_fields = ("definition_hash", "approved_hash", "test_results", "embedding_model", "created_at",
-                       "updated_at", "version")
+    readonly_fields = (
+        "definition_hash",
+        "approved_hash",
+        "test_results",
+        "embedding_model",
+        "created_at",
+        "updated_at",
+        "version",
+    )
     # A custom tool's status moves only through the lifecycle actions; what it is
     # and whom it serves are fixed once created (a new name or tenant is a new tool).
-    custom_readonly_fields = ("status", "name", "tenant_id", "handler_path", "created_by", "rejection_reason",
-                              "deleted_at")
+    custom_readonly_fields = (
+        "status",
+        "name",
+        "tenant_id",
+        "handler_path",
+        "created_by",
+        "rejection_reason",
+        "deleted_at",
+    )
     actions = ("submit_for_testing",)
     list_per_page = 100
     fieldsets = (
         (None, {"fields": ("name", "description", "tool_type", "status", "enabled", "category", "tenant_id")}),
-        ("Definition", {"fields": ("input_schema", "implementation", "handler_path", "dependencies",
-                                   "status_message", "large_output")}),
+        (
+            "Definition",
+            {
+                "fields": (
+                    "input_schema",
+                    "implementation",
+                    "handler_path",
+                    "dependencies",
+                    "status_message",
+                    "large_output",
+                )
+            },
+        ),
         ("Surface", {"fields": ("domain", "replaced_by_model_capability", "parent_tool")}),
-        ("Review", {"fields": ("created_by", "rejection_reason", "test_results", "definition_hash",
-                               "approved_hash", "version")}),
+        (
+            "Review",
+            {
+                "fields": (
+                    "created_by",
+                    "rejection_reason",
+                    "test_results",
+                    "definition_hash",
+                    "approved_hash",
+                    "version",
+                )
+            },
+        ),
         ("Lifecycle", {"fields": ("deleted_at", "embedding_model", "created_at", "updated_at")}),
     )
 
@@ -130,9 +184,16 @@ class ToolDefinitionAdmin(admin.ModelAdmin):
                 self._edit_custom(request, obj, form)
             else:
                 created = custom_tools.register_custom_tool(
-                    name=obj.name, code=obj.implementation, input_schema=obj.input_schema,
-                    description=obj.description, tenant_id=obj.tenant_id, dependencies=obj.dependencies or [],
-                    created_by=f"admin:{request.user.get_username()}", acting_user=request.user, submit=False)
+                    name=obj.name,
+                    code=obj.implementation,
+                    input_schema=obj.input_schema,
+                    description=obj.description,
+                    tenant_id=obj.tenant_id,
+                    dependencies=obj.dependencies or [],
+                    created_by=f"admin:{request.user.get_username()}",
+                    acting_user=request.user,
+                    submit=False,
+                )
                 obj.pk = created.pk
         except ValidationError as exc:
             # The form checked the same rules; this is a race with another change.
@@ -185,8 +246,9 @@ class ToolJobAdmin(TenantScopedAdmin):
 
     @admin.display(description="progress", ordering="progress_pct")
     def progress(self, job: ToolJob) -> str:
-        return format_html('<progress value="{}" max="100">{}%</progress> {}%', job.progress_pct,
-                           job.progress_pct, job.progress_pct)
+        return format_html(
+            '<progress value="{}" max="100">{}%</progress> {}%', job.progress_pct, job.progress_pct, job.progress_pct
+        )
 
     @admin.display(description="outcome")
     def outcome(self, job: ToolJob) -> str:
@@ -196,6 +258,7 @@ class ToolJobAdmin(TenantScopedAdmin):
         if "verdict" in result:
             return f"audit {'passed' if result.get('audit_passed') else 'failed'}; auditor: {result['verdict']}"
         return ""
+
     list_filter = ("job_type", "status", "tenant_id")
     search_fields = ("id", "tool_name")
     readonly_fields = ("created_at", "updated_at")
@@ -254,6 +317,7 @@ class SandboxRunAdmin(TenantScopedAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
 
 class TenantUserAdmin(TenantScopedAdmin, UserAdmin):
     """Staff see and edit the users of their tenant only; superusers every user."""

@@ -18,6 +18,7 @@ from registry.lazy import Lazy
 
 T = TypeVar("T")
 
+
 def _start_loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="registry-event-loop", daemon=True)

@@ -29,8 +29,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from registry.context import ToolContext
 from registry.cards import CardType
+from registry.context import ToolContext
 from registry.models import ApprovalStatus, PendingApproval
 from registry.tenancy import tenant_of
 
@@ -55,7 +55,9 @@ def arguments_hash(tool_name: str, arguments: dict, shown: dict) -> str:
     """
     canonical = json.dumps(
         {"tool": tool_name, "arguments": arguments, "shown": shown},
-        sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
     )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -71,15 +73,21 @@ def request_approval(
     """
     digest = arguments_hash(tool_name, arguments, shown)
     waiting = (
-        PendingApproval.objects.select_for_update().undecided()
+        PendingApproval.objects.select_for_update()
+        .undecided()
         .filter(tenant_id=tenant_id, conversation_id=conversation_id, user_id=acting_user.pk, args_hash=digest)
         .first()
     )
     if waiting is not None:
         return waiting
     return PendingApproval.objects.create(
-        tenant_id=tenant_id, user_id=acting_user.pk, conversation_id=conversation_id or "",
-        tool_name=tool_name, arguments=arguments, shown=shown, args_hash=digest,
+        tenant_id=tenant_id,
+        user_id=acting_user.pk,
+        conversation_id=conversation_id or "",
+        tool_name=tool_name,
+        arguments=arguments,
+        shown=shown,
+        args_hash=digest,
         expires_at=timezone.now() + timedelta(seconds=settings.EUNICE_APPROVAL_TTL_SECONDS),
     )
 
@@ -101,7 +109,11 @@ def approve(
 
 
 def reject(
-    approval_id: str | uuid.UUID, *, acting_user: Any, expected_hash: str | None = None, reason: str = "",
+    approval_id: str | uuid.UUID,
+    *,
+    acting_user: Any,
+    expected_hash: str | None = None,
+    reason: str = "",
     conversation_id: str | None = None,
 ) -> tuple[PendingApproval, bool]:
     """Reject the call; returns the row and whether this click rejected it.
@@ -114,7 +126,11 @@ def reject(
 
 @transaction.atomic
 def _decide(
-    approval_id: str | uuid.UUID, decision: str, acting_user: Any, expected_hash: str | None, reason: str,
+    approval_id: str | uuid.UUID,
+    decision: str,
+    acting_user: Any,
+    expected_hash: str | None,
+    reason: str,
     conversation_id: str | None,
 ) -> tuple[PendingApproval, bool]:
     row = _decidable(approval_id, acting_user, conversation_id)
@@ -211,8 +227,12 @@ def record_outcome(row: PendingApproval, outcome: str) -> PendingApproval:
 def card(row: PendingApproval) -> dict:
     """What the chat page draws: the call, what it runs, and the hash a click sends back."""
     return {
-        "type": CardType.APPROVAL, "approval_id": str(row.pk), "args_hash": row.args_hash,
-        "tool": row.tool_name, "status": row.status, "shown": row.shown,
+        "type": CardType.APPROVAL,
+        "approval_id": str(row.pk),
+        "args_hash": row.args_hash,
+        "tool": row.tool_name,
+        "status": row.status,
+        "shown": row.shown,
         "expires_at": row.expires_at.isoformat(),
     }
 

@@ -38,15 +38,26 @@ def static_problems(tool: ToolDefinition) -> list[str]:
 def run_case(tool: ToolDefinition, case: dict) -> dict[str, Any]:
     """Run one test case ``{"inputs": {...}, "expect": "text the output contains"}``."""
     context = ToolContext(tenant_id=tool.tenant_id if tool.tenant_id != "*" else "audit", user_id="auditor")
-    outcome = service.run_code(tool.implementation, case.get("inputs") or {}, context,
-                               tool_name=tool.name, definition_hash=tool.definition_hash)
+    outcome = service.run_code(
+        tool.implementation,
+        case.get("inputs") or {},
+        context,
+        tool_name=tool.name,
+        definition_hash=tool.definition_hash,
+    )
     output = service.outcome_to_return(outcome)
     text = output.message if hasattr(output, "message") else str(output)
     expected = case.get("expect")
     passed = outcome.ok and (expected is None or str(expected) in text)
-    return {"inputs": case.get("inputs") or {}, "expect": expected, "passed": passed,
-            "output": text[:2000], "stopped_by": outcome.stopped_by, "layers": outcome.layers,
-            "wall_ms": round(outcome.wall_ms, 1)}
+    return {
+        "inputs": case.get("inputs") or {},
+        "expect": expected,
+        "passed": passed,
+        "output": text[:2000],
+        "stopped_by": outcome.stopped_by,
+        "layers": outcome.layers,
+        "wall_ms": round(outcome.wall_ms, 1),
+    }
 
 
 def audit_custom_tool(tool: ToolDefinition) -> dict[str, Any]:
@@ -57,9 +68,12 @@ def audit_custom_tool(tool: ToolDefinition) -> dict[str, Any]:
     problems = static_problems(tool)
     results = [] if problems else [run_case(tool, case) for case in cases]
     report = {
-        "cases": cases, "static_problems": problems, "results": results,
+        "cases": cases,
+        "static_problems": problems,
+        "results": results,
         "passed": not problems and all(r["passed"] for r in results),
-        "definition_hash": tool.definition_hash, "audited_at": timezone.now().isoformat(),
+        "definition_hash": tool.definition_hash,
+        "audited_at": timezone.now().isoformat(),
     }
     with transaction.atomic():
         ToolDefinition.objects.filter(pk=tool.pk).update(test_results=report)

@@ -78,8 +78,13 @@ def run_job(run_id: str) -> Any:
     from registry.models import JobRun, JobRunStatus
 
     claimed = JobRun.objects.filter(pk=run_id, status=JobRunStatus.QUEUED).update(
-        status=JobRunStatus.RUNNING, host=HOST, pid=os.getpid(), process_started=_process_started(os.getpid()),
-        started_at=timezone.now(), attempts=F("attempts") + 1)
+        status=JobRunStatus.RUNNING,
+        host=HOST,
+        pid=os.getpid(),
+        process_started=_process_started(os.getpid()),
+        started_at=timezone.now(),
+        attempts=F("attempts") + 1,
+    )
     if claimed != 1:  # run already, or by another worker (a broker's redelivery)
         return "not claimed"
     run = JobRun.objects.get(pk=run_id)
@@ -132,8 +137,10 @@ def _requeue(run) -> int:  # noqa: ANN001
 def _fail_lost(run) -> int:  # noqa: ANN001
     from registry.models import JobRunStatus
 
-    reason = (f"its worker died during each of {run.attempts} attempt(s) (the last was pid {run.pid} on {run.host}); "
-              "not retried again")
+    reason = (
+        f"its worker died during each of {run.attempts} attempt(s) (the last was pid {run.pid} on {run.host}); "
+        "not retried again"
+    )
     with transaction.atomic():
         if not _move(run, JobRunStatus.FAILED, error=reason, finished_at=timezone.now()):
             return 0
@@ -147,8 +154,9 @@ def _move(run, status: str, **fields: Any) -> bool:  # noqa: ANN001
     """The conditional update that must change exactly one row: two reapers never both act on a run."""
     from registry.models import JobRun, JobRunStatus
 
-    return JobRun.objects.filter(pk=run.pk, status=JobRunStatus.RUNNING, pid=run.pid).update(
-        status=status, **fields) == 1
+    return (
+        JobRun.objects.filter(pk=run.pk, status=JobRunStatus.RUNNING, pid=run.pid).update(status=status, **fields) == 1
+    )
 
 
 def _finish(run_id: str, status: str, error: str | None = None) -> None:
@@ -156,7 +164,8 @@ def _finish(run_id: str, status: str, error: str | None = None) -> None:
 
     fields = {"error": error} if error is not None else {}
     JobRun.objects.filter(pk=run_id, status=JobRunStatus.RUNNING, pid=os.getpid()).update(
-        status=status, finished_at=timezone.now(), **fields)
+        status=status, finished_at=timezone.now(), **fields
+    )
 
 
 def _resolve(func: str) -> Callable[..., Any]:

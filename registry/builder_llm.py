@@ -15,12 +15,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from llm import LLMConfigError, LLMError, LLMRequest
+from llm.models import ModelConfig
 from llm.offline import OfflineProvider
 from llm.provider import Provider
 from llm.roles import create_llm_client_for_role, get_model_for_role
-from eunice.jsonlimits import JSONTooDeep, loads_bounded
-from llm.models import ModelConfig
 
 BUILDER_ROLE = "tool_builder"
 AUDITOR_ROLE = "tool_auditor"
@@ -81,8 +81,7 @@ class RoleModel:
 
     def ask(self, system: str, prompt: str) -> str:
         """One completion; raises BuildFailed with the provider's (safe) message."""
-        request = LLMRequest.for_model(self.config, system=system,
-                                       messages=[{"role": "user", "content": prompt}])
+        request = LLMRequest.for_model(self.config, system=system, messages=[{"role": "user", "content": prompt}])
         try:
             return self.client.complete(request).text
         except LLMError as exc:
@@ -113,8 +112,16 @@ def propose(model: RoleModel, *, name: str, request: str) -> Proposal:
 
 def review(model: RoleModel, *, name: str, proposal: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
     """Ask the auditor model for a verdict. Raises BuildFailed on a failed call or a malformed reply."""
-    prompt = json.dumps({"name": name, **proposal, "static_problems": report.get("static_problems", []),
-                         "test_results": report.get("results", [])}, indent=2, default=str)
+    prompt = json.dumps(
+        {
+            "name": name,
+            **proposal,
+            "static_problems": report.get("static_problems", []),
+            "test_results": report.get("results", []),
+        },
+        indent=2,
+        default=str,
+    )
     return parse_review(model.ask(AUDITOR_SYSTEM, prompt))
 
 
@@ -135,13 +142,22 @@ def parse_proposal(reply: str) -> Proposal:
     if not isinstance(cases, list) or not 1 <= len(cases) <= MAX_TEST_CASES:
         problems.append(f"test_cases must be a list of 1 to {MAX_TEST_CASES} cases")
     else:
-        problems += [f"test_cases[{i}] must be {{\"inputs\": object, \"expect\": string}}"
-                     for i, case in enumerate(cases) if not _is_case(case)]
+        problems += [
+            f'test_cases[{i}] must be {{"inputs": object, "expect": string}}'
+            for i, case in enumerate(cases)
+            if not _is_case(case)
+        ]
     if problems:
-        raise BuildFailed(f"the {BUILDER_ROLE} model's reply is unusable: {'; '.join(problems)}. "
-                          f"Expected: {BUILDER_FORMAT}")
-    return Proposal(description.strip(), schema, code, [{"inputs": c["inputs"], "expect": c["expect"]} for c in cases],
-                    tuple(dependencies))
+        raise BuildFailed(
+            f"the {BUILDER_ROLE} model's reply is unusable: {'; '.join(problems)}. Expected: {BUILDER_FORMAT}"
+        )
+    return Proposal(
+        description.strip(),
+        schema,
+        code,
+        [{"inputs": c["inputs"], "expect": c["expect"]} for c in cases],
+        tuple(dependencies),
+    )
 
 
 def parse_review(reply: str) -> dict[str, Any]:
@@ -156,8 +172,9 @@ def parse_review(reply: str) -> dict[str, Any]:
     if not isinstance(concerns, list) or not all(isinstance(c, str) for c in concerns):
         problems.append("concerns must be a list of strings")
     if problems:
-        raise BuildFailed(f"the {AUDITOR_ROLE} model's reply is unusable: {'; '.join(problems)}. "
-                          f"Expected: {AUDITOR_FORMAT}")
+        raise BuildFailed(
+            f"the {AUDITOR_ROLE} model's reply is unusable: {'; '.join(problems)}. Expected: {AUDITOR_FORMAT}"
+        )
     return {"verdict": data["verdict"], "summary": data["summary"], "concerns": concerns}
 
 
@@ -170,8 +187,10 @@ def _json_object(reply: str, role: str, expected: str) -> dict[str, Any]:
     except JSONTooDeep as exc:
         raise BuildFailed(f"{exc}. Expected one object: {expected}") from None
     except json.JSONDecodeError as exc:
-        raise BuildFailed(f"the {role} model's reply is not JSON ({exc.msg} at line {exc.lineno}, "
-                          f"column {exc.colno}). Expected one object: {expected}") from None
+        raise BuildFailed(
+            f"the {role} model's reply is not JSON ({exc.msg} at line {exc.lineno}, "
+            f"column {exc.colno}). Expected one object: {expected}"
+        ) from None
     if not isinstance(data, dict):
         raise BuildFailed(f"the {role} model's reply is JSON but not an object. Expected: {expected}")
     return data

@@ -35,19 +35,21 @@ class Drawing(StrEnum):
     DATA = "data"  # shown as the card's JSON
 
 
-DRAWN_AS: Mapping[CardType, Drawing] = MappingProxyType({
-    CardType.FILE_DOWNLOAD: Drawing.OWN,
-    CardType.TABLE: Drawing.ROWS,
-    CardType.CHART: Drawing.OWN,
-    CardType.MAP_DISPLAY: Drawing.OWN,
-    CardType.DOCUMENT_PASSAGES: Drawing.DATA,
-    CardType.CITED_ANSWER: Drawing.OWN,
-    CardType.APPROVAL: Drawing.APPROVAL,
-    CardType.MCP_STRUCTURED: Drawing.DATA,
-    CardType.RESOURCE: Drawing.DATA,
-    CardType.IMAGE: Drawing.DATA,
-    CardType.AUDIO: Drawing.DATA,
-})
+DRAWN_AS: Mapping[CardType, Drawing] = MappingProxyType(
+    {
+        CardType.FILE_DOWNLOAD: Drawing.OWN,
+        CardType.TABLE: Drawing.ROWS,
+        CardType.CHART: Drawing.OWN,
+        CardType.MAP_DISPLAY: Drawing.OWN,
+        CardType.DOCUMENT_PASSAGES: Drawing.DATA,
+        CardType.CITED_ANSWER: Drawing.OWN,
+        CardType.APPROVAL: Drawing.APPROVAL,
+        CardType.MCP_STRUCTURED: Drawing.DATA,
+        CardType.RESOURCE: Drawing.DATA,
+        CardType.IMAGE: Drawing.DATA,
+        CardType.AUDIO: Drawing.DATA,
+    }
+)
 
 # Drawn under the message that made them as well as in the side panel.
 INLINE: frozenset[CardType] = frozenset({CardType.FILE_DOWNLOAD, CardType.CHART})

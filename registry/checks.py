@@ -47,7 +47,9 @@ def check_sandbox(app_configs=None, **kwargs) -> list:
     if settings.SANDBOX["ALLOW_WEAK"]:
         message = f"custom tools run WITHOUT {', '.join(missing)} (EUNICE_SANDBOX_ALLOW_WEAK=1)."
     else:
-        message = (f"custom tools are enabled but will be refused: the sandbox's OS layer lacks "
-                   f"{', '.join(missing)}. Run as root on Linux with Landlock and libseccomp, or set "
-                   "EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode.")
+        message = (
+            f"custom tools are enabled but will be refused: the sandbox's OS layer lacks "
+            f"{', '.join(missing)}. Run as root on Linux with Landlock and libseccomp, or set "
+            "EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode."
+        )
     return [Warning(message, id="eunice.W002")]

@@ -88,7 +88,7 @@ class ToolContext:
     # Set by the registry for the call.
     tool_name: str = ""
     reasoning: str | None = None
-    registry: "ToolRegistry | None" = None
+    registry: ToolRegistry | None = None
 
     def __post_init__(self) -> None:
         # A field left at its plain default is read from the class: the instance keeps only
@@ -98,7 +98,7 @@ class ToolContext:
             if fields[name] is default:
                 del fields[name]
 
-    def for_call(self, registry: "ToolRegistry", name: str, reasoning: str | None) -> "ToolContext":
+    def for_call(self, registry: ToolRegistry, name: str, reasoning: str | None) -> ToolContext:
         """This context as the registry hands it to ``name``'s handler."""
         # Not dataclasses.replace: that re-runs __init__, and this is on every call's path.
         made = _new(ToolContext)
@@ -110,6 +110,7 @@ class ToolContext:
 
 # Fields whose default is a plain value (not a function: read from the class, that would bind).
 _PLAIN_DEFAULTS = tuple(
-    (f.name, f.default) for f in dataclasses.fields(ToolContext)
+    (f.name, f.default)
+    for f in dataclasses.fields(ToolContext)
     if f.default is not dataclasses.MISSING and not hasattr(type(f.default), "__get__")
 )

@@ -110,9 +110,7 @@ class ToolSpec:
         kinds = frozenset(self.expected_envelopes)
         if not kinds or not kinds <= ENVELOPE_KINDS:
             valid = ", ".join(sorted(ENVELOPE_KINDS))
-            raise ValueError(
-                f"expected_envelopes must be a non-empty subset of: {valid}; got {sorted(kinds)}"
-            )
+            raise ValueError(f"expected_envelopes must be a non-empty subset of: {valid}; got {sorted(kinds)}")
         object.__setattr__(self, "expected_envelopes", kinds)
 
 
@@ -195,9 +193,7 @@ def validate_envelope(envelope: Envelope, spec: ToolSpec) -> Envelope:
             found.append(Warning("contract", note, {"tool": spec.name, "envelope": kind}))
         if spec.is_tabular and not envelope.schema:
             found.append(
-                Warning(
-                    "contract", f"tabular tool {spec.name!r} returned an empty schema", {"tool": spec.name}
-                )
+                Warning("contract", f"tabular tool {spec.name!r} returned an empty schema", {"tool": spec.name})
             )
         if found:
             return dataclasses.replace(envelope, warnings=[*envelope.warnings, *found])
@@ -248,8 +244,10 @@ def _within_card_budget(cards: list[dict]) -> tuple[list[dict], Warning | None]:
         kept.append(card)
     if not omitted:
         return cards, None
-    message = (f"{len(omitted)} card(s) left out of what the user sees: {', '.join(omitted[:5])}; "
-               f"a result's cards may take {MAX_CARDS_BYTES:,} bytes")
+    message = (
+        f"{len(omitted)} card(s) left out of what the user sees: {', '.join(omitted[:5])}; "
+        f"a result's cards may take {MAX_CARDS_BYTES:,} bytes"
+    )
     return kept, Warning("size", message, {"omitted": omitted[:20], "limit_bytes": MAX_CARDS_BYTES})
 
 
@@ -292,9 +290,7 @@ def _build_dispatch(body: Handler, spec: ToolSpec, observer: Observer | None) ->
     finish = _finisher(spec, observer)
     build = _async_dispatch if _is_async(body) else _sync_dispatch
     dispatch = build(body, spec.name, finish)
-    functools.update_wrapper(
-        dispatch, body, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=()
-    )
+    functools.update_wrapper(dispatch, body, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
     dispatch.__contract_spec__ = spec  # type: ignore[attr-defined]
     dispatch.__contract_body__ = body  # type: ignore[attr-defined]
     return dispatch

@@ -131,8 +131,7 @@ def measure(data: Any) -> tuple[int, list[ColumnSpec]]:
     if kind == "DataFrame":
         # By position: duplicate column names would make data[name] a frame.
         return len(data), [
-            _measure_series(data.iloc[:, position], str(column))
-            for position, column in enumerate(data.columns)
+            _measure_series(data.iloc[:, position], str(column)) for position, column in enumerate(data.columns)
         ]
     if kind == "Series":
         return len(data), [_measure_series(data, "value" if data.name is None else str(data.name))]

@@ -41,8 +41,15 @@ CUSTOM_CATEGORY = "custom"
 BUILDER_PREFIX = "builder:"  # ToolDefinition.created_by of a tool a build job registered
 
 # Fields an edit may change without touching what a reviewer signed off on.
-SETTINGS_FIELDS = ("enabled", "category", "domain", "status_message", "large_output", "parent_tool",
-                   "replaced_by_model_capability")
+SETTINGS_FIELDS = (
+    "enabled",
+    "category",
+    "domain",
+    "status_message",
+    "large_output",
+    "parent_tool",
+    "replaced_by_model_capability",
+)
 
 
 class ReviewConflict(Exception):
@@ -89,14 +96,27 @@ def register_custom_tool(
     description or code, a schema that is not a JSON object schema, or a
     dependency that is not a tool of the tenant.
     """
-    deps = check_definition(name=name, code=code, input_schema=input_schema, description=description,
-                            tenant_id=tenant_id, dependencies=dependencies)
+    deps = check_definition(
+        name=name,
+        code=code,
+        input_schema=input_schema,
+        description=description,
+        tenant_id=tenant_id,
+        dependencies=dependencies,
+    )
     if ToolDefinition.objects.filter(name=name).exists():
         raise ValidationError(f"a tool named {name!r} already exists")
     tool = ToolDefinition.objects.create(
-        name=name, description=description, input_schema=input_schema, implementation=code,
-        tool_type=ToolType.CUSTOM, status=ToolStatus.DRAFT, category=CUSTOM_CATEGORY,
-        tenant_id=tenant_id, dependencies=deps, created_by=created_by,
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        implementation=code,
+        tool_type=ToolType.CUSTOM,
+        status=ToolStatus.DRAFT,
+        category=CUSTOM_CATEGORY,
+        tenant_id=tenant_id,
+        dependencies=deps,
+        created_by=created_by,
         test_results={"cases": list(test_cases or [])},
     )
     ToolReview.record(tool, ReviewAction.CREATE, acting_user, f"created by {created_by}")
@@ -145,16 +165,27 @@ def edit_custom_tool(
         raise TypeError(f"cannot edit {', '.join(unknown)} of a custom tool")
     with transaction.atomic():
         tool = ToolDefinition.objects.select_for_update().get(pk=tool.pk)
-        before = {field: getattr(tool, field) for field in ("implementation", "input_schema", "description",
-                                                             "dependencies", *settings)}
-        definition = {"implementation": code, "input_schema": input_schema, "description": description,
-                      "dependencies": None if dependencies is None else list(dependencies)}
+        before = {
+            field: getattr(tool, field)
+            for field in ("implementation", "input_schema", "description", "dependencies", *settings)
+        }
+        definition = {
+            "implementation": code,
+            "input_schema": input_schema,
+            "description": description,
+            "dependencies": None if dependencies is None else list(dependencies),
+        }
         # None leaves a definition field as it is; a setting takes the value given (None clears it).
         for field, value in [*((f, v) for f, v in definition.items() if v is not None), *settings.items()]:
             setattr(tool, field, value)
         tool.dependencies = check_definition(
-            name=tool.name, code=tool.implementation, input_schema=tool.input_schema,
-            description=tool.description, tenant_id=tool.tenant_id, dependencies=tool.dependencies)
+            name=tool.name,
+            code=tool.implementation,
+            input_schema=tool.input_schema,
+            description=tool.description,
+            tenant_id=tool.tenant_id,
+            dependencies=tool.dependencies,
+        )
         changed = [field for field, value in before.items() if getattr(tool, field) != value]
         if not changed:
             return tool
@@ -168,10 +199,15 @@ def edit_custom_tool(
 
 
 def _require_reviewer(acting_user: Any) -> None:
-    if (acting_user is None or not acting_user.is_active or not acting_user.is_staff
-            or not acting_user.has_perm(APPROVE_PERMISSION)):
-        raise PermissionDenied(f"only active staff with the {APPROVE_PERMISSION} permission may approve "
-                               "or reject custom tools")
+    if (
+        acting_user is None
+        or not acting_user.is_active
+        or not acting_user.is_staff
+        or not acting_user.has_perm(APPROVE_PERMISSION)
+    ):
+        raise PermissionDenied(
+            f"only active staff with the {APPROVE_PERMISSION} permission may approve or reject custom tools"
+        )
 
 
 def _reviewable(tool: ToolDefinition, acting_user: Any, expected_hash: str | None) -> ToolDefinition:
@@ -181,8 +217,9 @@ def _reviewable(tool: ToolDefinition, acting_user: Any, expected_hash: str | Non
     if tool.tool_type != ToolType.CUSTOM:
         raise ReviewConflict(f"{tool.name} is a {tool.tool_type} tool, not a custom one")
     if not ToolDefinition.objects.reviewable_by(acting_user).filter(pk=tool.pk).exists():
-        raise PermissionDenied(f"{tool.name} belongs to tenant {tool.tenant_id!r}, outside what "
-                               f"{acting_user.get_username()} may review")
+        raise PermissionDenied(
+            f"{tool.name} belongs to tenant {tool.tenant_id!r}, outside what {acting_user.get_username()} may review"
+        )
     if tool.status != ToolStatus.TESTING:
         raise ReviewConflict(f"{tool.name} is {tool.status}; only a tool in testing can be reviewed")
     if expected_hash is not None and expected_hash != tool.definition_hash:
@@ -192,7 +229,10 @@ def _reviewable(tool: ToolDefinition, acting_user: Any, expected_hash: str | Non
 
 @transaction.atomic
 def approve_custom_tool(
-    tool: ToolDefinition, *, acting_user: AbstractBaseUser, expected_hash: str | None = None,
+    tool: ToolDefinition,
+    *,
+    acting_user: AbstractBaseUser,
+    expected_hash: str | None = None,
     override_reason: str = "",
 ) -> ToolDefinition:
     """Approve exactly the current definition.
@@ -205,8 +245,7 @@ def approve_custom_tool(
     tool = _reviewable(tool, acting_user, expected_hash)
     state, reason = audit_state(tool), (override_reason or "").strip()
     if state != AuditState.PASSED and not reason:
-        raise ValidationError(f"{tool.name}'s audit is {state}: approving it anyway needs an override "
-                              "with a reason")
+        raise ValidationError(f"{tool.name}'s audit is {state}: approving it anyway needs an override with a reason")
     tool.status = ToolStatus.APPROVED
     tool.approved_hash = tool.definition_hash
     tool.rejection_reason = ""
@@ -240,7 +279,8 @@ def reject_custom_tool(
 def _settle_jobs(tool: ToolDefinition, status: str) -> int:
     """Close the build jobs waiting on ``tool`` with staff's decision."""
     return ToolJob.objects.filter(tool_name=tool.name, tenant_id=tool.tenant_id, status=JobStatus.TESTING).update(
-        status=status, progress_pct=100, updated_at=timezone.now())
+        status=status, progress_pct=100, updated_at=timezone.now()
+    )
 
 
 @transaction.atomic
@@ -250,20 +290,18 @@ def discard_failed_build(job_id: str) -> None:
     Nothing of a failed build stays approvable, and its name is free for a rebuild.
     """
     ToolDefinition.objects.filter(tool_type=ToolType.CUSTOM, created_by=f"{BUILDER_PREFIX}{job_id}").exclude(
-        status=ToolStatus.APPROVED).delete()
+        status=ToolStatus.APPROVED
+    ).delete()
 
 
 def last_approved(tool: ToolDefinition) -> ToolReview | None:
     """The most recent approval of an earlier definition, for the review diff."""
-    return (
-        tool.reviews.filter(action__in=APPROVALS)
-        .exclude(definition_hash=tool.definition_hash)
-        .first()
-    )
+    return tool.reviews.filter(action__in=APPROVALS).exclude(definition_hash=tool.definition_hash).first()
 
 
-def check_definition(*, name: str, code: str, input_schema: Any, description: str, tenant_id: str,
-                     dependencies: Any) -> list[str]:
+def check_definition(
+    *, name: str, code: str, input_schema: Any, description: str, tenant_id: str, dependencies: Any
+) -> list[str]:
     """The definition's dependencies, sorted; raises ValidationError listing every problem."""
     problems = []
     if not name or len(name) > 64 or not name.replace("_", "").isalnum() or not name.isascii():

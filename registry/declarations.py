@@ -85,9 +85,7 @@ class Tool:
             raise DeclarationError(f"tool {self.name!r} needs a module-level handler function")
         spec = getattr(self.handler, "__contract_spec__", None)
         if spec is not None and spec.name != self.name:
-            raise DeclarationError(
-                f"tool {self.name!r} is declared with a handler whose contract names {spec.name!r}"
-            )
+            raise DeclarationError(f"tool {self.name!r} is declared with a handler whose contract names {spec.name!r}")
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of the tool's input (a pydantic model's, rendered)."""

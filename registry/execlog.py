@@ -78,9 +78,7 @@ class ExecutionLogWriter:
         with self._start_lock:
             if self._thread is not None:
                 return
-            self._thread = threading.Thread(
-                target=self._run, name="execution-log-writer", daemon=True
-            )
+            self._thread = threading.Thread(target=self._run, name="execution-log-writer", daemon=True)
             self._thread.start()
 
     def _run(self) -> None:
@@ -109,8 +107,18 @@ class ExecutionLogWriter:
 
 
 _COLUMNS = (
-    "tool_name", "tenant_id", "user_id", "conversation_id", "input_data", "output_summary",
-    "success", "outcome", "outcome_kind", "error", "execution_ms", "created_at",
+    "tool_name",
+    "tenant_id",
+    "user_id",
+    "conversation_id",
+    "input_data",
+    "output_summary",
+    "success",
+    "outcome",
+    "outcome_kind",
+    "error",
+    "execution_ms",
+    "created_at",
 )
 
 
@@ -147,12 +155,17 @@ def _values(row: dict[str, Any]) -> tuple:
     from registry.models import LenientJSONEncoder
 
     return (
-        row["tool_name"], row["tenant_id"], row.get("user_id", ""),
+        row["tool_name"],
+        row["tenant_id"],
+        row.get("user_id", ""),
         row.get("conversation_id", ""),
         json.dumps(row.get("input_data", {}), cls=LenientJSONEncoder),
-        row.get("output_summary", ""), row["success"], row.get("outcome", ""),
+        row.get("output_summary", ""),
+        row["success"],
+        row.get("outcome", ""),
         row.get("outcome_kind", ""),
-        row.get("error", ""), row["execution_ms"],
+        row.get("error", ""),
+        row["execution_ms"],
         connection.ops.adapt_datetimefield_value(row["created_at"]),
     )
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 Rule = Callable[["ToolRegistry", str, dict, ToolContext], "Err | None"]
 
 
-def sandboxed_caller(registry: "ToolRegistry", name: str, inputs: dict, context: ToolContext) -> Err | None:
+def sandboxed_caller(registry: ToolRegistry, name: str, inputs: dict, context: ToolContext) -> Err | None:
     if context.sandbox is None:
         return None
     from registry.sandbox.bridge import refusal
@@ -41,19 +41,17 @@ def sandboxed_caller(registry: "ToolRegistry", name: str, inputs: dict, context:
     return Err(why_not, "SandboxPolicy") if why_not is not None else None
 
 
-def callers_rules(registry: "ToolRegistry", name: str, inputs: dict, context: ToolContext) -> Err | None:
+def callers_rules(registry: ToolRegistry, name: str, inputs: dict, context: ToolContext) -> Err | None:
     return context.gate.check(name, inputs, context) if context.gate is not None else None
 
 
 RULES: tuple[Rule, ...] = (sandboxed_caller, callers_rules)
 
 
-def check(registry: "ToolRegistry", name: str, inputs: dict, context: ToolContext) -> Err | None:
+def check(registry: ToolRegistry, name: str, inputs: dict, context: ToolContext) -> Err | None:
     """The first refusal of ``RULES`` for this call, or None to let it run."""
     for rule in RULES:
         refused = rule(registry, name, inputs, context)
         if refused is not None:
             return refused
     return None
-
-

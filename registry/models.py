@@ -55,8 +55,14 @@ REVIEW_SHARED_PERMISSION = "registry.review_shared_tooldefinition"
 # these fields, and a custom tool's approval is bound to that hash. The sandbox
 # limits are deployment-wide (settings), not per tool, so none is listed here.
 HASHED_FIELDS = (
-    "name", "description", "input_schema", "implementation", "handler_path", "tool_type",
-    "tenant_id", "dependencies",
+    "name",
+    "description",
+    "input_schema",
+    "implementation",
+    "handler_path",
+    "tool_type",
+    "tenant_id",
+    "dependencies",
 )
 
 
@@ -69,11 +75,7 @@ class ToolDefinitionQuerySet(models.QuerySet):
 
     def callable_by(self, tenant_id: str) -> ToolDefinitionQuerySet:
         """Tools a tenant may execute: approved, enabled, live; internal ones included."""
-        return (
-            self.live()
-            .for_tenant(tenant_id)
-            .filter(status=ToolStatus.APPROVED, enabled=True)
-        )
+        return self.live().for_tenant(tenant_id).filter(status=ToolStatus.APPROVED, enabled=True)
 
     def visible_to(self, tenant_id: str) -> ToolDefinitionQuerySet:
         """The definitional catalog a tenant's model may be offered."""
@@ -121,14 +123,10 @@ class ToolDefinition(models.Model):
     name = models.CharField(max_length=64, unique=True)
     description = models.TextField()
     input_schema = OrderedJSONField(default=dict)
-    implementation = models.TextField(
-        blank=True, help_text="Python source (custom), system:NAME or mcp:CONN:NAME."
-    )
+    implementation = models.TextField(blank=True, help_text="Python source (custom), system:NAME or mcp:CONN:NAME.")
     handler_path = models.CharField(max_length=255, blank=True)
     tool_type = models.CharField(max_length=16, choices=ToolType.choices, db_index=True)
-    status = models.CharField(
-        max_length=16, choices=ToolStatus.choices, default=ToolStatus.DRAFT, db_index=True
-    )
+    status = models.CharField(max_length=16, choices=ToolStatus.choices, default=ToolStatus.DRAFT, db_index=True)
     enabled = models.BooleanField(default=True)
     category = models.CharField(max_length=64, db_index=True)
     domain = models.CharField(max_length=64, null=True, blank=True)
@@ -162,9 +160,7 @@ class ToolDefinition(models.Model):
         db_table = "tool_definitions"
         ordering = ["name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(tool_type__in=ToolType.values), name="tool_type_known"
-            ),
+            models.CheckConstraint(condition=Q(tool_type__in=ToolType.values), name="tool_type_known"),
             models.CheckConstraint(condition=Q(status__in=ToolStatus.values), name="status_known"),
         ]
         permissions = [
@@ -236,9 +232,7 @@ class ToolJob(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=_short_id, editable=False)
     tool_name = models.CharField(max_length=64)
     job_type = models.CharField(max_length=16, choices=JobType.choices)
-    status = models.CharField(
-        max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True
-    )
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     spec = models.JSONField(default=dict)
     result = models.JSONField(default=dict, blank=True)
     progress_pct = models.PositiveSmallIntegerField(default=0)
@@ -253,9 +247,7 @@ class ToolJob(models.Model):
         db_table = "tool_jobs"
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(progress_pct__lte=100), name="progress_pct_at_most_100"
-            ),
+            models.CheckConstraint(condition=Q(progress_pct__lte=100), name="progress_pct_at_most_100"),
         ]
 
     def __str__(self) -> str:
@@ -275,11 +267,7 @@ class ToolExecutionLogQuerySet(models.QuerySet):
     def envelope_tallies(self) -> dict[str, dict]:
         """Per tool: Ok / Hint / Err counts with hint_kind and err_kind sub-tallies."""
         tallies: dict[str, dict] = {}
-        rows = (
-            self.order_by()
-            .values("tool_name", "outcome", "outcome_kind", "success")
-            .annotate(n=models.Count("id"))
-        )
+        rows = self.order_by().values("tool_name", "outcome", "outcome_kind", "success").annotate(n=models.Count("id"))
         for row in rows:
             tally = tallies.setdefault(
                 row["tool_name"], {"ok": 0, "hint": 0, "err": 0, "hint_kinds": {}, "err_kinds": {}}
@@ -304,9 +292,7 @@ class ToolExecutionLog(models.Model):
     output_summary = models.CharField(max_length=500, blank=True)
     success = models.BooleanField()
     outcome = models.CharField(max_length=8, choices=Outcome.choices, blank=True)
-    outcome_kind = models.CharField(
-        max_length=64, blank=True, help_text="hint_kind of a Hint, err_kind of an Err."
-    )
+    outcome_kind = models.CharField(max_length=64, blank=True, help_text="hint_kind of a Hint, err_kind of an Err.")
     error = models.TextField(blank=True)  # why the last attempt did not finish
     execution_ms = models.FloatField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -361,9 +347,7 @@ class ToolReview(models.Model):
 
     tool = models.ForeignKey(ToolDefinition, on_delete=models.CASCADE, related_name="reviews")
     action = models.CharField(max_length=16, choices=ReviewAction.choices)
-    acting_user = models.ForeignKey(
-        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    acting_user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     definition_hash = models.CharField(max_length=64)
     reason = models.TextField(blank=True)
     implementation = models.TextField(blank=True)
@@ -384,10 +368,16 @@ class ToolReview(models.Model):
     def record(cls, tool: ToolDefinition, action: str, acting_user: object = None, reason: str = "") -> ToolReview:
         """Write the history row of ``action`` on ``tool``'s current definition."""
         return cls.objects.create(
-            tool=tool, action=action, acting_user=acting_user, reason=reason,
-            definition_hash=tool.definition_hash, implementation=tool.implementation,
-            input_schema=tool.input_schema, description=tool.description,
-            dependencies=list(tool.dependencies or []), tenant_id=tool.tenant_id,
+            tool=tool,
+            action=action,
+            acting_user=acting_user,
+            reason=reason,
+            definition_hash=tool.definition_hash,
+            implementation=tool.implementation,
+            input_schema=tool.input_schema,
+            description=tool.description,
+            dependencies=list(tool.dependencies or []),
+            tenant_id=tool.tenant_id,
         )
 
 
@@ -448,7 +438,7 @@ def validate_string_list(value: object) -> None:
     from django.core.exceptions import ValidationError
 
     if not isinstance(value, list):
-        raise ValidationError(f"must be a list of strings, e.g. [\"-m\", \"server\"]; got {type(value).__name__}")
+        raise ValidationError(f'must be a list of strings, e.g. ["-m", "server"]; got {type(value).__name__}')
     for item in value:
         if not isinstance(item, str):
             raise ValidationError(f"must be a list of strings; item {item!r} is a {type(item).__name__}")
@@ -469,12 +459,7 @@ class MCPServerQuerySet(models.QuerySet):
         from django.db.models.functions import Cast, Coalesce, Concat
 
         owner = Concat(Value(MCP_CREATED_BY_PREFIX), Cast(OuterRef("pk"), CharField()), output_field=CharField())
-        tools = (
-            ToolDefinition.objects.live()
-            .filter(created_by=owner)
-            .order_by()
-            .values("created_by")
-        )
+        tools = ToolDefinition.objects.live().filter(created_by=owner).order_by().values("created_by")
 
         def counted(which: Q) -> Coalesce:
             return Coalesce(Subquery(tools.annotate(n=Count("id", filter=which)).values("n")), 0)
@@ -513,9 +498,7 @@ class MCPServer(models.Model):
     status = models.CharField(max_length=16, choices=MCPStatus.choices, default=MCPStatus.DISCONNECTED)
     last_error = models.TextField(blank=True)
     connected_at = models.DateTimeField(null=True, blank=True)
-    approval_policy = models.CharField(
-        max_length=8, choices=ApprovalPolicy.choices, default=ApprovalPolicy.MANUAL
-    )
+    approval_policy = models.CharField(max_length=8, choices=ApprovalPolicy.choices, default=ApprovalPolicy.MANUAL)
     call_timeout_seconds = models.FloatField(default=120.0)
     idempotent_tools = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     approved_tools = models.JSONField(default=dict, blank=True, editable=False)
@@ -537,9 +520,7 @@ class MCPServer(models.Model):
         permissions = [("approve_mcp_tool", "Can approve the tools of an MCP server")]
         constraints = [
             models.UniqueConstraint(fields=["tenant_id", "name"], name="mcp_server_name_per_tenant"),
-            models.CheckConstraint(
-                condition=Q(transport__in=MCPTransport.values), name="mcp_transport_known"
-            ),
+            models.CheckConstraint(condition=Q(transport__in=MCPTransport.values), name="mcp_transport_known"),
             models.CheckConstraint(condition=Q(call_timeout_seconds__gt=0), name="mcp_timeout_positive"),
         ]
 
@@ -575,9 +556,7 @@ class MCPAuditLog(models.Model):
 class TenantMembership(models.Model):
     """Which tenant a user acts for (REST and admin). A user without one sees no tenant data."""
 
-    user = models.OneToOneField(
-        "auth.User", on_delete=models.CASCADE, related_name="tenant_membership"
-    )
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="tenant_membership")
     tenant_id = models.CharField(max_length=64, db_index=True)
 
     class Meta:
@@ -619,7 +598,9 @@ class PendingApproval(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant_id = models.CharField(max_length=64, db_index=True)
     user = models.ForeignKey(
-        "auth.User", on_delete=models.CASCADE, related_name="pending_approvals",
+        "auth.User",
+        on_delete=models.CASCADE,
+        related_name="pending_approvals",
         help_text="Whose call it is: the conversation's owner.",
     )
     # No foreign key: the registry depends on no other app.
@@ -631,9 +612,7 @@ class PendingApproval(models.Model):
     status = models.CharField(
         max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING, db_index=True
     )
-    decided_by = models.ForeignKey(
-        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
     # Set once, by the call that runs it (a conditional update): an approval runs at most once.
@@ -651,9 +630,7 @@ class PendingApproval(models.Model):
             ("decide_pendingapproval", "Can decide another user's pending tool approvals in the same tenant"),
         ]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(status__in=ApprovalStatus.values), name="approval_status_known"
-            ),
+            models.CheckConstraint(condition=Q(status__in=ApprovalStatus.values), name="approval_status_known"),
         ]
 
     def __str__(self) -> str:

@@ -76,7 +76,7 @@ class CallGate(Protocol):
     """The caller's own rules for a call, run by the registry's gate before anything else
     (the conversation's loop guard and policy rules). None lets the call through."""
 
-    def check(self, name: str, inputs: dict, context: "ToolContext") -> "Err | None": ...
+    def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
 
 
 class SystemCatalog(Protocol):
@@ -105,4 +105,3 @@ class WorkingSet(Protocol):
 
     def add(self, conversation_id: str, namespace_id: str, names: list[str], query: str) -> None:
         """Page ``names`` in (those already there are left as they are)."""
-

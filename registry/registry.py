@@ -88,9 +88,7 @@ class ToolRegistry:
         """Make ``func`` the handler of tool ``name`` (system and MCP tools)."""
         dispatch = wrap_for_dispatch(name, func)
         with self._lock:
-            self._handlers[name] = Handler.wrap(
-                dispatch, inline=inline, timeout=timeout, sequential=sequential
-            )
+            self._handlers[name] = Handler.wrap(dispatch, inline=inline, timeout=timeout, sequential=sequential)
             self._unavailable.pop(name, None)
 
     def unregister_handler(self, name: str, reason: str | None = None) -> None:
@@ -277,8 +275,9 @@ class ToolRegistry:
 
             # Inline: the sandbox enforces its own CPU and wall-clock limits by killing the run,
             # and call_tool re-enters the registry on the caller's thread and transaction.
-            func = custom_handler(definition.name, definition.implementation, current,
-                                  declared_dependencies(definition))
+            func = custom_handler(
+                definition.name, definition.implementation, current, declared_dependencies(definition)
+            )
             handler = Handler.wrap(wrap_for_dispatch(definition.name, func), inline=True)
             with self._lock:
                 # One entry per tool: an edited (re-approved) version replaces the old one.
@@ -345,9 +344,7 @@ class ToolRegistry:
         if self._pool is None:
             with self._lock:
                 if self._pool is None:
-                    self._pool = concurrent.futures.ThreadPoolExecutor(
-                        max_workers=16, thread_name_prefix="tool"
-                    )
+                    self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="tool")
         return self._pool
 
     def _finish(self, call: Call, envelope: Envelope) -> ToolResult:
@@ -410,4 +407,3 @@ get_registry: Lazy[ToolRegistry] = Lazy(ToolRegistry)  # the process-wide regist
 
 def execute_tool(name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
     return get_registry().execute_tool(name, inputs, context)
-

@@ -37,16 +37,25 @@ VIEW_PERMISSION = "registry.view_tooldefinition"
 
 
 def _lines(code: str, schema: dict, description: str, dependencies: list, tenant_id: str) -> list[str]:
-    return [*description.splitlines(), f"--- tenant {tenant_id}", "--- dependencies", *dependencies,
-            "--- schema", *json.dumps(schema, indent=2, sort_keys=True).splitlines(), "--- code", *code.splitlines()]
+    return [
+        *description.splitlines(),
+        f"--- tenant {tenant_id}",
+        "--- dependencies",
+        *dependencies,
+        "--- schema",
+        *json.dumps(schema, indent=2, sort_keys=True).splitlines(),
+        "--- code",
+        *code.splitlines(),
+    ]
 
 
 def _diff(tool: ToolDefinition) -> str:
     previous = last_approved(tool)
     if previous is None:
         return ""
-    old = _lines(previous.implementation, previous.input_schema, previous.description, previous.dependencies,
-                 previous.tenant_id)
+    old = _lines(
+        previous.implementation, previous.input_schema, previous.description, previous.dependencies, previous.tenant_id
+    )
     new = _lines(tool.implementation, tool.input_schema, tool.description, tool.dependencies, tool.tenant_id)
     return "\n".join(difflib.unified_diff(old, new, "approved", "current", lineterm=""))
 
@@ -105,12 +114,17 @@ def _act(request: HttpRequest, tool: ToolDefinition) -> HttpResponse:
             tool = submit_for_testing(tool, acting_user=request.user)
             messages.success(request, f"{tool.name} is in testing; audit {audit_state(tool)}.")
         elif "approve" in request.POST:
-            approve_custom_tool(tool, acting_user=request.user, expected_hash=expected,
-                                override_reason=request.POST.get("override_reason", ""))
+            approve_custom_tool(
+                tool,
+                acting_user=request.user,
+                expected_hash=expected,
+                override_reason=request.POST.get("override_reason", ""),
+            )
             messages.success(request, f"{tool.name} approved.")
         else:
-            reject_custom_tool(tool, acting_user=request.user, reason=request.POST.get("reason", ""),
-                               expected_hash=expected)
+            reject_custom_tool(
+                tool, acting_user=request.user, reason=request.POST.get("reason", ""), expected_hash=expected
+            )
             messages.success(request, f"{tool.name} rejected.")
     except (PermissionDenied, ValidationError, ReviewConflict) as exc:
         messages.error(request, " ".join(getattr(exc, "messages", [str(exc)])))

@@ -119,9 +119,7 @@ class ToolSearch:
             index.remove(name)
             del self._signatures[name]
         changed = {
-            name: document_for(d)
-            for name, d in definitions.items()
-            if self._signatures.get(name) != _signature(d)
+            name: document_for(d) for name, d in definitions.items() if self._signatures.get(name) != _signature(d)
         }
         if not changed:
             return

@@ -41,9 +41,7 @@ class SeedReport:
 
 
 @transaction.atomic
-def seed_system_tools(
-    tools: Iterable[dict], *, retired: Iterable[str] = (), known: Iterable[str] = ()
-) -> SeedReport:
+def seed_system_tools(tools: Iterable[dict], *, retired: Iterable[str] = (), known: Iterable[str] = ()) -> SeedReport:
     """Upsert ``tools`` and soft-delete live rows named in ``retired``.
 
     ``known`` names tools the code knows but does not seed now (turned off by a

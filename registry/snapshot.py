@@ -30,8 +30,7 @@ REFRESH_SECONDS = 2.0
 REASONING_FIELD = {
     "type": "string",
     "description": (
-        "Why you chose this tool and approach, in a sentence. Recorded for audit; "
-        "the tool itself never reads it."
+        "Why you chose this tool and approach, in a sentence. Recorded for audit; the tool itself never reads it."
     ),
 }
 NO_REASONING = frozenset({"plan"})
@@ -61,11 +60,7 @@ class Definition:
     dependencies: tuple[str, ...] = ()
 
     def callable_by(self, tenant_id: str) -> bool:
-        return (
-            self.status == ToolStatus.APPROVED
-            and self.enabled
-            and self.tenant_id in (tenant_id, ALL_TENANTS)
-        )
+        return self.status == ToolStatus.APPROVED and self.enabled and self.tenant_id in (tenant_id, ALL_TENANTS)
 
     def visible_to(self, tenant_id: str) -> bool:
         return self.category != INTERNAL_CATEGORY and self.callable_by(tenant_id)
@@ -155,8 +150,19 @@ def _current_hash(row: dict) -> str:
 
 
 _FIELDS = (
-    "id", "name", "description", "input_schema", "tool_type", "status", "enabled",
-    "category", "tenant_id", "handler_path", "implementation", "status_message", "approved_hash",
+    "id",
+    "name",
+    "description",
+    "input_schema",
+    "tool_type",
+    "status",
+    "enabled",
+    "category",
+    "tenant_id",
+    "handler_path",
+    "implementation",
+    "status_message",
+    "approved_hash",
     "dependencies",
 )
 

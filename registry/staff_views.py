@@ -19,8 +19,11 @@ from registry.tenancy import tenant_of, tenant_scope
 @staff_member_required
 def playground(request: HttpRequest) -> HttpResponse:
     """The live tools this staff member may administer (superusers: every tool), by type."""
-    tools = ToolDefinition.objects.live().administrable_by(request.user).order_by("tool_type", "name").values(
-        "name", "tool_type", "status", "enabled", "tenant_id", "description"
+    tools = (
+        ToolDefinition.objects.live()
+        .administrable_by(request.user)
+        .order_by("tool_type", "name")
+        .values("name", "tool_type", "status", "enabled", "tenant_id", "description")
     )
     return render(request, "eunice/playground.html", {"tools": tools})
 
@@ -53,16 +56,20 @@ def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
         if scope not in (None, tenant):
             context["input_error"] = f"tenant: you act only for your own tenant ({scope or 'none'})"
             return render(request, "eunice/playground_tool.html", context, status=403)
-        result = get_registry().execute_tool(
-            name, inputs, ToolContext(tenant_id=tenant, user_id=str(request.user.pk))
-        )
+        result = get_registry().execute_tool(name, inputs, ToolContext(tenant_id=tenant, user_id=str(request.user.pk)))
         writer().flush()
         context.update(
             result=result,
             raw=json.dumps(
-                {"error": result.error, "cost": result.cost, "cards": result.cards,
-                 "exports": result.exports, "datasets": sorted(result.datasets)},
-                indent=2, default=str,
+                {
+                    "error": result.error,
+                    "cost": result.cost,
+                    "cards": result.cards,
+                    "exports": result.exports,
+                    "datasets": sorted(result.datasets),
+                },
+                indent=2,
+                default=str,
             ),
             log_row=ToolExecutionLog.objects.filter(tool_name=name, user_id=str(request.user.pk)).first(),
             tenant=tenant,

@@ -48,10 +48,7 @@ def closest_tools(registry: ToolRegistry, name: str, tenant_id: str, *, limit: i
         if score >= MIN_SCORE:
             scored.append((score, definition))
     scored.sort(key=lambda item: (-item[0], item[1].name))
-    return [
-        {"label": d.name, "score": round(score, 2), "input_schema": d.input_schema}
-        for score, d in scored[:limit]
-    ]
+    return [{"label": d.name, "score": round(score, 2), "input_schema": d.input_schema} for score, d in scored[:limit]]
 
 
 def _search_ranks(registry: ToolRegistry, name: str, tenant_id: str) -> dict[str, int]:

@@ -30,7 +30,6 @@ logger = logging.getLogger("eunice.registry")
 MAX_TOOL_SURFACE = 120
 
 
-
 class Mode(StrEnum):
     """How a conversation's loop runs; the values of Conversation.Mode."""
 
@@ -48,9 +47,19 @@ DELEGATE_EXCLUDED: frozenset[str] = frozenset()
 # The agentic loop's fixed allowlist; deliberately not intersected with the
 # floor, so agentic mode never silently loses ground against chat mode.
 PM_ALLOWED: tuple[str, ...] = (
-    "plan", "delegate", "delegate_batch", "describe_entry", "search_catalog", "analyze_data",
-    "preview_data", "display_map", "generate_document", "document_conversation", "export",
-    "export_excel", "search_tools",
+    "plan",
+    "delegate",
+    "delegate_batch",
+    "describe_entry",
+    "search_catalog",
+    "analyze_data",
+    "preview_data",
+    "display_map",
+    "generate_document",
+    "document_conversation",
+    "export",
+    "export_excel",
+    "search_tools",
 )
 
 CAPABILITY_CACHE_SECONDS = 30.0
@@ -247,9 +256,10 @@ def page_in(
     This is where MAX_TOOL_SURFACE is enforced: tools that would push the
     composed surface over it are not added and are reported in ``over_budget``.
     """
-    current = {e.name for e in compose(
-        registry, tenant_id, mode=mode, conversation_id=conversation_id, namespace_id=namespace_id
-    )}
+    current = {
+        e.name
+        for e in compose(registry, tenant_id, mode=mode, conversation_id=conversation_id, namespace_id=namespace_id)
+    }
     room = MAX_TOOL_SURFACE - len(current)
     added, already, over = [], [], []
     for name in names:

@@ -72,10 +72,7 @@ def compute_scores(now=None) -> dict[str, float]:
         )
     )
     (_, w_recent), (_, w_mid), (_, w_old) = AGE_WEIGHTS
-    return {
-        row["tool_name"]: row["recent"] * w_recent + row["mid"] * w_mid + row["old"] * w_old
-        for row in rows
-    }
+    return {row["tool_name"]: row["recent"] * w_recent + row["mid"] * w_mid + row["old"] * w_old for row in rows}
 
 
 def derive_tier0(
@@ -105,11 +102,11 @@ def derive_tier0(
         why = ""
         if len(floor) < MIN_FLOOR:
             used = sum(1 for name, score in scores.items() if score > 0 and (known is None or name in known))
-            why = (f": {used} live tool(s) have calls in the execution log so far; "
-                   "the floor fills from it as tools are used (a new install starts small)")
-        logger.warning(
-            "derived tool floor has %d tools, outside [%d, %d]%s", len(floor), MIN_FLOOR, MAX_FLOOR, why
-        )
+            why = (
+                f": {used} live tool(s) have calls in the execution log so far; "
+                "the floor fills from it as tools are used (a new install starts small)"
+            )
+        logger.warning("derived tool floor has %d tools, outside [%d, %d]%s", len(floor), MIN_FLOOR, MAX_FLOOR, why)
     return floor
 
 

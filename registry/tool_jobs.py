@@ -21,9 +21,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from registry import builder_llm
+from registry import background, builder_llm
 from registry.auditor import audit_custom_tool
-from registry import background
 from registry.background import enqueue
 from registry.builder_llm import BuildFailed
 from registry.custom_tools import BUILDER_PREFIX, discard_failed_build, register_custom_tool, submit_for_testing
@@ -37,16 +36,16 @@ OPEN_STATUSES = (JobStatus.QUEUED, JobStatus.BUILDING, JobStatus.TESTING)
 INTERNAL_ERROR = "the build stopped on an internal error; the details are in the server log"
 
 
-def request_build(*, name: str, request: str, tenant_id: str, user_id: str = "",
-                  conversation_id: str = "") -> ToolJob:
+def request_build(*, name: str, request: str, tenant_id: str, user_id: str = "", conversation_id: str = "") -> ToolJob:
     """Queue a build of tool ``name`` from a natural-language ``request``; returns the job.
 
     Raises ValidationError when the name breaks the naming rule, is taken, or
     already has an open job, or when the request is empty.
     """
     if not NAME_RULE.match(name):
-        raise ValidationError(f"name {name!r} must be 3-64 lower-case letters, digits or underscores, "
-                              "starting with a letter")
+        raise ValidationError(
+            f"name {name!r} must be 3-64 lower-case letters, digits or underscores, starting with a letter"
+        )
     if not request.strip():
         raise ValidationError("the request is empty: say what the tool should do")
     if ToolDefinition.objects.filter(name=name).exists():
@@ -55,7 +54,10 @@ def request_build(*, name: str, request: str, tenant_id: str, user_id: str = "",
         if ToolJob.objects.filter(tool_name=name, status__in=OPEN_STATUSES).exists():
             raise ValidationError(f"a build of {name!r} is already under way")
         job = ToolJob.objects.create(
-            tool_name=name, job_type=JobType.BUILD, tenant_id=tenant_id, conversation_id=conversation_id or "",
+            tool_name=name,
+            job_type=JobType.BUILD,
+            tenant_id=tenant_id,
+            conversation_id=conversation_id or "",
             spec={"request": request.strip(), "requested_by": str(user_id or "")},
         )
         # The worker must see the committed row.
@@ -85,9 +87,15 @@ def _build(job: ToolJob) -> str:
     _progress(job.pk, JobStatus.BUILDING, 40)
     try:
         tool = register_custom_tool(
-            name=job.tool_name, code=proposal.code, input_schema=proposal.input_schema,
-            description=proposal.description, tenant_id=job.tenant_id, dependencies=proposal.dependencies,
-            test_cases=proposal.test_cases, created_by=f"{BUILDER_PREFIX}{job.pk}", submit=False,
+            name=job.tool_name,
+            code=proposal.code,
+            input_schema=proposal.input_schema,
+            description=proposal.description,
+            tenant_id=job.tenant_id,
+            dependencies=proposal.dependencies,
+            test_cases=proposal.test_cases,
+            created_by=f"{BUILDER_PREFIX}{job.pk}",
+            submit=False,
         )
     except ValidationError as exc:
         raise BuildFailed(f"the proposed tool could not be registered: {'; '.join(exc.messages)}") from None
@@ -95,28 +103,48 @@ def _build(job: ToolJob) -> str:
         return "moved elsewhere"
     report = audit_custom_tool(tool)
     _progress(job.pk, JobStatus.TESTING, 75)
-    verdict = builder_llm.review(auditor, name=tool.name, report=report, proposal={
-        "description": tool.description, "input_schema": tool.input_schema, "code": tool.implementation,
-        "dependencies": tool.dependencies})
+    verdict = builder_llm.review(
+        auditor,
+        name=tool.name,
+        report=report,
+        proposal={
+            "description": tool.description,
+            "input_schema": tool.input_schema,
+            "code": tool.implementation,
+            "dependencies": tool.dependencies,
+        },
+    )
     ToolDefinition.objects.filter(pk=tool.pk).update(test_results={**report, "review": verdict})
     # Last: only a tool whose audit and verdict are both in reaches staff.
     submit_for_testing(tool, acting_user=None)
-    result = {"tool": tool.name, "tool_id": tool.pk, "audit_passed": report["passed"],
-              "verdict": verdict["verdict"], "summary": verdict["summary"]}
+    result = {
+        "tool": tool.name,
+        "tool_id": tool.pk,
+        "audit_passed": report["passed"],
+        "verdict": verdict["verdict"],
+        "summary": verdict["summary"],
+    }
     ToolJob.objects.filter(pk=job.pk, status=JobStatus.TESTING).update(
-        progress_pct=100, result=result, updated_at=timezone.now())
+        progress_pct=100, result=result, updated_at=timezone.now()
+    )
     return JobStatus.TESTING
 
 
 def describe(job: ToolJob) -> dict[str, Any]:
     """What a requester may read of a job."""
-    return {"job_id": job.pk, "tool": job.tool_name, "status": job.status, "progress_pct": job.progress_pct,
-            **{k: v for k, v in (job.result or {}).items() if k in ("error", "audit_passed", "verdict", "summary")}}
+    return {
+        "job_id": job.pk,
+        "tool": job.tool_name,
+        "status": job.status,
+        "progress_pct": job.progress_pct,
+        **{k: v for k, v in (job.result or {}).items() if k in ("error", "audit_passed", "verdict", "summary")},
+    }
 
 
 def _move(job_id: str, source: str, target: str, progress: int) -> bool:
     changed = ToolJob.objects.filter(pk=job_id, status=source).update(
-        status=target, progress_pct=progress, updated_at=timezone.now())
+        status=target, progress_pct=progress, updated_at=timezone.now()
+    )
     return changed == 1
 
 
@@ -126,7 +154,8 @@ def _progress(job_id: str, status: str, progress: int) -> None:
 
 def _fail(job_id: str, message: str) -> str:
     ToolJob.objects.filter(pk=job_id, status__in=(JobStatus.BUILDING, JobStatus.TESTING)).update(
-        status=JobStatus.FAILED, result={"error": message}, updated_at=timezone.now())
+        status=JobStatus.FAILED, result={"error": message}, updated_at=timezone.now()
+    )
     discard_failed_build(job_id)
     logger.info("tool job %s failed: %s", job_id, message)
     return JobStatus.FAILED
@@ -135,7 +164,8 @@ def _fail(job_id: str, message: str) -> str:
 def _retry_lost(job_id: str) -> None:
     """The build's worker died: its job starts over (the tool it had registered, if any, is discarded)."""
     ToolJob.objects.filter(pk=job_id, status__in=(JobStatus.BUILDING, JobStatus.TESTING)).update(
-        status=JobStatus.QUEUED, progress_pct=0, updated_at=timezone.now())
+        status=JobStatus.QUEUED, progress_pct=0, updated_at=timezone.now()
+    )
     discard_failed_build(job_id)
 
 
@@ -153,8 +183,13 @@ def reap_stranded_builds() -> int:
 
     open_runs = JobRun.objects.filter(func=JOB_FUNCTION, status__in=(JobRunStatus.QUEUED, JobRunStatus.RUNNING))
     live = {str(run.args[0]) for run in open_runs.only("args") if run.args}
-    stranded = [pk for pk in ToolJob.objects.filter(status__in=(JobStatus.BUILDING, JobStatus.TESTING))
-                .values_list("pk", flat=True) if pk not in live]
+    stranded = [
+        pk
+        for pk in ToolJob.objects.filter(status__in=(JobStatus.BUILDING, JobStatus.TESTING)).values_list(
+            "pk", flat=True
+        )
+        if pk not in live
+    ]
     for job_id in stranded:
         _fail(job_id, "the build stopped when the worker running it did; request it again")
     return len(stranded)

@@ -143,9 +143,7 @@ def _explain_fast(exc: fastjsonschema.JsonSchemaValueException, schema: dict) ->
         )
     detail = exc.message
     if detail.startswith(exc.name or "data"):
-        detail = detail[len(exc.name or "data"):].strip()
+        detail = detail[len(exc.name or "data") :].strip()
     if rule == "enum":
         detail = f"must be one of {', '.join(map(json.dumps, exc.rule_definition or []))}"
-    return InputError(
-        f"{field}: {detail} (rule: {rule})", field=field, rule=rule, expected=here or None
-    )
+    return InputError(f"{field}: {detail} (rule: {rule})", field=field, rule=rule, expected=here or None)

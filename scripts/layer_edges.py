@@ -15,8 +15,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-FORBIDDEN = (("registry", "conversations"), ("registry", "tools"), ("tools", "conversations"),
-             ("conversations", "tools"))
+FORBIDDEN = (
+    ("registry", "conversations"),
+    ("registry", "tools"),
+    ("tools", "conversations"),
+    ("conversations", "tools"),
+)
 MOVING = "conversations.llm"
 
 
@@ -68,7 +72,9 @@ def main() -> None:
     root = Path(args[0] if args else Path(__file__).resolve().parent.parent)
     counted, moving = counts(root)
     for source, target in FORBIDDEN:
-        print(f"{source:>13} -> {target:<13} {counted[(source, target)]:3d}   (+{moving[(source, target)]} to {MOVING})")
+        print(
+            f"{source:>13} -> {target:<13} {counted[(source, target)]:3d}   (+{moving[(source, target)]} to {MOVING})"
+        )
     print(f"{'total':>30} {sum(counted.values()):3d}   (+{sum(moving.values())} to {MOVING})")
     if "--list" in sys.argv:
         for _, _, importer, imported in edges(root):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from registry.context import ToolContext
-
 import re
 
 import pytest
 
 from registry import registry as registry_module
+from registry.context import ToolContext
 from registry.models import ToolDefinition, ToolStatus, ToolType
 
 TENANT = "acme"

@@ -46,8 +46,8 @@ def flaky(inputs, context):
 
 
 def with_side_channels(inputs, context):
-    from registry.result import ToolResult
     from eunice.tenant_files import new_generated_path
+    from registry.result import ToolResult
 
     path, _ = new_generated_path(context.tenant_id, "report", "csv")
     path.write_text("region,total\n")
@@ -64,9 +64,8 @@ def exports_a_server_file(inputs, context):
     """A result naming a file outside the tenant's directories (here the settings module)."""
     from pathlib import Path
 
-    from registry.result import ToolResult
-
     import eunice.settings
+    from registry.result import ToolResult
 
     target = str(Path(eunice.settings.__file__).resolve())
     return ToolResult(

@@ -37,8 +37,9 @@ def _office(kind: str) -> bytes:
 PARTS = {"xlsx": "xl/worksheets/sheet1.xml", "docx": "word/document.xml"}
 
 
-def office_bomb(kind: str, padding: int, *, extra_members: int = 0, noise: int = 0,
-                method: int = zipfile.ZIP_DEFLATED) -> bytes:
+def office_bomb(
+    kind: str, padding: int, *, extra_members: int = 0, noise: int = 0, method: int = zipfile.ZIP_DEFLATED
+) -> bytes:
     """A valid ``kind`` file whose main part carries ``padding`` bytes of whitespace after its
     XML declaration (legal XML, a thousandfold compression), plus ``extra_members`` empty
     members and a member of ``noise`` random (incompressible) bytes; the main part is

@@ -1,7 +1,5 @@
 """Where async code runs its blocking work: bookkeeping on a few database threads, tools elsewhere."""
 
-from registry.context import ToolContext
-
 import asyncio
 import threading
 import time
@@ -10,6 +8,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from registry.aio import in_db_thread, in_worker_thread
+from registry.context import ToolContext
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

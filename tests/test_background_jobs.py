@@ -1,4 +1,3 @@
-from registry.context import ToolContext
 import asyncio
 import os
 import subprocess
@@ -11,6 +10,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from registry.context import ToolContext
 from registry.models import SeedLog
 from tests import jobs
 from tests.conftest import text
@@ -47,11 +47,18 @@ def test_a_job_queued_by_an_async_handler_under_a_running_loop_completes(registr
     assert text(result).startswith("queued"), result.content
 
     # The worker must share the database and the key tasks are signed with.
-    env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
-           "DJANGO_SETTINGS_MODULE": "eunice.settings"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "DJANGO_SETTINGS_MODULE": "eunice.settings",
+    }
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         done = wait_for(lambda: SeedLog.objects.filter(key=f"job-done:{token}").exists(), 60)

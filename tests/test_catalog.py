@@ -143,7 +143,10 @@ def test_an_entry_has_the_required_keys_then_only_the_flags_that_are_set():
     assert plain["handler_path"] == "tests.test_catalog.handle_a"
     flagged = tool("a", status_message="Working", inline=True, timeout_seconds=30, sequential=True).entry()
     assert {k: flagged[k] for k in list(flagged)[5:]} == {
-        "status_message": "Working", "inline": True, "timeout_seconds": 30, "sequential": True,
+        "status_message": "Working",
+        "inline": True,
+        "timeout_seconds": 30,
+        "sequential": True,
     }
 
 
@@ -188,7 +191,8 @@ def test_a_system_handler_module_that_fails_to_import_is_named_not_raised(monkey
     from registry.handlers import import_system_handlers
 
     monkeypatch.setattr(
-        tools.catalog, "system_tools",
+        tools.catalog,
+        "system_tools",
         lambda: [entry("ghost", handler_path="tools.no_such_module.ghost"), entry("now")],
     )
 

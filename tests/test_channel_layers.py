@@ -62,6 +62,12 @@ def test_the_embedded_default_uses_the_swept_layer():
         "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'eunice.settings'; django.setup();"
         "from channels.layers import get_channel_layer; print(type(get_channel_layer()).__name__)"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "SECRET_KEY": "k"},
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "SECRET_KEY": "k"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.stdout.strip() == "SweptInMemoryChannelLayer", result.stderr

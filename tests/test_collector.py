@@ -69,7 +69,9 @@ def test_the_views_are_imported_before_the_heap_is_frozen():
         "print(all(m in sys.modules for m in ('conversations.views', 'registry.staff_views', 'eunice.urls')))"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.settings", "SECRET_KEY": "test-only"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
 
     assert result.stdout.strip() == "True", result.stderr[-2000:]
 
@@ -84,6 +86,8 @@ def test_the_system_tools_and_the_sdks_first_call_set_up_load_with_the_app():
         "trace_context_injector.cache_info().currsize)"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.settings", "SECRET_KEY": "test-only"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
 
     assert result.stdout.split() == ["True", "1"], result.stderr[-2000:]

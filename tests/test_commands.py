@@ -62,8 +62,16 @@ def test_call_tool_prints_a_schema_hint_for_bad_input_and_exits_zero(capsys):
 
 def test_call_tool_records_tenant_user_and_conversation(capsys):
     run_call_tool(
-        capsys, "plan", "--tenant", "t1", "--user", "ann", "--conversation", "conv-1",
-        "--input", '{"steps": [{"title": "one"}]}',
+        capsys,
+        "plan",
+        "--tenant",
+        "t1",
+        "--user",
+        "ann",
+        "--conversation",
+        "conv-1",
+        "--input",
+        '{"steps": [{"title": "one"}]}',
     )
     row = ToolExecutionLog.objects.get()
     assert (row.tenant_id, row.user_id, row.conversation_id, row.success) == ("t1", "ann", "conv-1", True)

@@ -3,6 +3,7 @@
 A setting nobody can find is a setting nobody can use; this ratchet fails the moment
 code starts reading a variable the reference does not list.
 """
+
 import re
 from pathlib import Path
 
@@ -10,9 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("eunice", "registry", "tools", "conversations", "llm")
 # Read by code, but set by Eunice itself for its own child processes or by the test settings.
 INTERNAL = {"EUNICE_SANDBOX_CONTROL_FD", "EUNICE_SANDBOX_PATH", "EUNICE_TEST_SCRIPTED_MODEL_URL"}
-READS = re.compile(
-    r"""(?:env_[a-z_]+\(\s*|environ\.get\(\s*|environ\[\s*|getenv\(\s*)["']([A-Z][A-Z0-9_]+)["']"""
-)
+READS = re.compile(r"""(?:env_[a-z_]+\(\s*|environ\.get\(\s*|environ\[\s*|getenv\(\s*)["']([A-Z][A-Z0-9_]+)["']""")
 
 
 def variables_the_code_reads() -> set[str]:

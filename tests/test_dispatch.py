@@ -1,9 +1,9 @@
-from registry.context import ToolContext
 import asyncio
 
 import pytest
 from django.db import connection
 
+from registry.context import ToolContext
 from registry.models import ToolDefinition, ToolType
 from tests import handlers
 from tests.conftest import OTHER_TENANT, text
@@ -57,9 +57,7 @@ def test_a_wrong_type_is_named_with_its_rule(call, make_tool):
 
 def test_a_bound_violation_is_named_with_its_rule(call, make_tool):
     make_tool("forecast", handlers.echo, input_schema=SCHEMA)
-    assert "days: must be smaller than or equal to 14 (rule: maximum)" in call(
-        "forecast", city="Oslo", days=30
-    ).content
+    assert "days: must be smaller than or equal to 14 (rule: maximum)" in call("forecast", city="Oslo", days=30).content
 
 
 def test_an_enum_violation_lists_the_valid_choices(call, make_tool):

@@ -8,13 +8,27 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection
 
-from conversations.dispatcher import args_hash, dispatch_tool_call, dispatch_tool_calls, record_failed_approach, repeat_failure_hint
-from conversations.models import Conversation, ConversationEvent, GeneratedFile, Notification, Observation, PolicyRule, UsageLog
+from conversations.dispatcher import (
+    args_hash,
+    dispatch_tool_call,
+    dispatch_tool_calls,
+    record_failed_approach,
+    repeat_failure_hint,
+)
+from conversations.models import (
+    Conversation,
+    ConversationEvent,
+    GeneratedFile,
+    Notification,
+    Observation,
+    PolicyRule,
+    UsageLog,
+)
 from conversations.state import DispatchState, request_cancel
 from conversations.turns import begin_turn
 from registry.context import ToolContext
-from registry.models import ToolExecutionLog
 from registry.execlog import writer
+from registry.models import ToolExecutionLog
 from tests import handlers
 from tests.conftest import TENANT
 
@@ -80,7 +94,10 @@ def test_a_repeat_failure_hint_follows_the_third_failure_and_never_stops_the_cal
         results.append(dispatch(run, block("fetch_prices", i))[0])
         dispatch(run, block("count", i, n=i))  # in between, so the loop guard stays out of it
     assert "Consider a different approach" not in results[2].content
-    assert "has failed 3 times (last: upstream refused the connection). Consider a different approach." in results[3].content
+    assert (
+        "has failed 3 times (last: upstream refused the connection). Consider a different approach."
+        in results[3].content
+    )
     assert results[3].result.content.startswith("✗ error (ConnectionError)")  # it still ran
 
 
@@ -111,7 +128,9 @@ def test_a_group_of_calls_that_all_succeed_leaves_the_failed_approaches_unwritte
 
 def test_policy_warnings_escalate_on_each_violation(run, make_tool):
     make_tool("analyze", handlers.echo, input_schema=NUMBER)
-    PolicyRule.objects.create(name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview")
+    PolicyRule.objects.create(
+        name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview"
+    )
     texts = [dispatch(run, block("analyze", i, n=i))[0].content for i in range(3)]
     assert "⚠ policy 'preview first': run preview first." in texts[0]
     assert "again (2nd time)" in texts[1]
@@ -123,17 +142,26 @@ def test_policy_warnings_escalate_on_each_violation(run, make_tool):
 def test_a_prior_tool_satisfies_its_policy(run, make_tool):
     make_tool("preview", handlers.echo)
     make_tool("analyze", handlers.echo)
-    PolicyRule.objects.create(name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview")
+    PolicyRule.objects.create(
+        name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview"
+    )
     dispatch(run, block("preview"))
     assert "policy" not in dispatch(run, block("analyze"))[0].content
 
 
 def test_a_blocking_capability_rule_refuses_and_logs_the_call(run, make_tool):
     make_tool("wire_money", handlers.echo)
-    PolicyRule.objects.create(name="finance only", tool_name="wire_money", kind="requires_capability",
-                              parameter="group:finance", action="block")
+    PolicyRule.objects.create(
+        name="finance only",
+        tool_name="wire_money",
+        kind="requires_capability",
+        parameter="group:finance",
+        action="block",
+    )
     result = dispatch(run, block("wire_money"))[0]
-    assert result.result.content.startswith("✗ error (PolicyBlocked): refused by policy: this needs the capability 'group:finance'")
+    assert result.result.content.startswith(
+        "✗ error (PolicyBlocked): refused by policy: this needs the capability 'group:finance'"
+    )
     writer().flush()
     assert ToolExecutionLog.objects.get(tool_name="wire_money").outcome_kind == "PolicyBlocked"
 
@@ -141,8 +169,13 @@ def test_a_blocking_capability_rule_refuses_and_logs_the_call(run, make_tool):
 def test_a_user_with_the_capability_passes_the_rule(conversation, user, make_tool):
     user.groups.add(Group.objects.create(name="finance"))
     make_tool("wire_money", handlers.echo)
-    PolicyRule.objects.create(name="finance only", tool_name="wire_money", kind="requires_capability",
-                              parameter="group:finance", action="block")
+    PolicyRule.objects.create(
+        name="finance only",
+        tool_name="wire_money",
+        kind="requires_capability",
+        parameter="group:finance",
+        action="block",
+    )
     runtime = begin_turn(conversation, user=get_user_model().objects.get(pk=user.pk), user_message="pay")
     state = DispatchState.for_conversation(conversation)
     assert async_to_sync(dispatch_tool_call)(block("wire_money"), runtime, state).result.error is None
@@ -150,8 +183,9 @@ def test_a_user_with_the_capability_passes_the_rule(conversation, user, make_too
 
 def test_a_per_conversation_cap_blocks_calls_past_it(run, make_tool):
     make_tool("send_sms", handlers.echo, input_schema=NUMBER)
-    PolicyRule.objects.create(name="two texts", tool_name="send_sms", kind="max_calls_per_conversation",
-                              parameter="2", action="block")
+    PolicyRule.objects.create(
+        name="two texts", tool_name="send_sms", kind="max_calls_per_conversation", parameter="2", action="block"
+    )
     results = [dispatch(run, block("send_sms", i, n=i))[0] for i in range(3)]
     assert [r.result.error is None for r in results] == [True, True, False]
 
@@ -172,7 +206,9 @@ def test_a_sequential_tool_never_overlaps_others(run, make_tool, registry):
     make_tool("migrate_db", handlers.nap, input_schema=NAP)
     registry.register_handler("migrate_db", handlers.nap, sequential=True)
     started = time.monotonic()
-    results = dispatch(run, block("nap", 1, seconds=0.3), block("migrate_db", 2, seconds=0.3), block("nap", 3, seconds=0.3))
+    results = dispatch(
+        run, block("nap", 1, seconds=0.3), block("migrate_db", 2, seconds=0.3), block("nap", 3, seconds=0.3)
+    )
     assert time.monotonic() - started >= 0.85
     assert [r.tool_use_id for r in results] == ["toolu_nap_1", "toolu_migrate_db_2", "toolu_nap_3"]
 
@@ -243,8 +279,14 @@ def test_every_dispatched_call_is_logged_with_conversation_and_user(run, make_to
 
 
 def test_a_write_only_input_reaches_the_tool_but_neither_the_log_nor_the_events(run, make_tool):
-    make_tool("login", handlers.echo, input_schema={"type": "object", "properties": {
-        "user": {"type": "string"}, "password": {"type": "string", "writeOnly": True}}})
+    make_tool(
+        "login",
+        handlers.echo,
+        input_schema={
+            "type": "object",
+            "properties": {"user": {"type": "string"}, "password": {"type": "string", "writeOnly": True}},
+        },
+    )
     runtime, _ = run
     result = dispatch(run, block("login", user="ann", password="hunter2"))[0]
     runtime.flush_events()
@@ -269,7 +311,10 @@ def test_handlers_receive_a_typed_context_of_their_turn(run, make_tool, user, co
     (context,) = seen
     assert isinstance(context, ToolContext)
     assert (context.tenant_id, context.user_id, context.conversation_id) == (
-        conversation.tenant_id, str(user.pk), conversation.pk)
+        conversation.tenant_id,
+        str(user.pk),
+        conversation.pk,
+    )
     assert (context.tool_name, context.reasoning, context.tool_use_id) == ("spy", "checking the context", "toolu_spy_0")
     assert context.registry is runtime.registry and context.cancel is state.cancel
     assert context.budget is runtime.budget and context.depth == 0

@@ -1,4 +1,3 @@
-from registry.context import ToolContext
 import os
 import sqlite3
 import subprocess
@@ -8,6 +7,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from registry.context import ToolContext
 from registry.execlog import ExecutionLogWriter
 from registry.models import ToolExecutionLog
 from tests import handlers
@@ -82,8 +82,12 @@ def log_row(n):
     from django.utils import timezone
 
     return {
-        "tool_name": f"t{n}", "tenant_id": "acme", "input_data": {}, "success": True,
-        "execution_ms": 1.0, "created_at": timezone.now(),
+        "tool_name": f"t{n}",
+        "tenant_id": "acme",
+        "input_data": {},
+        "success": True,
+        "execution_ms": 1.0,
+        "created_at": timezone.now(),
     }
 
 

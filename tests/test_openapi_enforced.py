@@ -28,7 +28,8 @@ def test_every_operation_documents_the_errors_it_answers_with_their_bodies(schem
             assert "default" not in responses, (method, path)
             for code in ("401", "403", "429"):
                 assert responses[code]["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/Error"}, (method, path, code)
+                    "$ref": "#/components/schemas/Error"
+                }, (method, path, code)
             if "{" in path:
                 assert "404" in responses, (method, path)
             if "requestBody" in operation:
@@ -86,11 +87,16 @@ def test_every_text_field_of_a_body_says_it_takes_no_nul_and_a_required_one_no_b
 
 
 def test_an_upload_takes_its_file_as_a_file_part_of_the_types_the_server_reads(schema):
-    for path, component in (("/api/documents/", "DocumentUploadRequest"),
-                            ("/api/conversations/{conversation_id}/datasets/", "DatasetUploadRequest")):
+    for path, component in (
+        ("/api/documents/", "DocumentUploadRequest"),
+        ("/api/conversations/{conversation_id}/datasets/", "DatasetUploadRequest"),
+    ):
         body = schema["paths"][path]["post"]["requestBody"]["content"]
         assert list(body) == ["multipart/form-data"]
-        assert schema["components"]["schemas"][component]["properties"]["file"] == {"type": "string", "format": "binary"}
+        assert schema["components"]["schemas"][component]["properties"]["file"] == {
+            "type": "string",
+            "format": "binary",
+        }
         assert schema["components"]["schemas"][component]["required"] == ["file"]
         assert "text/csv" in body["multipart/form-data"]["encoding"]["file"]["contentType"] or path == "/api/documents/"
 
@@ -116,16 +122,22 @@ def _staff_api(django_user_model):
     return api
 
 
-@pytest.mark.parametrize(("url", "status"), [
-    ("http://name.invalid/mcp", 422),     # well formed; the host does not resolve
-    ("http://127.0.0.1:9/mcp", 403),       # well formed; a loopback address
-    ("ftp://example.com/", 400),           # breaks the schema's pattern
-])
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        ("http://name.invalid/mcp", 422),  # well formed; the host does not resolve
+        ("http://127.0.0.1:9/mcp", 403),  # well formed; a loopback address
+        ("ftp://example.com/", 400),  # breaks the schema's pattern
+    ],
+)
 def test_a_refused_url_answers_400_only_for_what_the_schema_forbids(django_user_model, schema, url, status):
-    pattern = re.compile(schema["components"]["schemas"]["StreamableHttpMCPServerRequest"]["properties"]["url"]["pattern"])
+    pattern = re.compile(
+        schema["components"]["schemas"]["StreamableHttpMCPServerRequest"]["properties"]["url"]["pattern"]
+    )
     assert bool(pattern.search(url)) == (status != 400)
-    answer = _staff_api(django_user_model).post("/api/mcp/servers/", {"name": "s", "transport": "streamable_http", "url": url},
-                                                format="json")
+    answer = _staff_api(django_user_model).post(
+        "/api/mcp/servers/", {"name": "s", "transport": "streamable_http", "url": url}, format="json"
+    )
     assert answer.status_code == status and "url" in str(answer.json())
     assert str(status) in schema["paths"]["/api/mcp/servers/"]["post"]["responses"]
 
@@ -138,6 +150,7 @@ def test_a_file_part_without_a_known_suffix_is_named_by_its_content_type(django_
     answer = api.post("/api/documents/", {"file": blob}, format="multipart")
     assert (answer.status_code, answer.json()["name"]) == (201, "blob.md")
     for name, declared in (("blob", "image/png"), ("run.sh", "text/plain")):  # a suffix of its own decides
-        refused = api.post("/api/documents/", {"file": SimpleUploadedFile(name, b"x", content_type=declared)},
-                           format="multipart")
+        refused = api.post(
+            "/api/documents/", {"file": SimpleUploadedFile(name, b"x", content_type=declared)}, format="multipart"
+        )
         assert refused.status_code == 400 and "not a document" in refused.json()["error"], name

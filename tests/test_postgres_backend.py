@@ -73,8 +73,13 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_before_the_query(
     from psycopg import connect
 
     settings = connection.settings_dict
-    with connect(dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"],
-                 port=settings["PORT"] or 5432, autocommit=True) as admin:
+    with connect(
+        dbname=settings["NAME"],
+        user=settings["USER"],
+        host=settings["HOST"],
+        port=settings["PORT"] or 5432,
+        autocommit=True,
+    ) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [old_pid])
     monkeypatch.setattr(connection, "_worked_at", connection._worked_at - base.TRUSTED_FOR - 1)
 

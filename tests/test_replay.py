@@ -71,8 +71,9 @@ def test_a_turn_that_cannot_be_recorded_leaves_no_answer_or_events_behind():
 
     conversation = Conversation.objects.create(tenant_id=TENANT)
     runtime = begin_turn(conversation, user_message="hello")
-    ConversationEvent.objects.create(conversation=conversation, turn=runtime.turn, sequence=2,
-                                     event_type="status")  # the slot of the turn's "done" is taken
+    ConversationEvent.objects.create(
+        conversation=conversation, turn=runtime.turn, sequence=2, event_type="status"
+    )  # the slot of the turn's "done" is taken
     events_before = ConversationEvent.objects.filter(conversation=conversation).count()
 
     with pytest.raises(IntegrityError):

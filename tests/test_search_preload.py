@@ -11,16 +11,15 @@ from registry.retrieval import EmbedderUnavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 
-LOADED_AFTER_START = (
-    "import eunice.asgi; from registry.retrieval import Embedder; print(Embedder._default is not None)"
-)
+LOADED_AFTER_START = "import eunice.asgi; from registry.retrieval import Embedder; print(Embedder._default is not None)"
 
 
 def loaded_after_start(**env: str) -> str:
     """Load the app in a fresh process, as a server does; whether the models are in memory."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.settings", "SECRET_KEY": "test-only", **env}
-    result = subprocess.run([sys.executable, "-c", LOADED_AFTER_START], capture_output=True, text=True,
-                            env=env, cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", LOADED_AFTER_START], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout.strip()
 

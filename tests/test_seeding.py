@@ -95,9 +95,7 @@ def test_a_retired_tool_that_returns_to_the_catalog_is_revived():
 
 
 def test_a_catalog_name_taken_by_a_custom_tool_is_not_overwritten(caplog):
-    ToolDefinition.objects.create(
-        name="alpha", description="mine", tool_type=ToolType.CUSTOM, category="custom"
-    )
+    ToolDefinition.objects.create(name="alpha", description="mine", tool_type=ToolType.CUSTOM, category="custom")
     report = seed_system_tools([entry("alpha")])
     assert report.conflicts == ["alpha"]
     assert ToolDefinition.objects.get(name="alpha").tool_type == "custom"

@@ -15,7 +15,11 @@ def test_a_postgres_url_becomes_a_psycopg_database():
     db = database_from_url("DATABASE_URL", "postgres://ann:s3cret@db.local:6543/eunice")
     assert db["ENGINE"] == "eunice.db.postgresql"
     assert (db["NAME"], db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == (
-        "eunice", "ann", "s3cret", "db.local", "6543",
+        "eunice",
+        "ann",
+        "s3cret",
+        "db.local",
+        "6543",
     )
 
 
@@ -59,7 +63,11 @@ def settings_import(**env):
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL", "REDIS_URL"}}
     return subprocess.run(
         [sys.executable, "-c", "import eunice.settings"],
-        cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -74,11 +82,14 @@ def test_settings_name_a_bad_environment_variable():
     assert "EUNICE_TOOL_TIMEOUT='soon' is not a number" in result.stderr
 
 
-@pytest.mark.parametrize(("variable", "value", "said"), [
-    ("EUNICE_DATASET_MAX_COLUMNS", "wide", "is not a whole number"),
-    ("EUNICE_ARCHIVE_MAX_RATIO", "0", "must be at least 1"),
-    ("EUNICE_JSON_MAX_DEPTH", "1", "must be at least 2"),
-])
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("EUNICE_DATASET_MAX_COLUMNS", "wide", "is not a whole number"),
+        ("EUNICE_ARCHIVE_MAX_RATIO", "0", "must be at least 1"),
+        ("EUNICE_JSON_MAX_DEPTH", "1", "must be at least 2"),
+    ],
+)
 def test_an_input_limit_that_is_not_a_positive_number_stops_the_process(variable, value, said):
     result = settings_import(SECRET_KEY="k", **{variable: value})
     assert result.returncode != 0 and variable in result.stderr and said in result.stderr
@@ -116,7 +127,11 @@ def test_redis_connections_do_not_search_package_metadata_each_time():
     clean = {k: v for k, v in os.environ.items() if k != "DEBUG"}
     result = subprocess.run(
         [sys.executable, "-c", CHANNEL_LAYER_ROUND_TRIP],
-        cwd=ROOT, env={**clean, "SECRET_KEY": "k"}, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env={**clean, "SECRET_KEY": "k"},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert "lookups 0" in result.stdout
@@ -127,24 +142,33 @@ def settings_print(expression: str, **env) -> str:
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL", "REDIS_URL"}}
     result = subprocess.run(
         [sys.executable, "-c", f"from eunice import settings as s; print({expression})"],
-        cwd=ROOT, env={**clean, "SECRET_KEY": "k", **env}, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env={**clean, "SECRET_KEY": "k", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 
 
 def test_the_throttles_count_in_redis_when_redis_is_configured():
-    assert settings_print('s.CACHES["default"]["BACKEND"], s.CACHES["default"].get("LOCATION")',
-                          REDIS_URL="redis://127.0.0.1:6379/3") == (
-        "django.core.cache.backends.redis.RedisCache redis://127.0.0.1:6379/3")
+    assert settings_print(
+        's.CACHES["default"]["BACKEND"], s.CACHES["default"].get("LOCATION")', REDIS_URL="redis://127.0.0.1:6379/3"
+    ) == ("django.core.cache.backends.redis.RedisCache redis://127.0.0.1:6379/3")
 
 
 def test_rates_and_lockout_come_from_the_environment():
-    assert settings_print(
-        's.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME.total_seconds()',
-        EUNICE_API_RATE="100/hour", EUNICE_TURN_RATE="5/min", EUNICE_LOGIN_FAILURE_LIMIT="3",
-        EUNICE_LOCKOUT_MINUTES="2",
-    ) == "{'anon': '60/min', 'user': '100/hour', 'turn': '5/min', 'upload': '30/min'} 3 120.0"
+    assert (
+        settings_print(
+            's.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME.total_seconds()',
+            EUNICE_API_RATE="100/hour",
+            EUNICE_TURN_RATE="5/min",
+            EUNICE_LOGIN_FAILURE_LIMIT="3",
+            EUNICE_LOCKOUT_MINUTES="2",
+        )
+        == "{'anon': '60/min', 'user': '100/hour', 'turn': '5/min', 'upload': '30/min'} 3 120.0"
+    )
 
 
 def test_a_malformed_rate_is_refused_naming_the_variable():
@@ -169,16 +193,30 @@ PRODUCTION = {
 def test_check_deploy_passes_with_the_documented_production_environment(tmp_path):
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE"}}
     env = {**clean, **PRODUCTION, "EUNICE_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "eunice.settings"}
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
 
 
 def test_the_production_switches_reach_djangos_security_settings():
-    assert settings_print(
-        "s.SECURE_HSTS_SECONDS, s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, "
-        "s.SECURE_PROXY_SSL_HEADER", **{k: v for k, v in PRODUCTION.items() if k != "SECRET_KEY"},
-    ) == "31536000 True True True ('HTTP_X_FORWARDED_PROTO', 'https')"
-    assert settings_print("s.SECURE_HSTS_SECONDS, s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, "
-                          "s.SECURE_PROXY_SSL_HEADER") == "0 False False None"
+    assert (
+        settings_print(
+            "s.SECURE_HSTS_SECONDS, s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, "
+            "s.SECURE_PROXY_SSL_HEADER",
+            **{k: v for k, v in PRODUCTION.items() if k != "SECRET_KEY"},
+        )
+        == "31536000 True True True ('HTTP_X_FORWARDED_PROTO', 'https')"
+    )
+    assert (
+        settings_print(
+            "s.SECURE_HSTS_SECONDS, s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, s.SECURE_PROXY_SSL_HEADER"
+        )
+        == "0 False False None"
+    )

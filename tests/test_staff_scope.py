@@ -55,18 +55,25 @@ def rows_of(tenant: str, owner) -> dict:
     return {
         "conversations/conversation": conversation,
         "conversations/conversationevent": ConversationEvent.objects.create(
-            conversation=conversation, turn=1, sequence=1, event_type="user_message", data={"text": tenant}),
+            conversation=conversation, turn=1, sequence=1, event_type="user_message", data={"text": tenant}
+        ),
         "conversations/chatmessage": ChatMessage.objects.create(
-            conversation=conversation, message_id=f"m-{tenant}", tenant_id=tenant, role="user", text=tenant),
+            conversation=conversation, message_id=f"m-{tenant}", tenant_id=tenant, role="user", text=tenant
+        ),
         "conversations/usagelog": UsageLog.objects.create(tenant_id=tenant, kind="llm", name=f"model-{tenant}"),
-        "conversations/generatedfile": GeneratedFile.objects.create(tenant_id=tenant, filename=f"{tenant}.pdf", path="/x"),
+        "conversations/generatedfile": GeneratedFile.objects.create(
+            tenant_id=tenant, filename=f"{tenant}.pdf", path="/x"
+        ),
         "conversations/notification": Notification.objects.create(tenant_id=tenant, kind=f"note-{tenant}"),
         "conversations/policyrule": PolicyRule.objects.create(
-            name=f"rule-{tenant}", tenant_id=tenant, tool_name="plan", kind="max_calls_per_conversation", parameter="3"),
+            name=f"rule-{tenant}", tenant_id=tenant, tool_name="plan", kind="max_calls_per_conversation", parameter="3"
+        ),
         "registry/toolexecutionlog": ToolExecutionLog.objects.create(
-            tool_name=f"tool_{tenant}", tenant_id=tenant, success=True, execution_ms=1.0),
+            tool_name=f"tool_{tenant}", tenant_id=tenant, success=True, execution_ms=1.0
+        ),
         "registry/mcpauditlog": MCPAuditLog.objects.create(
-            action="connect", server_name=f"srv-{tenant}", tenant_id=tenant, actor="x"),
+            action="connect", server_name=f"srv-{tenant}", tenant_id=tenant, actor="x"
+        ),
         "registry/tenantmembership": TenantMembership.objects.get(user=owner),
         "auth/user": owner,
     }
@@ -78,10 +85,17 @@ def both(cast):
 
 
 ADMIN_MODELS = [
-    "conversations/conversation", "conversations/conversationevent", "conversations/chatmessage",
-    "conversations/usagelog", "conversations/generatedfile", "conversations/notification",
-    "conversations/policyrule", "registry/toolexecutionlog", "registry/mcpauditlog",
-    "registry/tenantmembership", "auth/user",
+    "conversations/conversation",
+    "conversations/conversationevent",
+    "conversations/chatmessage",
+    "conversations/usagelog",
+    "conversations/generatedfile",
+    "conversations/notification",
+    "conversations/policyrule",
+    "registry/toolexecutionlog",
+    "registry/mcpauditlog",
+    "registry/tenantmembership",
+    "auth/user",
 ]
 
 
@@ -125,10 +139,19 @@ def test_staff_cannot_move_a_row_into_another_tenant(cast, both):
     staff = cast["staff"]
     staff.user_permissions.add(Permission.objects.get(codename="change_policyrule"))
     rule = both[TENANT]["conversations/policyrule"]
-    response = signed_in(staff).post(change_page("conversations/policyrule", rule), {
-        "name": "renamed", "tenant_id": OTHER_TENANT, "tool_name": "plan", "kind": rule.kind,
-        "parameter": "3", "action": "warn", "message": "", "enabled": "on",
-    })
+    response = signed_in(staff).post(
+        change_page("conversations/policyrule", rule),
+        {
+            "name": "renamed",
+            "tenant_id": OTHER_TENANT,
+            "tool_name": "plan",
+            "kind": rule.kind,
+            "parameter": "3",
+            "action": "warn",
+            "message": "",
+            "enabled": "on",
+        },
+    )
     assert response.status_code == 302
     rule.refresh_from_db()
     assert (rule.name, rule.tenant_id) == ("renamed", TENANT)

@@ -22,8 +22,12 @@ def root(settings, tmp_path):
 
 def directories(tenant: str) -> list:
     return [
-        catalog_dir(tenant), catalog_dir(tenant, "datasets", "conv-1"), catalog_dir(tenant, "exports"),
-        tenant_dir(tenant), uploads_dir(tenant), user_uploads_dir(tenant, 7),
+        catalog_dir(tenant),
+        catalog_dir(tenant, "datasets", "conv-1"),
+        catalog_dir(tenant, "exports"),
+        tenant_dir(tenant),
+        uploads_dir(tenant),
+        user_uploads_dir(tenant, 7),
         new_generated_path(tenant, "report", "csv")[0].parent,
     ]
 

@@ -34,8 +34,16 @@ ENTRY_DEFAULTS = {
     "sequential": False,
 }
 ROW_FIELDS = (
-    "category", "handler_path", "status_message", "large_output", "implementation",
-    "replaced_by_model_capability", "definition_hash", "version", "status", "tool_type",
+    "category",
+    "handler_path",
+    "status_message",
+    "large_output",
+    "implementation",
+    "replaced_by_model_capability",
+    "definition_hash",
+    "version",
+    "status",
+    "tool_type",
 )
 
 

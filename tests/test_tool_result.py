@@ -7,9 +7,7 @@ def test_a_tool_result_passes_through_unchanged():
 
 
 def test_the_legacy_message_dict_becomes_content_and_cards():
-    result = ToolResult.from_any(
-        {"message": "3 rows", "cards": [{"type": "chart"}], "metadata": {"rows": 3}}
-    )
+    result = ToolResult.from_any({"message": "3 rows", "cards": [{"type": "chart"}], "metadata": {"rows": 3}})
     assert result.content == "3 rows"
     assert result.cards == [{"type": "chart"}]
     assert result.error is None

@@ -15,8 +15,12 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def catalog(make_tool):
-    make_tool("send_email", handlers.echo, description="Send an email message to a recipient.",
-              input_schema={"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}})
+    make_tool(
+        "send_email",
+        handlers.echo,
+        description="Send an email message to a recipient.",
+        input_schema={"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}},
+    )
     # create_chart is a seeded system tool (declared in tools/charts.py).
     make_tool("geocode", handlers.echo, description="Turn a street address into latitude and longitude.")
 

@@ -111,9 +111,7 @@ def test_deriving_the_floor_is_scheduled_with_django_q():
     from django_q.models import Schedule
 
     call_command("seed_tools", verbosity=0)
-    assert Schedule.objects.get(name="derive tool floor").func == (
-        "registry.surface_floor.derive_and_store_tier0"
-    )
+    assert Schedule.objects.get(name="derive tool floor").func == ("registry.surface_floor.derive_and_store_tier0")
 
 
 def test_chat_mode_offers_the_floor_without_agentic_only_tools(registry):
@@ -177,7 +175,8 @@ def test_an_over_budget_surface_raises_rather_than_being_cut(registry, make_tool
 def web_search(registry):
     # The seeded system web_search declares replaced_by_model_capability="web_search".
     SeedLog.objects.create(
-        key=FLOOR_KEY, value={"floor": [{"name": "search_tools", "reason": "anchor"}, {"name": "web_search", "reason": "usage"}]}
+        key=FLOOR_KEY,
+        value={"floor": [{"name": "search_tools", "reason": "anchor"}, {"name": "web_search", "reason": "usage"}]},
     )
 
 
@@ -200,7 +199,9 @@ def test_a_tool_the_model_paged_in_is_never_removed_by_a_capability(registry, we
     monkeypatch.setitem(surface.PROVIDER_NATIVE_CAPABILITIES, "openai_responses", frozenset({"web_search"}))
     SeedLog.objects.filter(key=FLOOR_KEY).update(value={"floor": [{"name": "search_tools", "reason": "anchor"}]})
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="web_search")
-    entries = compose(registry, TENANT, conversation_id=conversation.id, model=model("openai_responses", web_search=True))
+    entries = compose(
+        registry, TENANT, conversation_id=conversation.id, model=model("openai_responses", web_search=True)
+    )
     assert ("web_search", "working_set") in [(e.name, e.reason) for e in entries]
 
 

@@ -41,9 +41,14 @@ def test_the_ratchet_fails_when_a_tool_without_a_spec_is_added():
 @pytest.mark.django_db
 def test_an_unknown_tool_hint_carries_each_alternatives_input_schema(call, make_tool):
     make_tool(
-        "send_email", handlers.echo, description="Send an email.",
-        input_schema={"type": "object", "properties": {"to": {"type": "string"}, "cc": {"type": "string"}},
-                      "required": ["to"]},
+        "send_email",
+        handlers.echo,
+        description="Send an email.",
+        input_schema={
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "cc": {"type": "string"}},
+            "required": ["to"],
+        },
     )
     result = call("send_mail")
     assert "  1. send_email (score" in result.content

@@ -129,8 +129,12 @@ def test_a_websocket_without_an_origin_is_refused(settings):
 
 @pytest.mark.parametrize(
     ("origin", "opened"),
-    [(b"http://127.0.0.1:8000", True), (b"http://localhost:9999", False), (b"http://127.0.0.1", False),
-     (b"https://127.0.0.1:8000", False)],
+    [
+        (b"http://127.0.0.1:8000", True),
+        (b"http://localhost:9999", False),
+        (b"http://127.0.0.1", False),
+        (b"https://127.0.0.1:8000", False),
+    ],
 )
 @pytest.mark.parametrize("who", ["staff", "member", "other_tenant_member"])
 def test_the_served_app_opens_a_socket_only_from_the_pages_own_origin(who, origin, opened):

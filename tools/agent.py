@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from registry.aio import in_db_thread
 from django.conf import settings
 
+from registry.aio import in_db_thread
 from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
-from registry.ports import SubtaskOutcome, SubtaskRunner
 from registry.declarations import Tool
+from registry.ports import SubtaskOutcome, SubtaskRunner
 
 
 @uniform_contract(name="call_llm", is_tabular=False)
@@ -23,7 +23,9 @@ async def call_llm(inputs: dict, context: ToolContext) -> Ok:
     config = await in_db_thread(get_model_for_role)(inputs.get("role", "chat"))
     provider = create_llm_client_for_role(config.role, model=config)
     request = LLMRequest.for_model(
-        config, system=inputs.get("system", ""), tools=[],
+        config,
+        system=inputs.get("system", ""),
+        tools=[],
         messages=[{"role": "user", "content": [{"type": "text", "text": inputs["prompt"]}]}],
         cache_breakpoint_before_last_user=False,
     )
@@ -36,7 +38,9 @@ def _subtasks(context: ToolContext, tool: str) -> SubtaskRunner:
     if subtasks is None:
         raise HintException("schema", f"{tool} only works inside a conversation turn")
     if context.depth >= settings.EUNICE_MAX_DELEGATION_DEPTH:
-        raise HintException("schema", f"a delegated task cannot delegate again (depth limit {settings.EUNICE_MAX_DELEGATION_DEPTH})")
+        raise HintException(
+            "schema", f"a delegated task cannot delegate again (depth limit {settings.EUNICE_MAX_DELEGATION_DEPTH})"
+        )
     return subtasks
 
 
@@ -45,9 +49,7 @@ async def delegate(inputs: dict, context: ToolContext) -> Ok:
     """Run the task as a sub-agent in delegate mode and return its final answer."""
     subtasks = _subtasks(context, "delegate")
     outcome = await subtasks.run(inputs["task"], budget_usd=inputs.get("max_cost_usd"))
-    warnings = [] if outcome.finished else [
-        Warning("incomplete", f"the helper stopped early ({outcome.stop_reason})")
-    ]
+    warnings = [] if outcome.finished else [Warning("incomplete", f"the helper stopped early ({outcome.stop_reason})")]
     _note_failures(subtasks, [inputs["task"]], [outcome])
     return Ok(rows=1, data=outcome.text, warnings=warnings, effects=Effects(cost=outcome.cost_usd))
 
@@ -74,25 +76,34 @@ async def delegate_batch(inputs: dict, context: ToolContext) -> Ok:
         return outcome
 
     outcomes = await asyncio.gather(*(run(task) for task in tasks))
-    summary = "\n\n".join(f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes, strict=True), 1))
+    summary = "\n\n".join(
+        f"## Task {n}: {task}\n{o.text}" for n, (task, o) in enumerate(zip(tasks, outcomes, strict=True), 1)
+    )
     early = [n for n, o in enumerate(outcomes, 1) if not o.finished]
     warnings = [Warning("incomplete", f"task(s) {early} stopped early")] if early else []
     _note_failures(subtasks, tasks, outcomes)
-    return Ok(rows=len(outcomes), data=summary, warnings=warnings,
-              effects=Effects(cost=sum(o.cost_usd for o in outcomes)))
+    return Ok(
+        rows=len(outcomes), data=summary, warnings=warnings, effects=Effects(cost=sum(o.cost_usd for o in outcomes))
+    )
 
 
 @uniform_contract(name="request_user_input", is_tabular=False)
 async def request_user_input(inputs: dict, context: ToolContext) -> Ok | Err:
     """Show the question on the user's socket and wait for their answer."""
     if context.questions is None:
-        return Err("nobody is connected to answer questions in this conversation; decide, or state your assumption",
-                   "NotInteractive")
+        return Err(
+            "nobody is connected to answer questions in this conversation; decide, or state your assumption",
+            "NotInteractive",
+        )
     text = await context.questions.ask(inputs["question"], inputs.get("choices", []), settings.EUNICE_QUESTION_TIMEOUT)
     if text is None:
-        return Ok(rows=0, data="The user has not answered.", warnings=[
-            Warning("no_answer", f"no answer within {settings.EUNICE_QUESTION_TIMEOUT:g} s; go on without it")
-        ])
+        return Ok(
+            rows=0,
+            data="The user has not answered.",
+            warnings=[
+                Warning("no_answer", f"no answer within {settings.EUNICE_QUESTION_TIMEOUT:g} s; go on without it")
+            ],
+        )
     return Ok(rows=1, data=f"The user answered: {text}")
 
 

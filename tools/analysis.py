@@ -28,8 +28,7 @@ from tools.fragments import DATASET
 def analyze_data(inputs: dict, context: ToolContext) -> Ok | Err:
     """Run the code; a table result is an Ok with a measured schema, text an Ok of text."""
     if settings.DATA["ANALYZE_DATA_FOR"] == "staff" and not is_staff(context):
-        return Err("analyze_data runs code and is limited to staff here (EUNICE_ANALYZE_DATA_FOR)",
-                   "PermissionDenied")
+        return Err("analyze_data runs code and is limited to staff here (EUNICE_ANALYZE_DATA_FOR)", "PermissionDenied")
     books = catalog(context)
     frames = books.load_all()
     default = books.resolve(inputs.get("dataset")) if frames else None

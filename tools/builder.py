@@ -28,15 +28,25 @@ def build_custom_tool(inputs: dict, context: ToolContext) -> Ok | Err:
     if not may(context, BUILD_PERMISSION):
         return Err(f"building a tool needs a staff member or the {BUILD_PERMISSION} permission", "PermissionDenied")
     try:
-        job = request_build(name=inputs["name"], request=inputs["request"], tenant_id=context.tenant_id,
-                            user_id=context.user_id or "", conversation_id=str(context.conversation_id or ""))
+        job = request_build(
+            name=inputs["name"],
+            request=inputs["request"],
+            tenant_id=context.tenant_id,
+            user_id=context.user_id or "",
+            conversation_id=str(context.conversation_id or ""),
+        )
     except ValidationError as exc:
-        raise HintException("schema", "; ".join(exc.messages) + " (choose another name, or find the existing "
-                            "tool with search_tools)") from None
-    return Ok(rows=1, data=(
-        f"Build job {job.pk} queued for tool {job.tool_name}. Follow it with tool_job_status "
-        f'{{"job_id": "{job.pk}"}}. When it reaches testing, a staff member reviews the tool; '
-        "it becomes callable only once they approve it."))
+        raise HintException(
+            "schema", "; ".join(exc.messages) + " (choose another name, or find the existing tool with search_tools)"
+        ) from None
+    return Ok(
+        rows=1,
+        data=(
+            f"Build job {job.pk} queued for tool {job.tool_name}. Follow it with tool_job_status "
+            f'{{"job_id": "{job.pk}"}}. When it reaches testing, a staff member reviews the tool; '
+            "it becomes callable only once they approve it."
+        ),
+    )
 
 
 @uniform_contract(name="tool_job_status", is_tabular=False)
@@ -45,10 +55,16 @@ def tool_job_status(inputs: dict, context: ToolContext) -> Ok:
     jobs = ToolJob.objects.for_tenant(context.tenant_id)
     job = jobs.filter(pk=inputs["job_id"]).first()
     if job is None:
-        recent = [{"label": f"{j.pk} ({j.tool_name}, {j.status})", "score": 1.0 - n / 100}
-                  for n, j in enumerate(jobs.only("id", "tool_name", "status")[:5])]
-        raise HintException("fetch", f"no build job {inputs['job_id']!r} for this tenant", recent,
-                            narrow="use the job id build_custom_tool returned")
+        recent = [
+            {"label": f"{j.pk} ({j.tool_name}, {j.status})", "score": 1.0 - n / 100}
+            for n, j in enumerate(jobs.only("id", "tool_name", "status")[:5])
+        ]
+        raise HintException(
+            "fetch",
+            f"no build job {inputs['job_id']!r} for this tenant",
+            recent,
+            narrow="use the job id build_custom_tool returned",
+        )
     facts = describe(job)
     lines = [f"Job {job.pk}: tool {job.tool_name} is {job.status} ({job.progress_pct}%)."]
     lines += [f"{key}: {facts[key]}" for key in ("error", "audit_passed", "verdict", "summary") if key in facts]
@@ -99,8 +115,12 @@ TOOLS = (
         input_schema={
             "type": "object",
             "properties": {
-                "job_id": {"type": "string", "minLength": 1, "maxLength": 32,
-                           "description": "The job id build_custom_tool returned."},
+                "job_id": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 32,
+                    "description": "The job id build_custom_tool returned.",
+                },
             },
             "required": ["job_id"],
             "additionalProperties": False,

@@ -88,12 +88,29 @@ TOOL_ORDER: tuple[str, ...] = (
 # data. Nothing that starts processes or sub-agents, reaches the network, registers data
 # sources, installs MCP servers, builds tools or changes configuration; a tool added to
 # the catalog is not callable from the sandbox until it is listed here.
-SANDBOX_CALLABLE: frozenset[str] = frozenset({
-    "search_tools", "preview_data", "describe_entry", "present_rows", "query", "query_frames",
-    "analyze_data", "query_datasource", "create_chart", "display_map", "export", "export_excel",
-    "get_document_text", "search_documents", "record_fact", "get_entity", "list_entities",
-    "link_entities", "recall_entities",
-})
+SANDBOX_CALLABLE: frozenset[str] = frozenset(
+    {
+        "search_tools",
+        "preview_data",
+        "describe_entry",
+        "present_rows",
+        "query",
+        "query_frames",
+        "analyze_data",
+        "query_datasource",
+        "create_chart",
+        "display_map",
+        "export",
+        "export_excel",
+        "get_document_text",
+        "search_documents",
+        "record_fact",
+        "get_entity",
+        "list_entities",
+        "link_entities",
+        "recall_entities",
+    }
+)
 
 # Tools named here are soft-deleted by seeding; nothing else ever is.
 RETIRED_TOOLS: frozenset[str] = frozenset()
@@ -121,9 +138,7 @@ def assemble(declarations: Iterable[Iterable[Tool]], order: tuple[str, ...]) -> 
         raise DeclarationError(f"tool {repeated[0]!r} appears twice in TOOL_ORDER")
     missing = [name for name in order if name not in by_name]
     if missing:
-        raise DeclarationError(
-            f"tool {missing[0]!r} is in TOOL_ORDER but no module in TOOL_MODULES declares it"
-        )
+        raise DeclarationError(f"tool {missing[0]!r} is in TOOL_ORDER but no module in TOOL_MODULES declares it")
     ordered = set(order)
     unordered = [name for name in by_name if name not in ordered]
     if unordered:
@@ -139,9 +154,7 @@ def _check_handler(tool: Tool) -> None:
     except HandlerImportError as exc:
         raise DeclarationError(f"tool {tool.name!r}: its handler does not import: {exc}") from exc
     if resolved is not tool.handler:
-        raise DeclarationError(
-            f"tool {tool.name!r}: {tool.handler_path} is not the handler it declares"
-        )
+        raise DeclarationError(f"tool {tool.name!r}: {tool.handler_path} is not the handler it declares")
 
 
 def module_declarations(module_names: Iterable[str]) -> list[tuple[Tool, ...]]:

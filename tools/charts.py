@@ -11,7 +11,7 @@ from conversations.catalog import file_card, register_export
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
 from registry.declarations import Tool
-from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns
+from tools.datacommon import catalog, catalog_errors, check_columns, chosen_dataset
 from tools.fragments import DATASET
 
 CHART_MAX_ROWS = 5000
@@ -30,18 +30,30 @@ def create_chart(inputs: dict, context: ToolContext) -> Ok:
     check_columns(frame, [inputs["y"]], "y")
     check_columns(frame, fields[2:], "color")
     if len(frame) > CHART_MAX_ROWS:
-        raise HintException("fetch", f"{name!r} has {len(frame):,} rows; a chart takes at most {CHART_MAX_ROWS:,}",
-                            narrow="aggregate first with query (GROUP BY) and save_as, then chart that")
+        raise HintException(
+            "fetch",
+            f"{name!r} has {len(frame):,} rows; a chart takes at most {CHART_MAX_ROWS:,}",
+            narrow="aggregate first with query (GROUP BY) and save_as, then chart that",
+        )
     spec = vega_lite(frame[fields], inputs)
     image_format = inputs.get("format", "svg")
     payload, mime = render(spec, image_format)
     title = inputs.get("title") or f"{inputs['y']} by {inputs['x']}"
-    export = register_export(context.tenant_id, books.conversation_id, f"{_slug(title)}.{image_format}",
-                             payload, mime, source_tool="create_chart")
+    export = register_export(
+        context.tenant_id,
+        books.conversation_id,
+        f"{_slug(title)}.{image_format}",
+        payload,
+        mime,
+        source_tool="create_chart",
+    )
     card = {"type": "chart", "title": title, "dataset": name, "spec": spec}
-    return Ok(rows=len(frame), data=f"Chart {title!r} ({inputs.get('mark', 'bar')}) of {len(frame):,} rows "
-              f"from {name!r} is shown to the user; image: {export['original_filename']}",
-              effects=Effects(cards=[card, file_card(export)], exports={export["original_filename"]: export}))
+    return Ok(
+        rows=len(frame),
+        data=f"Chart {title!r} ({inputs.get('mark', 'bar')}) of {len(frame):,} rows "
+        f"from {name!r} is shown to the user; image: {export['original_filename']}",
+        effects=Effects(cards=[card, file_card(export)], exports={export["original_filename"]: export}),
+    )
 
 
 def vega_lite(frame: pd.DataFrame, inputs: dict) -> dict:
@@ -60,7 +72,8 @@ def vega_lite(frame: pd.DataFrame, inputs: dict) -> dict:
         "data": {"values": json.loads(frame.to_json(orient="records", date_format="iso"))},
         "mark": {"type": inputs.get("mark", "bar"), "tooltip": True},
         "encoding": encoding,
-        "width": 600, "height": 360,
+        "width": 600,
+        "height": 360,
     }
 
 
@@ -101,15 +114,26 @@ def display_map(inputs: dict, context: ToolContext) -> Ok:
         collection, warnings = _points(books.load(name), inputs)
     layer_id = inputs.get("layer") or name
     card = {
-        "type": "map_display", "display_id": inputs.get("display_id", "main"),
+        "type": "map_display",
+        "display_id": inputs.get("display_id", "main"),
         "sources": [{"id": layer_id, "type": "geojson", "data": collection}],
-        "layers": [{"id": layer_id, "source": layer_id, "type": inputs.get("style", "circle"),
-                    "label": inputs.get("label_column")}],
+        "layers": [
+            {
+                "id": layer_id,
+                "source": layer_id,
+                "type": inputs.get("style", "circle"),
+                "label": inputs.get("label_column"),
+            }
+        ],
         "bounds": _bounds(collection),
     }
     count = len(collection["features"])
-    return Ok(rows=count, data=f"Map {card['display_id']!r}: layer {layer_id!r} with {count:,} feature(s)",
-              warnings=warnings, effects=Effects(cards=[card]))
+    return Ok(
+        rows=count,
+        data=f"Map {card['display_id']!r}: layer {layer_id!r} with {count:,} feature(s)",
+        warnings=warnings,
+        effects=Effects(cards=[card]),
+    )
 
 
 def _points(frame: pd.DataFrame, inputs: dict) -> tuple[dict, list[Warning]]:
@@ -117,19 +141,28 @@ def _points(frame: pd.DataFrame, inputs: dict) -> tuple[dict, list[Warning]]:
     lat = inputs.get("lat_column") or next((columns[c] for c in _LAT if c in columns), None)
     lon = inputs.get("lon_column") or next((columns[c] for c in _LON if c in columns), None)
     if lat is None or lon is None:
-        raise HintException("schema", "no latitude/longitude columns found; pass lat_column and lon_column",
-                            [{"label": str(c), "score": 0.5} for c in frame.columns[:10]])
+        raise HintException(
+            "schema",
+            "no latitude/longitude columns found; pass lat_column and lon_column",
+            [{"label": str(c), "score": 0.5} for c in frame.columns[:10]],
+        )
     check_columns(frame, [lat, lon], "lat_column/lon_column")
-    keep = frame[pd.to_numeric(frame[lat], errors="coerce").between(-90, 90)
-                 & pd.to_numeric(frame[lon], errors="coerce").between(-180, 180)]
+    keep = frame[
+        pd.to_numeric(frame[lat], errors="coerce").between(-90, 90)
+        & pd.to_numeric(frame[lon], errors="coerce").between(-180, 180)
+    ]
     warnings = []
     if len(keep) < len(frame):
-        warnings.append(Warning("data_quality", f"{len(frame) - len(keep):,} row(s) without valid coordinates left out"))
+        warnings.append(
+            Warning("data_quality", f"{len(frame) - len(keep):,} row(s) without valid coordinates left out")
+        )
     if keep.empty:
         warnings.append(Warning("no_match", "no row has valid coordinates"))
     keep = keep.head(MAP_MAX_POINTS)
     properties = [c for c in keep.columns if c not in (lat, lon)][:8]
-    records = json.loads(keep[properties].to_json(orient="records", date_format="iso")) if properties else [{}] * len(keep)
+    records = (
+        json.loads(keep[properties].to_json(orient="records", date_format="iso")) if properties else [{}] * len(keep)
+    )
     features = [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [float(x), float(y)]}, "properties": props}
         for x, y, props in zip(keep[lon], keep[lat], records, strict=True)
@@ -150,7 +183,11 @@ def _bounds(collection: dict) -> list | None:
     xs, ys = [], []
 
     def walk(coords: object) -> None:
-        if isinstance(coords, (list, tuple)) and len(coords) >= 2 and all(isinstance(v, (int, float)) for v in coords[:2]):
+        if (
+            isinstance(coords, (list, tuple))
+            and len(coords) >= 2
+            and all(isinstance(v, (int, float)) for v in coords[:2])
+        ):
             if math.isfinite(coords[0]) and math.isfinite(coords[1]):
                 xs.append(coords[0])
                 ys.append(coords[1])

@@ -22,7 +22,6 @@ from tools.lib.sources import load_item
 from tools.models import Corpus, Document
 
 
-
 @uniform_contract(name="create_corpus", is_tabular=False)
 def create_corpus(inputs: dict, context: ToolContext) -> Ok:
     """Create a named corpus for the tenant (or return the existing one of that name)."""
@@ -30,7 +29,8 @@ def create_corpus(inputs: dict, context: ToolContext) -> Ok:
     if not name:
         raise HintException("schema", "name: must not be blank")
     corpus, created = Corpus.objects.get_or_create(
-        tenant_id=context.tenant_id, name=name,
+        tenant_id=context.tenant_id,
+        name=name,
         defaults={"description": inputs.get("description", ""), "created_by": str(context.user_id or "")},
     )
     count = readable_documents(context).filter(corpus=corpus).count()
@@ -49,11 +49,16 @@ def index_content(inputs: dict, context: ToolContext) -> Ok:
     lines = []
     for document_input in loaded:
         document, status = store_document(
-            corpus, document_input, owner=owner, conversation_id=conversation_id,
+            corpus,
+            document_input,
+            owner=owner,
+            conversation_id=conversation_id,
             tool_call_id=str(context.tool_use_id or ""),
         )
         passages = document.chunks.count()
-        lines.append(f"- document {document.pk} {document.title!r} ({document.format}): {status}, {passages} passage(s)")
+        lines.append(
+            f"- document {document.pk} {document.title!r} ({document.format}): {status}, {passages} passage(s)"
+        )
     header = f"Corpus {corpus.name!r}: {len(loaded)} item(s)."
     return Ok(rows=len(loaded), data="\n".join([header, *lines]))
 
@@ -99,16 +104,20 @@ def search_documents(inputs: dict, context: ToolContext) -> Ok:
         documents = documents.filter(corpus__in=[resolve_corpus(tenant_id, name) for name in names])
     if not documents.exists():
         raise HintException(
-            "fetch", "there are no documents to search yet",
+            "fetch",
+            "there are no documents to search yet",
             add="index documents first with index_content (create_corpus makes a corpus)",
         )
     hits = search_passages(documents, inputs["query"], inputs.get("limit", 5))
     if not hits:
         raise HintException(
-            "fetch", f"no passage matches {inputs['query']!r}",
+            "fetch",
+            f"no passage matches {inputs['query']!r}",
             narrow="ask with words the documents would use, or search every corpus",
         )
-    lines = [f"{len(hits)} passage(s) for {inputs['query']!r}. Cite each claim with its passage id, e.g. [{hits[0].label}]."]
+    lines = [
+        f"{len(hits)} passage(s) for {inputs['query']!r}. Cite each claim with its passage id, e.g. [{hits[0].label}]."
+    ]
     for hit in hits:
         document = hit.chunk.document
         where = f"document {document.pk}, corpus {document.corpus.name!r}"

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 
-
-
 from registry.context import ToolContext
 from registry.contract import HintException, Ok, Warning, uniform_contract
 from registry.declarations import Tool
-from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, quality_warnings, ranked, table_ok
+from tools.datacommon import catalog, catalog_errors, check_columns, chosen_dataset, quality_warnings, ranked, table_ok
 from tools.fragments import DATASET
 
 PRESENT_MAX_ROWS = 200
@@ -23,9 +21,7 @@ def preview_data(inputs: dict, context: ToolContext) -> Ok:
     count = inputs.get("rows", 10)
     shown = frame.sample(min(count, len(frame)), random_state=0) if inputs.get("sample") else frame.head(count)
     ok = table_ok(frame, warnings=quality_warnings(frame), data=shown)
-    summary = ", ".join(
-        f"{c.name}: {c.distinct_count} distinct" for c in ok.schema if c.distinct_count is not None
-    )
+    summary = ", ".join(f"{c.name}: {c.distinct_count} distinct" for c in ok.schema if c.distinct_count is not None)
     ok.warnings.append(Warning("info", f"dataset {name!r}, {len(frame):,} rows; {summary}"))
     return ok
 
@@ -55,8 +51,13 @@ def _find_dataset(name: str, context: ToolContext) -> dict | None:
     if entry is None:
         return None
     return {
-        "kind": "dataset", "name": entry.name, "rows": entry.rows, "columns": entry.columns,
-        "size_bytes": entry.size_bytes, "source": entry.source, "source_detail": entry.source_detail,
+        "kind": "dataset",
+        "name": entry.name,
+        "rows": entry.rows,
+        "columns": entry.columns,
+        "size_bytes": entry.size_bytes,
+        "source": entry.source,
+        "source_detail": entry.source_detail,
         "created_at": entry.created_at.isoformat(),
         "how_to_use": f"preview_data {{dataset: {name!r}}}; query with SQL: SELECT … FROM {name}",
     }
@@ -68,8 +69,11 @@ def _find_tool(name: str, context: ToolContext) -> dict | None:
     if definition is None or not definition.callable_by(context.tenant_id):
         return None
     return {
-        "kind": "tool", "name": definition.name, "description": definition.description,
-        "category": definition.category, "input_schema": definition.input_schema,
+        "kind": "tool",
+        "name": definition.name,
+        "description": definition.description,
+        "category": definition.category,
+        "input_schema": definition.input_schema,
     }
 
 
@@ -104,8 +108,11 @@ def present_rows(inputs: dict, context: ToolContext) -> Ok:
     limit = inputs.get("limit", 50)
     shown = frame[columns].head(limit)
     card = {
-        "type": "table", "title": inputs.get("title") or name, "dataset": name,
-        "columns": columns, "rows": json.loads(shown.to_json(orient="values", date_format="iso")),
+        "type": "table",
+        "title": inputs.get("title") or name,
+        "dataset": name,
+        "columns": columns,
+        "rows": json.loads(shown.to_json(orient="values", date_format="iso")),
         "total_rows": len(frame),
     }
     ok = table_ok(shown, rows=len(shown))
@@ -168,8 +175,12 @@ TOOLS = (
             "type": "object",
             "properties": {
                 "dataset": DATASET,
-                "columns": {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                            "description": "Columns to show, in order; default all."},
+                "columns": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "description": "Columns to show, in order; default all.",
+                },
                 "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
                 "title": {"type": "string", "maxLength": 200},
             },

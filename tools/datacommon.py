@@ -58,16 +58,27 @@ def check_columns(frame: pd.DataFrame, wanted: list[str], field: str) -> None:
     for column in wanted:
         if column not in names:
             raise HintException(
-                "schema", f"{field}: no column {column!r}; the dataset has {len(names)} column(s)",
+                "schema",
+                f"{field}: no column {column!r}; the dataset has {len(names)} column(s)",
                 ranked(closest(column, names, limit=5)),
             )
 
 
-def table_ok(frame: pd.DataFrame, *, rows: int | None = None, warnings: list[Warning] | None = None,
-             effects: Any = None, data: Any = None) -> Ok:
+def table_ok(
+    frame: pd.DataFrame,
+    *,
+    rows: int | None = None,
+    warnings: list[Warning] | None = None,
+    effects: Any = None,
+    data: Any = None,
+) -> Ok:
     """An Ok whose schema is measured from ``frame`` (null and distinct counts included)."""
-    ok = Ok(rows=len(frame) if rows is None else rows, schema=measure_schema(frame),
-            data=frame if data is None else data, warnings=list(warnings or []))
+    ok = Ok(
+        rows=len(frame) if rows is None else rows,
+        schema=measure_schema(frame),
+        data=frame if data is None else data,
+        warnings=list(warnings or []),
+    )
     if effects is not None:
         ok.effects = effects
     return ok

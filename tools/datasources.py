@@ -45,16 +45,17 @@ def register_datasource(inputs: dict, context: ToolContext) -> Ok | Err:
     secret = seal(inputs["password"]) if inputs.get("password") else (existing.secret if existing else "")
     try:
         location = _location(kind, inputs, context.tenant_id)
-        candidate = DataSource(tenant_id=context.tenant_id, name=inputs["name"], kind=kind,
-                               location=location, secret=secret)
+        candidate = DataSource(
+            tenant_id=context.tenant_id, name=inputs["name"], kind=kind, location=location, secret=secret
+        )
         tables = _tables(candidate)
     except SourceRefused as exc:
         return Err(f"datasource {inputs['name']!r} refused: {exc}", "DatasourceRefused")
     with transaction.atomic():
         source, created = DataSource.objects.update_or_create(
-            tenant_id=context.tenant_id, name=inputs["name"],
-            defaults={"kind": kind, "location": location, "secret": secret,
-                      "created_by": str(context.user_id)},
+            tenant_id=context.tenant_id,
+            name=inputs["name"],
+            defaults={"kind": kind, "location": location, "secret": secret, "created_by": str(context.user_id)},
         )
     return _report(source, "registered" if created else "updated", tables)
 
@@ -63,8 +64,9 @@ def register_datasource(inputs: dict, context: ToolContext) -> Ok | Err:
 def set_datasource_auth(inputs: dict, context: ToolContext) -> Ok | Err:
     """Replace the stored password of a datasource and check it connects."""
     if not _staff_with(context, CHANGE):
-        return Err(f"changing a datasource's credentials needs a staff member with the {CHANGE} permission",
-                   "PermissionDenied")
+        return Err(
+            f"changing a datasource's credentials needs a staff member with the {CHANGE} permission", "PermissionDenied"
+        )
     source = _source(inputs["name"], context)
     source.secret = seal(inputs["password"])
     source.save(update_fields=["secret", "updated_at"])
@@ -90,7 +92,8 @@ def query_datasource(inputs: dict, context: ToolContext) -> Ok | Err:
         return Err(str(exc), "DatasourceUnavailable")
     if len(frame) > cap:
         raise HintException(
-            "fetch", f"the query returns more than {cap:,} rows",
+            "fetch",
+            f"the query returns more than {cap:,} rows",
             add=None if save_as else "save_as: '<name>' to keep up to the dataset cap in this conversation",
             narrow="aggregate (GROUP BY), filter (WHERE) or add LIMIT",
         )
@@ -113,9 +116,15 @@ def describe_source(name: str, tenant_id: str) -> dict | None:
         tables = f"refused: {exc}"
     except SourceError as exc:
         tables = str(exc)
-    return {"kind": "datasource", "name": source.name, "source_kind": source.kind,
-            "location": source.location, "has_password": bool(source.secret), "tables": tables,
-            "how_to_use": f"query_datasource {{name: {name!r}, sql: 'SELECT …'}} (read-only)"}
+    return {
+        "kind": "datasource",
+        "name": source.name,
+        "source_kind": source.kind,
+        "location": source.location,
+        "has_password": bool(source.secret),
+        "tables": tables,
+        "how_to_use": f"query_datasource {{name: {name!r}, sql: 'SELECT …'}} (read-only)",
+    }
 
 
 def _staff_with(context: ToolContext, permission: str) -> bool:

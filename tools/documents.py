@@ -14,8 +14,8 @@ import json
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from eunice import tenant_files as files
 from registry.context import ToolContext
-from registry.declarations import Tool
 from registry.contract import Effects, HintException, Ok, uniform_contract
+from registry.declarations import Tool
 from tools.lib.render_docs import MIME_TYPES, write_document
 
 # Tool results worth a section of a report; bookkeeping calls are left out.
@@ -37,10 +37,19 @@ def generate_document(inputs: dict, context: ToolContext) -> Ok:
     write_document(outline, fmt, path)
     size = path.stat().st_size
     export = {"path": str(path), "mime_type": mime_type, "size_bytes": size, "original_filename": filename}
-    card = {"type": "file_download", "export": filename, "filename": filename, "mime_type": mime_type,
-            "size_bytes": size, "title": inputs["title"]}
-    return Ok(rows=1, data=f"Generated {filename} ({fmt}, {size:,} bytes, {len(sections)} section(s)); the user can download it.",
-              effects=Effects(cards=[card], exports={filename: export}))
+    card = {
+        "type": "file_download",
+        "export": filename,
+        "filename": filename,
+        "mime_type": mime_type,
+        "size_bytes": size,
+        "title": inputs["title"],
+    }
+    return Ok(
+        rows=1,
+        data=f"Generated {filename} ({fmt}, {size:,} bytes, {len(sections)} section(s)); the user can download it.",
+        effects=Effects(cards=[card], exports={filename: export}),
+    )
 
 
 @uniform_contract(name="document_conversation", is_tabular=False)
@@ -50,18 +59,24 @@ def document_conversation(inputs: dict, context: ToolContext) -> Ok:
     outline_sections = conversation_sections(conversation)
     title = inputs.get("title") or f"Conversation report: {conversation.title or conversation.pk}"
     result = context.registry.execute_tool(
-        "generate_document", {"title": title, "format": inputs.get("format", "pdf"), "sections": outline_sections},
+        "generate_document",
+        {"title": title, "format": inputs.get("format", "pdf"), "sections": outline_sections},
         context,
     )
     if result.error is not None:
         raise RuntimeError(f"generate_document failed: {result.error}")
-    return Ok(rows=1, data=result.content.split("\n", 1)[-1],
-              effects=Effects(cards=result.cards, exports=result.exports))
+    return Ok(
+        rows=1, data=result.content.split("\n", 1)[-1], effects=Effects(cards=result.cards, exports=result.exports)
+    )
 
 
 def _conversation(context: ToolContext) -> Conversation:
     conversation_id = context.conversation_id
-    conversation = Conversation.objects.for_tenant(context.tenant_id).filter(pk=conversation_id).first() if conversation_id else None
+    conversation = (
+        Conversation.objects.for_tenant(context.tenant_id).filter(pk=conversation_id).first()
+        if conversation_id
+        else None
+    )
     if conversation is None:
         raise HintException("schema", "there is no conversation to report on here; pass `sections` instead")
     return conversation
@@ -72,33 +87,50 @@ def conversation_sections(conversation: Conversation) -> list[dict]:
     messages = ChatMessage.objects.filter(conversation=conversation)
     exchange = [f"{'Question' if m.role == ChatMessage.Role.USER else 'Answer'}: {m.text}" for m in messages if m.text]
     sections = [{"heading": "Questions and answers", "paragraphs": exchange or ["(no messages yet)"]}]
-    events = list(ConversationEvent.objects.filter(
-        conversation=conversation, event_type__in=["tool_call", "tool_result", "card", "export"],
-    ).select_related("blob"))
+    events = list(
+        ConversationEvent.objects.filter(
+            conversation=conversation,
+            event_type__in=["tool_call", "tool_result", "card", "export"],
+        ).select_related("blob")
+    )
     calls = {d.get("tool_use_id"): d for d in (_data(e) for e in events if e.event_type == "tool_call")}
     rows = []
     for event in (e for e in events if e.event_type == "tool_result"):
         data = _data(event)
         call = calls.get(data.get("tool_use_id"), {})
-        rows.append([data.get("name", ""), json.dumps(call.get("input", {}), ensure_ascii=False),
-                     "error" if data.get("error") else "ok"])
+        rows.append(
+            [
+                data.get("name", ""),
+                json.dumps(call.get("input", {}), ensure_ascii=False),
+                "error" if data.get("error") else "ok",
+            ]
+        )
     if rows:
         sections.append({"heading": "Tool calls", "table": {"columns": ["tool", "input", "outcome"], "rows": rows}})
     sections += results_sections(conversation, events)
     charts = [_data(e).get("card", {}) for e in events if e.event_type == "card"]
     charts = [c for c in charts if c.get("type") in ("chart", "map_display", "image")]
     if charts:
-        sections.append({"heading": "Charts", "bullets": [f"{c.get('type')}: {c.get('title') or c.get('display_id') or ''}" for c in charts]})
+        sections.append(
+            {
+                "heading": "Charts",
+                "bullets": [f"{c.get('type')}: {c.get('title') or c.get('display_id') or ''}" for c in charts],
+            }
+        )
     exports = [_data(e) for e in events if e.event_type == "export"]
     if exports:
-        sections.append({"heading": "Files", "bullets": [f"{x.get('filename')} (from {x.get('source_tool')})" for x in exports]})
+        sections.append(
+            {"heading": "Files", "bullets": [f"{x.get('filename')} (from {x.get('source_tool')})" for x in exports]}
+        )
     return sections
 
 
 def results_sections(conversation: Conversation, events: list | None = None) -> list[dict]:
     """One section per successful tool result of the conversation, its text whole."""
     if events is None:
-        events = list(ConversationEvent.objects.filter(conversation=conversation, event_type="tool_result").select_related("blob"))
+        events = list(
+            ConversationEvent.objects.filter(conversation=conversation, event_type="tool_result").select_related("blob")
+        )
     sections = []
     for event in events:
         data = _data(event)
@@ -149,8 +181,11 @@ TOOLS = (
                 "title": {"type": "string", "minLength": 1, "maxLength": 200},
                 "format": _FORMAT,
                 "sections": {"type": "array", "items": _SECTION},
-                "include_results": {"type": "boolean", "default": False,
-                                    "description": "Append every tool result of this conversation."},
+                "include_results": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Append every tool result of this conversation.",
+                },
             },
             "required": ["title"],
             "additionalProperties": False,

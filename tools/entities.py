@@ -29,13 +29,16 @@ def record_fact(inputs: dict, context: ToolContext) -> Ok:
     matches = store.find_by_name(tenant_id, inputs["entity"], entity_type)
     if len(matches) > 1:
         raise HintException(
-            "ambiguous", f"{inputs['entity']!r} names {len(matches)} entities; pass entity_type",
+            "ambiguous",
+            f"{inputs['entity']!r} names {len(matches)} entities; pass entity_type",
             [{"label": f"entity_type: {e.entity_type} ({e.name})", "score": 0.5} for e in matches],
         )
     entity = matches[0] if matches else store.create_entity(tenant_id, inputs["entity"], entity_type or "thing")
     store.add_aliases(entity, inputs.get("aliases", []))
     previous = store.current_facts([entity])[entity.pk].get(inputs["attribute"])
-    store.record_facts(entity, {inputs["attribute"]: inputs["value"]}, Provenance.from_context(context, inputs.get("source", "")))
+    store.record_facts(
+        entity, {inputs["attribute"]: inputs["value"]}, Provenance.from_context(context, inputs.get("source", ""))
+    )
     line = f"Recorded {entity.name} ({entity.entity_type}, id {entity.pk}): {inputs['attribute']} = {inputs['value']!r}"
     if previous is not None and previous.value != inputs["value"]:
         line += f" (was {previous.value!r}, recorded {previous.recorded_at:%Y-%m-%d %H:%M} UTC)"
@@ -74,9 +77,12 @@ def list_entities(inputs: dict, context: ToolContext) -> Ok:
     page = list(rows[offset : offset + limit])
     if total == 0 and inputs.get("entity_type"):
         types = list(Entity.objects.for_tenant(context.tenant_id).values_list("entity_type", flat=True).distinct())
-        raise HintException("schema", f"no entities of type {inputs['entity_type']!r}",
-                            [{"label": t, "score": 0.5} for t in types])
-    counts = dict(Fact.objects.filter(entity__in=page).values_list("entity").annotate(n=Count("id")).values_list("entity", "n"))
+        raise HintException(
+            "schema", f"no entities of type {inputs['entity_type']!r}", [{"label": t, "score": 0.5} for t in types]
+        )
+    counts = dict(
+        Fact.objects.filter(entity__in=page).values_list("entity").annotate(n=Count("id")).values_list("entity", "n")
+    )
     lines = [f"{total} entit{'y' if total == 1 else 'ies'}; showing {offset + 1 if page else 0}–{offset + len(page)}:"]
     lines.extend(f"- {e.name} ({e.entity_type}, id {e.pk}): {counts.get(e.pk, 0)} fact(s)" for e in page)
     if offset + len(page) < total:
@@ -91,7 +97,10 @@ def link_entities(inputs: dict, context: ToolContext) -> Ok:
     source = resolve_entity(tenant_id, inputs["source"], inputs.get("source_type"))
     target = resolve_entity(tenant_id, inputs["target"], inputs.get("target_type"))
     link, created = EntityLink.objects.get_or_create(
-        tenant_id=tenant_id, source_entity=source, target_entity=target, relation=inputs["relation"],
+        tenant_id=tenant_id,
+        source_entity=source,
+        target_entity=target,
+        relation=inputs["relation"],
         defaults=Provenance.from_context(context).fields(),
     )
     verb = "Linked" if created else "Already linked:"
@@ -104,13 +113,18 @@ def recall_entities(inputs: dict, context: ToolContext) -> Ok:
     tenant_id = context.tenant_id
     found = store.recall(tenant_id, inputs["query"], inputs.get("limit", 5), inputs.get("entity_type"))
     if not found:
-        raise HintException("fetch", f"no entity matches {inputs['query']!r}",
-                            narrow="use a name, an alias or a few words about the entity; list_entities shows them all")
+        raise HintException(
+            "fetch",
+            f"no entity matches {inputs['query']!r}",
+            narrow="use a name, an alias or a few words about the entity; list_entities shows them all",
+        )
     facts = store.current_facts([e for e, _, _ in found])
     lines = [f"{len(found)} entit{'y' if len(found) == 1 else 'ies'} for {inputs['query']!r}:"]
     for entity, score, how in found:
         current = "; ".join(f"{a}={f.value!r}" for a, f in sorted(facts[entity.pk].items()))
-        lines.append(f"- {entity.name} ({entity.entity_type}, id {entity.pk}) [by {how}, {score:.2f}]: {current or 'no facts'}")
+        lines.append(
+            f"- {entity.name} ({entity.entity_type}, id {entity.pk}) [by {how}, {score:.2f}]: {current or 'no facts'}"
+        )
     return Ok(rows=len(found), data="\n".join(lines))
 
 
@@ -120,13 +134,22 @@ def resolve_entity(tenant_id: str, name: str, entity_type: str | None = None) ->
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise HintException("ambiguous", f"{name!r} names {len(matches)} entities; pass the type",
-                            [{"label": f"{e.name} ({e.entity_type})", "score": 0.5} for e in matches])
+        raise HintException(
+            "ambiguous",
+            f"{name!r} names {len(matches)} entities; pass the type",
+            [{"label": f"{e.name} ({e.entity_type})", "score": 0.5} for e in matches],
+        )
     keys = dict(EntityAlias.objects.for_tenant(tenant_id).values_list("key", "alias")[:5000])
     close = difflib.get_close_matches(store.alias_key(name), list(keys), n=5, cutoff=0.5)
-    alternatives = [{"label": keys[k], "score": round(difflib.SequenceMatcher(None, store.alias_key(name), k).ratio(), 3)} for k in close]
-    raise HintException("schema", f"no entity called {name!r}" + ("" if close else "; recall_entities searches by meaning"),
-                        alternatives)
+    alternatives = [
+        {"label": keys[k], "score": round(difflib.SequenceMatcher(None, store.alias_key(name), k).ratio(), 3)}
+        for k in close
+    ]
+    raise HintException(
+        "schema",
+        f"no entity called {name!r}" + ("" if close else "; recall_entities searches by meaning"),
+        alternatives,
+    )
 
 
 def _provenance(fact: Fact) -> str:
@@ -145,10 +168,18 @@ TOOLS = (
             "same attribute supersedes the old one, which stays in the history with where it came from."
         ),
         input_schema=closed_object(
-            {"entity": ENTITY_NAME, "entity_type": ENTITY_TYPE, "attribute": {"type": "string", "minLength": 1, "maxLength": 120},
-             "value": {"description": "Any JSON value: text, number, list or object."},
-             "aliases": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Other names."},
-             "source": {"type": "string", "description": "Where the fact comes from (a document, a URL)."}},
+            {
+                "entity": ENTITY_NAME,
+                "entity_type": ENTITY_TYPE,
+                "attribute": {"type": "string", "minLength": 1, "maxLength": 120},
+                "value": {"description": "Any JSON value: text, number, list or object."},
+                "aliases": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "description": "Other names.",
+                },
+                "source": {"type": "string", "description": "Where the fact comes from (a document, a URL)."},
+            },
             ["entity", "attribute", "value"],
         ),
         handler=record_fact,
@@ -175,8 +206,11 @@ TOOLS = (
         name="list_entities",
         description="List the remembered entities, optionally of one type, a page at a time.",
         input_schema=closed_object(
-            {"entity_type": ENTITY_TYPE, "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
-             "offset": {"type": "integer", "minimum": 0, "default": 0}},
+            {
+                "entity_type": ENTITY_TYPE,
+                "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+                "offset": {"type": "integer", "minimum": 0, "default": 0},
+            },
             [],
         ),
         handler=list_entities,
@@ -188,8 +222,13 @@ TOOLS = (
         name="link_entities",
         description="Record a relation between two remembered entities, e.g. 'Acme' owns 'Plant 7'.",
         input_schema=closed_object(
-            {"source": ENTITY_NAME, "target": ENTITY_NAME, "relation": {"type": "string", "minLength": 1, "maxLength": 120},
-             "source_type": ENTITY_TYPE, "target_type": ENTITY_TYPE},
+            {
+                "source": ENTITY_NAME,
+                "target": ENTITY_NAME,
+                "relation": {"type": "string", "minLength": 1, "maxLength": 120},
+                "source_type": ENTITY_TYPE,
+                "target_type": ENTITY_TYPE,
+            },
             ["source", "target", "relation"],
         ),
         handler=link_entities,
@@ -204,8 +243,11 @@ TOOLS = (
             "current facts. Use it before answering about people, customers or places mentioned earlier."
         ),
         input_schema=closed_object(
-            {"query": {"type": "string", "minLength": 1}, "entity_type": ENTITY_TYPE,
-             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5}},
+            {
+                "query": {"type": "string", "minLength": 1},
+                "entity_type": ENTITY_TYPE,
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
+            },
             ["query"],
         ),
         handler=recall_entities,

@@ -29,19 +29,32 @@ def ingest_entities(inputs: dict, context: ToolContext) -> Ok:
     name_column = inputs["name_column"]
     columns = list(rows[0].keys()) if rows else []
     if name_column not in columns:
-        raise HintException("schema", f"name_column {name_column!r} is not a column of {origin}",
-                            [{"label": c, "score": 0.5} for c in columns])
+        raise HintException(
+            "schema",
+            f"name_column {name_column!r} is not a column of {origin}",
+            [{"label": c, "score": 0.5} for c in columns],
+        )
     attributes = inputs.get("attributes") or [c for c in columns if c != name_column]
     unknown = [a for a in attributes if a not in columns]
     if unknown:
-        raise HintException("schema", f"attributes {unknown} are not columns of {origin}",
-                            [{"label": c, "score": 0.5} for c in columns])
-    created, facts = _ingest(context.tenant_id, inputs.get("entity_type", "thing"), rows, name_column,
-                             attributes, Provenance.from_context(context, origin))
-    return Ok(rows=len(rows), data=(
-        f"Ingested {len(rows)} row(s) of {origin} as {inputs.get('entity_type', 'thing')} entities: "
-        f"{created} new, {len(rows) - created} updated, {facts} fact(s) recorded."
-    ))
+        raise HintException(
+            "schema", f"attributes {unknown} are not columns of {origin}", [{"label": c, "score": 0.5} for c in columns]
+        )
+    created, facts = _ingest(
+        context.tenant_id,
+        inputs.get("entity_type", "thing"),
+        rows,
+        name_column,
+        attributes,
+        Provenance.from_context(context, origin),
+    )
+    return Ok(
+        rows=len(rows),
+        data=(
+            f"Ingested {len(rows)} row(s) of {origin} as {inputs.get('entity_type', 'thing')} entities: "
+            f"{created} new, {len(rows) - created} updated, {facts} fact(s) recorded."
+        ),
+    )
 
 
 @uniform_contract(name="define_entity_projection", is_tabular=True)
@@ -53,21 +66,32 @@ def define_entity_projection(inputs: dict, context: ToolContext) -> Ok:
     entities = list(Entity.objects.for_tenant(tenant_id).filter(entity_type=inputs["entity_type"]))
     if not entities:
         types = sorted(set(Entity.objects.for_tenant(tenant_id).values_list("entity_type", flat=True)))
-        raise HintException("schema", f"no entities of type {inputs['entity_type']!r}",
-                            [{"label": t, "score": 0.5} for t in types])
+        raise HintException(
+            "schema", f"no entities of type {inputs['entity_type']!r}", [{"label": t, "score": 0.5} for t in types]
+        )
     EntityProjection.objects.update_or_create(
-        tenant_id=tenant_id, name=inputs["name"],
-        defaults={"entity_type": inputs["entity_type"], "attributes": inputs["attributes"],
-                  "description": inputs.get("description", "")},
+        tenant_id=tenant_id,
+        name=inputs["name"],
+        defaults={
+            "entity_type": inputs["entity_type"],
+            "attributes": inputs["attributes"],
+            "description": inputs.get("description", ""),
+        },
     )
     facts = store.current_facts(entities)
     table = pd.DataFrame(
-        [{"entity": e.name, **{a: (facts[e.pk][a].value if a in facts[e.pk] else None) for a in inputs["attributes"]}}
-         for e in entities],
+        [
+            {
+                "entity": e.name,
+                **{a: (facts[e.pk][a].value if a in facts[e.pk] else None) for a in inputs["attributes"]},
+            }
+            for e in entities
+        ],
         columns=["entity", *inputs["attributes"]],
     )
-    return Ok(rows=len(table), schema=measure_schema(table), data=table,
-              effects=Effects(datasets={inputs["name"]: table}))
+    return Ok(
+        rows=len(table), schema=measure_schema(table), data=table, effects=Effects(datasets={inputs["name"]: table})
+    )
 
 
 def _rows(inputs: dict, context: ToolContext) -> tuple[list[dict[str, Any]], str]:
@@ -76,11 +100,15 @@ def _rows(inputs: dict, context: ToolContext) -> tuple[list[dict[str, Any]], str
     name = inputs.get("dataset")
     available = dict(context.datasets or {})
     if name is None:
-        raise HintException("schema", "pass `dataset` (a dataset of this conversation) or `rows`",
-                            [{"label": n, "score": 0.5} for n in available])
+        raise HintException(
+            "schema",
+            "pass `dataset` (a dataset of this conversation) or `rows`",
+            [{"label": n, "score": 0.5} for n in available],
+        )
     if name not in available:
-        raise HintException("schema", f"dataset {name!r} is not in this conversation",
-                            [{"label": n, "score": 0.5} for n in available])
+        raise HintException(
+            "schema", f"dataset {name!r} is not in this conversation", [{"label": n, "score": 0.5} for n in available]
+        )
     data = available[name]
     if hasattr(data, "to_dict"):
         data = data.to_dict(orient="records")
@@ -90,13 +118,16 @@ def _rows(inputs: dict, context: ToolContext) -> tuple[list[dict[str, Any]], str
 
 
 @transaction.atomic
-def _ingest(tenant_id: str, entity_type: str, rows: list[dict], name_column: str, attributes: list[str],
-            provenance: Provenance) -> tuple[int, int]:
+def _ingest(
+    tenant_id: str, entity_type: str, rows: list[dict], name_column: str, attributes: list[str], provenance: Provenance
+) -> tuple[int, int]:
     """Upsert entities by name (one query to find, one bulk insert) and append their facts."""
     names = {store.alias_key(str(r[name_column])): str(r[name_column]).strip() for r in rows if r.get(name_column)}
     existing = {
-        a.key: a.entity for a in EntityAlias.objects.for_tenant(tenant_id)
-        .filter(key__in=list(names), entity__entity_type=entity_type).select_related("entity")
+        a.key: a.entity
+        for a in EntityAlias.objects.for_tenant(tenant_id)
+        .filter(key__in=list(names), entity__entity_type=entity_type)
+        .select_related("entity")
     }
     new = [Entity(tenant_id=tenant_id, entity_type=entity_type, name=names[k]) for k in names if k not in existing]
     Entity.objects.bulk_create(new)
@@ -107,9 +138,15 @@ def _ingest(tenant_id: str, entity_type: str, rows: list[dict], name_column: str
         ignore_conflicts=True,
     )
     facts = [
-        Fact(tenant_id=tenant_id, entity=existing[store.alias_key(str(row[name_column]))], attribute=attribute,
-             value=value, **provenance.fields())
-        for row in rows if row.get(name_column)
+        Fact(
+            tenant_id=tenant_id,
+            entity=existing[store.alias_key(str(row[name_column]))],
+            attribute=attribute,
+            value=value,
+            **provenance.fields(),
+        )
+        for row in rows
+        if row.get(name_column)
         for attribute in attributes
         if (value := store.json_value(row.get(attribute))) is not None
     ]
@@ -128,9 +165,13 @@ TOOLS = (
             "conversation, or the rows themselves."
         ),
         input_schema=closed_object(
-            {"dataset": {"type": "string", "minLength": 1}, "rows": {"type": "array", "minItems": 1, "items": {"type": "object"}},
-             "name_column": {"type": "string", "minLength": 1}, "entity_type": ENTITY_TYPE,
-             "attributes": {"type": "array", "items": {"type": "string"}}},
+            {
+                "dataset": {"type": "string", "minLength": 1},
+                "rows": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+                "name_column": {"type": "string", "minLength": 1},
+                "entity_type": ENTITY_TYPE,
+                "attributes": {"type": "array", "items": {"type": "string"}},
+            },
             ["name_column"],
         ),
         handler=ingest_entities,
@@ -145,9 +186,12 @@ TOOLS = (
             "that table now (it becomes a dataset of the conversation under the same name)."
         ),
         input_schema=closed_object(
-            {"name": {"type": "string", "minLength": 1, "maxLength": 120}, "entity_type": ENTITY_TYPE,
-             "attributes": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
-             "description": {"type": "string"}},
+            {
+                "name": {"type": "string", "minLength": 1, "maxLength": 120},
+                "entity_type": ENTITY_TYPE,
+                "attributes": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+                "description": {"type": "string"},
+            },
             ["name", "entity_type", "attributes"],
         ),
         handler=define_entity_projection,

@@ -9,14 +9,14 @@ import pandas as pd
 
 from conversations.catalog import file_card, register_export
 from conversations.catalog.access import readable_files
-from eunice.tenant_files import is_tenant_file
 from conversations.catalog.uploads import EXCEL_MIME
 from conversations.models import GeneratedFile
 from eunice.bounded_read import InputTooLarge, open_workbook
+from eunice.tenant_files import is_tenant_file
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
 from registry.declarations import Tool
-from tools.datacommon import catalog, catalog_errors, chosen_dataset, check_columns, ranked
+from tools.datacommon import catalog, catalog_errors, check_columns, chosen_dataset, ranked
 from tools.fragments import DATASET
 
 _MIME = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet", "json": "application/json"}
@@ -34,8 +34,15 @@ def export(inputs: dict, context: ToolContext) -> Ok:
     fmt = inputs.get("format", "csv")
     payload = _encode(frame, fmt)
     filename = f"{inputs.get('filename') or name}.{fmt}"
-    return _file_ok(context, books.conversation_id, filename, payload, _MIME[fmt], "export",
-                    f"Exported {len(frame):,} rows of {name!r} as {fmt}")
+    return _file_ok(
+        context,
+        books.conversation_id,
+        filename,
+        payload,
+        _MIME[fmt],
+        "export",
+        f"Exported {len(frame):,} rows of {name!r} as {fmt}",
+    )
 
 
 def _encode(frame: pd.DataFrame, fmt: str) -> bytes:
@@ -48,12 +55,24 @@ def _encode(frame: pd.DataFrame, fmt: str) -> bytes:
     return buffer.getvalue()
 
 
-def _file_ok(context: ToolContext, conversation_id: str, filename: str, payload: bytes, mime: str, tool: str,
-             said: str, warnings: list[Warning] | None = None) -> Ok:
+def _file_ok(
+    context: ToolContext,
+    conversation_id: str,
+    filename: str,
+    payload: bytes,
+    mime: str,
+    tool: str,
+    said: str,
+    warnings: list[Warning] | None = None,
+) -> Ok:
     exported = register_export(context.tenant_id, conversation_id, filename, payload, mime, source_tool=tool)
-    return Ok(rows=1, data=f"{said}: {exported['original_filename']} ({len(payload):,} bytes, file id "
-              f"{exported['file_id']}), offered to the user for download.", warnings=list(warnings or []),
-              effects=Effects(cards=[file_card(exported)], exports={exported["original_filename"]: exported}))
+    return Ok(
+        rows=1,
+        data=f"{said}: {exported['original_filename']} ({len(payload):,} bytes, file id "
+        f"{exported['file_id']}), offered to the user for download.",
+        warnings=list(warnings or []),
+        effects=Effects(cards=[file_card(exported)], exports={exported["original_filename"]: exported}),
+    )
 
 
 @uniform_contract(name="export_excel", is_tabular=False)
@@ -71,8 +90,15 @@ def export_excel(inputs: dict, context: ToolContext) -> Ok:
             frame.to_excel(writer, sheet_name=title, index=False)
             _format(writer.sheets[title], frame, sheet)
     filename = f"{inputs.get('filename') or sheets[0]['dataset']}.xlsx"
-    return _file_ok(context, books.conversation_id, filename, buffer.getvalue(), EXCEL_MIME, "export_excel",
-                    f"Wrote a workbook with {len(sheets)} sheet(s)")
+    return _file_ok(
+        context,
+        books.conversation_id,
+        filename,
+        buffer.getvalue(),
+        EXCEL_MIME,
+        "export_excel",
+        f"Wrote a workbook with {len(sheets)} sheet(s)",
+    )
 
 
 def _format(worksheet, frame: pd.DataFrame, sheet: dict) -> None:  # noqa: ANN001 - an openpyxl Worksheet
@@ -116,8 +142,15 @@ def manipulate_excel(inputs: dict, context: ToolContext) -> Ok:
     workbook.save(buffer)
     books = catalog(context)
     filename = inputs.get("filename") or f"{Path(generated.filename).stem}-edited.xlsx"
-    return _file_ok(context, books.conversation_id, filename, buffer.getvalue(), EXCEL_MIME, "manipulate_excel",
-                    f"Applied {len(operations)} change(s)")
+    return _file_ok(
+        context,
+        books.conversation_id,
+        filename,
+        buffer.getvalue(),
+        EXCEL_MIME,
+        "manipulate_excel",
+        f"Applied {len(operations)} change(s)",
+    )
 
 
 def _workbook_file(file_id: int, context: ToolContext) -> GeneratedFile:
@@ -165,8 +198,9 @@ def _apply(workbook, operation: dict, number: int, context: ToolContext) -> None
             sheet[ref] = value
     elif kind == "add_sheet":
         if operation["name"] in workbook.sheetnames:
-            raise HintException("schema", f"operations[{number}].name: sheet {operation['name']!r} exists",
-                                ranked(workbook.sheetnames))
+            raise HintException(
+                "schema", f"operations[{number}].name: sheet {operation['name']!r} exists", ranked(workbook.sheetnames)
+            )
         sheet = workbook.create_sheet(operation["name"][:31])
         if operation.get("dataset"):
             frame = catalog(context).load(operation["dataset"])
@@ -192,7 +226,11 @@ TOOLS = (
                 "dataset": DATASET,
                 "format": {"type": "string", "enum": ["csv", "parquet", "json"], "default": "csv"},
                 "columns": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                "filename": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,100}$", "description": "Without extension."},
+                "filename": {
+                    "type": "string",
+                    "pattern": "^[A-Za-z0-9_.-]{1,100}$",
+                    "description": "Without extension.",
+                },
             },
             "additionalProperties": False,
         },
@@ -212,7 +250,9 @@ TOOLS = (
             "type": "object",
             "properties": {
                 "sheets": {
-                    "type": "array", "minItems": 1, "maxItems": 20,
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 20,
                     "items": {
                         "type": "object",
                         "properties": {
@@ -250,11 +290,15 @@ TOOLS = (
                 "sheet": {"type": "string"},
                 "range": {"type": "string", "pattern": "^[A-Z]{1,3}[0-9]+(:[A-Z]{1,3}[0-9]+)?$"},
                 "operations": {
-                    "type": "array", "maxItems": 50,
+                    "type": "array",
+                    "maxItems": 50,
                     "items": {
                         "type": "object",
                         "properties": {
-                            "op": {"type": "string", "enum": ["set_cells", "add_sheet", "rename_sheet", "delete_sheet"]},
+                            "op": {
+                                "type": "string",
+                                "enum": ["set_cells", "add_sheet", "rename_sheet", "delete_sheet"],
+                            },
                             "sheet": {"type": "string"},
                             "name": {"type": "string", "minLength": 1},
                             "dataset": DATASET,

@@ -10,8 +10,18 @@ DATASET = {
     "description": "Dataset name in this conversation; omit for the most recent one.",
 }
 
-ENTITY_NAME = {"type": "string", "minLength": 1, "maxLength": 300, "description": "The entity's name or one of its aliases."}
-ENTITY_TYPE = {"type": "string", "minLength": 1, "maxLength": 64, "description": "Kind of thing, e.g. customer, site, person."}
+ENTITY_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 300,
+    "description": "The entity's name or one of its aliases.",
+}
+ENTITY_TYPE = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 64,
+    "description": "Kind of thing, e.g. customer, site, person.",
+}
 
 
 def closed_object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

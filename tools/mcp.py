@@ -13,8 +13,7 @@ from registry import approvals
 from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
-from registry.mcp import MCPError
-from registry.mcp import marketplace
+from registry.mcp import MCPError, marketplace
 from tools.actors import staff_user
 
 
@@ -23,8 +22,11 @@ def search_mcp_marketplace(inputs: dict, context: ToolContext) -> Ok:
     found = marketplace.search(inputs["query"], inputs.get("limit", 5))
     if not found.listings:
         detail = f" ({found.registry_error})" if found.registry_error else ""
-        raise HintException("fetch", f"no MCP servers match {inputs['query']!r}{detail}",
-                            narrow="try one or two plain words, e.g. 'time' or 'git'")
+        raise HintException(
+            "fetch",
+            f"no MCP servers match {inputs['query']!r}{detail}",
+            narrow="try one or two plain words, e.g. 'time' or 'git'",
+        )
     lines = [f"Found {len(found.listings)} MCP server(s) for {inputs['query']!r}:"]
     for entry in found.listings:
         missing = entry.missing()
@@ -51,30 +53,43 @@ def install_mcp_server(inputs: dict, context: ToolContext) -> Ok | Err:
         found = marketplace.install(listing, acting_user=actor, tenant_id=context.tenant_id, name=inputs["name"])
     except (MCPError, PermissionDenied, ValidationError) as exc:
         return Err(f"could not install {listing.id!r}: {_message(exc)}", type(exc).__name__)
-    return Ok(rows=found["tools_discovered"],
-              data=f"Installed {found['server']} (ran: {found['launch']}); tools: {', '.join(found['tool_names'])}. "
-                   "New tools wait for staff review before they can be called.")
+    return Ok(
+        rows=found["tools_discovered"],
+        data=f"Installed {found['server']} (ran: {found['launch']}); tools: {', '.join(found['tool_names'])}. "
+        "New tools wait for staff review before they can be called.",
+    )
 
 
 def _ask_the_person(inputs: dict, context: ToolContext, actor: object) -> Ok | Err:
     """Store the install as a pending approval and show it to the person as a card."""
     listing = marketplace.find(inputs["id"])
     if listing is None:
-        raise HintException("fetch", f"no MCP server with id {inputs['id']!r}",
-                            narrow="use an id exactly as search_mcp_marketplace returned it")
+        raise HintException(
+            "fetch",
+            f"no MCP server with id {inputs['id']!r}",
+            narrow="use an id exactly as search_mcp_marketplace returned it",
+        )
     missing = listing.missing()
     if missing:
         return Err(f"{listing.id!r} cannot run on this server: {missing}", "Unavailable")
     row = approvals.request_approval(
-        acting_user=actor, tenant_id=context.tenant_id, conversation_id=str(context.conversation_id or ""),
-        tool_name="install_mcp_server", arguments=dict(inputs), shown=listing.shown(inputs["name"]),
+        acting_user=actor,
+        tenant_id=context.tenant_id,
+        conversation_id=str(context.conversation_id or ""),
+        tool_name="install_mcp_server",
+        arguments=dict(inputs),
+        shown=listing.shown(inputs["name"]),
     )
-    return Ok(rows=0, effects=Effects(cards=[approvals.card(row)]), data=(
-        f"Not installed. The person must approve it in the chat page, where a card shows exactly what would run: "
-        f"{listing.launch} (package {row.shown['package']}, version {row.shown['version']}). "
-        "You cannot approve it and calling again does not install it; tell the user it is waiting for their "
-        "click. The outcome is added to the conversation when they decide."
-    ))
+    return Ok(
+        rows=0,
+        effects=Effects(cards=[approvals.card(row)]),
+        data=(
+            f"Not installed. The person must approve it in the chat page, where a card shows exactly what would run: "
+            f"{listing.launch} (package {row.shown['package']}, version {row.shown['version']}). "
+            "You cannot approve it and calling again does not install it; tell the user it is waiting for their "
+            "click. The outcome is added to the conversation when they decide."
+        ),
+    )
 
 
 def _message(exc: Exception) -> str:

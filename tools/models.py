@@ -48,8 +48,9 @@ class Document(models.Model):
     tool_call_id = models.CharField(max_length=128, blank=True)
     # Who indexed it: theirs (and their tenant's staff'); None (indexed by no user): the tenant's.
     # CASCADE, not SET_NULL: a deleted user's document must not become the whole tenant's.
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
-                              related_name="+")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -61,10 +62,16 @@ class Document(models.Model):
         # One document per source and owner in a corpus: a colleague indexing a file of the
         # same name gets a document of their own instead of replacing another's.
         constraints = [
-            models.UniqueConstraint(fields=["corpus", "source", "owner"], condition=models.Q(owner__isnull=False),
-                                    name="document_source_unique_per_owner"),
-            models.UniqueConstraint(fields=["corpus", "source"], condition=models.Q(owner__isnull=True),
-                                    name="document_source_unique_for_tenant"),
+            models.UniqueConstraint(
+                fields=["corpus", "source", "owner"],
+                condition=models.Q(owner__isnull=False),
+                name="document_source_unique_per_owner",
+            ),
+            models.UniqueConstraint(
+                fields=["corpus", "source"],
+                condition=models.Q(owner__isnull=True),
+                name="document_source_unique_for_tenant",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -158,9 +165,7 @@ class EntityLink(Provenance):
     class Meta:
         db_table = "entity_links"
         constraints = [
-            models.UniqueConstraint(
-                fields=["source_entity", "target_entity", "relation"], name="entity_link_unique"
-            )
+            models.UniqueConstraint(fields=["source_entity", "target_entity", "relation"], name="entity_link_unique")
         ]
 
 
@@ -179,6 +184,4 @@ class EntityProjection(models.Model):
 
     class Meta:
         db_table = "entity_projections"
-        constraints = [
-            models.UniqueConstraint(fields=["tenant_id", "name"], name="entity_projection_name_unique")
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="entity_projection_name_unique")]

@@ -50,10 +50,14 @@ def run_sql(source: DataSource, sql: str, *, max_rows: int, timeout: float) -> p
 def schema_of(source: DataSource, timeout: float = 10.0) -> dict[str, list[str]]:
     """Table name → column names, from the source itself. Raises SourceError."""
     if source.kind == DataSource.Kind.POSTGRES:
-        rows = _postgres_rows(source, (
-            "SELECT table_schema || '.' || table_name, column_name FROM information_schema.columns "
-            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, ordinal_position"
-        ), timeout)
+        rows = _postgres_rows(
+            source,
+            (
+                "SELECT table_schema || '.' || table_name, column_name FROM information_schema.columns "
+                "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, ordinal_position"
+            ),
+            timeout,
+        )
         tables: dict[str, list[str]] = {}
         for table, column in rows:
             short = table.removeprefix("public.")
@@ -93,8 +97,9 @@ def _missing_hint(source: DataSource, message: str, what: str) -> HintException:
     else:
         candidates = sorted({c for columns in tables.values() for c in columns})
         missing = missing.rsplit(".", 1)[-1]
-    return HintException("schema", f"datasource {source.name!r}: no {what} {missing!r}",
-                         ranked_names(missing, candidates))
+    return HintException(
+        "schema", f"datasource {source.name!r}: no {what} {missing!r}", ranked_names(missing, candidates)
+    )
 
 
 def _postgres_connect(source: DataSource, timeout: float):  # noqa: ANN202 - a psycopg connection
@@ -104,8 +109,13 @@ def _postgres_connect(source: DataSource, timeout: float):  # noqa: ANN202 - a p
     try:
         # hostaddr: libpq connects to the address checked above and never resolves the name again.
         connection = psycopg.connect(
-            host=target.host, hostaddr=target.address, port=target.port, dbname=target.database,
-            user=target.user or None, password=unseal(source.secret) or None, connect_timeout=5,
+            host=target.host,
+            hostaddr=target.address,
+            port=target.port,
+            dbname=target.database,
+            user=target.user or None,
+            password=unseal(source.secret) or None,
+            connect_timeout=5,
             options=f"-c default_transaction_read_only=on -c statement_timeout={int(timeout * 1000)}",
             application_name="eunice-datasource",
         )
@@ -147,8 +157,11 @@ def _postgres(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd
     except errors.ReadOnlySqlTransaction:
         raise HintException("schema", f"datasource {source.name!r} is read-only: only queries (SELECT) run") from None
     except errors.QueryCanceled:
-        raise HintException("fetch", f"the query ran longer than {timeout:g} s and was stopped",
-                            narrow="filter with WHERE on an indexed column, or aggregate") from None
+        raise HintException(
+            "fetch",
+            f"the query ran longer than {timeout:g} s and was stopped",
+            narrow="filter with WHERE on an indexed column, or aggregate",
+        ) from None
     except (errors.SyntaxError, errors.DataError, errors.UndefinedFunction, errors.InsufficientPrivilege) as exc:
         raise HintException("schema", f"sql: {str(exc).splitlines()[0][:300]}") from None
     return pd.DataFrame(rows, columns=columns)
@@ -175,8 +188,9 @@ def _sqlite_authorizer(action: int, *_: object) -> int:
 
 
 def _only_this_file(source: DataSource) -> HintException:
-    return HintException("schema", f"datasource {source.name!r}: sql may read only this file "
-                         "(ATTACH and VACUUM INTO are not available)")
+    return HintException(
+        "schema", f"datasource {source.name!r}: sql may read only this file (ATTACH and VACUUM INTO are not available)"
+    )
 
 
 def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.DataFrame:
@@ -192,12 +206,17 @@ def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.D
         if "no such column" in message:
             raise _missing_hint(source, message, "column") from None
         if "interrupted" in message:
-            raise HintException("fetch", f"the query ran longer than {timeout:g} s and was stopped",
-                                narrow="filter with WHERE, or aggregate") from None
+            raise HintException(
+                "fetch",
+                f"the query ran longer than {timeout:g} s and was stopped",
+                narrow="filter with WHERE, or aggregate",
+            ) from None
         if "too many attached" in message:
             raise _only_this_file(source) from None
         if "readonly" in message or "query_only" in message or "read-only" in message:
-            raise HintException("schema", f"datasource {source.name!r} is read-only: only queries (SELECT) run") from None
+            raise HintException(
+                "schema", f"datasource {source.name!r} is read-only: only queries (SELECT) run"
+            ) from None
         raise HintException("schema", f"sql: {message[:300]}") from None
     except sqlite3.DatabaseError as exc:  # the authorizer's refusal
         if "not authorized" in str(exc):

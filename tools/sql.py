@@ -35,13 +35,15 @@ def _query(inputs: dict, context: ToolContext, *, sources: tuple[str, ...] | Non
         from conversations.catalog.store import closest
 
         what = "frame produced by a tool" if sources else "dataset"
-        raise HintException("schema", f"no {what} named {unknown[0]!r} in this conversation",
-                            ranked(closest(unknown[0], sorted(available), limit=5)))
+        raise HintException(
+            "schema",
+            f"no {what} named {unknown[0]!r} in this conversation",
+            ranked(closest(unknown[0], sorted(available), limit=5)),
+        )
     frames = books.load_all(sorted(wanted))
     save_as = inputs.get("save_as")
     limit = settings.DATA["SAVE_MAX_ROWS"] if save_as else settings.DATA["QUERY_MAX_ROWS"]
-    result = run_select(frames, inputs["sql"], max_rows=limit,
-                        timeout=settings.DATA["DATASOURCE_TIMEOUT_SECONDS"])
+    result = run_select(frames, inputs["sql"], max_rows=limit, timeout=settings.DATA["DATASOURCE_TIMEOUT_SECONDS"])
     if len(result) > limit:
         raise _too_many(limit, bool(save_as))
     warnings = quality_warnings(result)
@@ -54,10 +56,14 @@ def _query(inputs: dict, context: ToolContext, *, sources: tuple[str, ...] | Non
 
 def _too_many(limit: int, saving: bool) -> HintException:
     if saving:
-        return HintException("fetch", f"the result has more than {limit:,} rows, more than a dataset may hold",
-                             narrow="filter with WHERE or aggregate with GROUP BY")
+        return HintException(
+            "fetch",
+            f"the result has more than {limit:,} rows, more than a dataset may hold",
+            narrow="filter with WHERE or aggregate with GROUP BY",
+        )
     return HintException(
-        "fetch", f"the result has more than {limit:,} rows, too many to read",
+        "fetch",
+        f"the result has more than {limit:,} rows, too many to read",
         add="save_as: '<name>' to keep the whole result as a dataset, then preview_data it",
         narrow="aggregate (GROUP BY), filter (WHERE) or add LIMIT 100",
     )

@@ -24,8 +24,10 @@ from registry.contract import HintException
 from tools.datacommon import ranked
 
 # What a statement is told when it reaches for anything but a registered dataset.
-_ONLY_DATASETS = ("sql may read only the datasets it names; files, URLs, globs, extensions, "
-                  "ATTACH, COPY and settings are not available")
+_ONLY_DATASETS = (
+    "sql may read only the datasets it names; files, URLs, globs, extensions, "
+    "ATTACH, COPY and settings are not available"
+)
 
 
 def locked_connection() -> duckdb.DuckDBPyConnection:
@@ -34,15 +36,18 @@ def locked_connection() -> duckdb.DuckDBPyConnection:
     The limits come from ``settings.DATA`` (``DUCKDB_MEMORY_MB``, ``DUCKDB_THREADS``)
     and cannot be changed by SQL afterwards (``lock_configuration``).
     """
-    return duckdb.connect(":memory:", config={
-        "enable_external_access": False,
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": False,
-        "allow_community_extensions": False,
-        "memory_limit": f"{settings.DATA['DUCKDB_MEMORY_MB']}MB",
-        "threads": settings.DATA["DUCKDB_THREADS"],
-        "lock_configuration": True,
-    })
+    return duckdb.connect(
+        ":memory:",
+        config={
+            "enable_external_access": False,
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "allow_community_extensions": False,
+            "memory_limit": f"{settings.DATA['DUCKDB_MEMORY_MB']}MB",
+            "threads": settings.DATA["DUCKDB_THREADS"],
+            "lock_configuration": True,
+        },
+    )
 
 
 def referenced_tables(sql: str) -> set[str]:
@@ -79,13 +84,18 @@ def run_select(frames: dict[str, pd.DataFrame], sql: str, *, max_rows: int, time
             relation = connection.execute(f"SELECT * FROM ({statement}) AS q LIMIT {max_rows + 1}")
             return relation.df()
         except duckdb.InterruptException:
-            raise HintException("fetch", f"the query ran longer than {timeout:g} s and was stopped",
-                                narrow="filter (WHERE) or aggregate (GROUP BY) before joining large tables") from None
+            raise HintException(
+                "fetch",
+                f"the query ran longer than {timeout:g} s and was stopped",
+                narrow="filter (WHERE) or aggregate (GROUP BY) before joining large tables",
+            ) from None
         except duckdb.OutOfMemoryException:
             raise HintException(
-                "fetch", f"the query needs more than the {settings.DATA['DUCKDB_MEMORY_MB']:,} MB a query may use "
+                "fetch",
+                f"the query needs more than the {settings.DATA['DUCKDB_MEMORY_MB']:,} MB a query may use "
                 "(EUNICE_DUCKDB_MEMORY_MB) and was stopped",
-                narrow="filter (WHERE), aggregate (GROUP BY) or select fewer columns") from None
+                narrow="filter (WHERE), aggregate (GROUP BY) or select fewer columns",
+            ) from None
         finally:
             timer.cancel()
     except (duckdb.PermissionException, duckdb.CatalogException) as exc:
@@ -94,8 +104,12 @@ def run_select(frames: dict[str, pd.DataFrame], sql: str, *, max_rows: int, time
         raise HintException("schema", _first_line(exc), ranked(sorted(frames))) from None
     except duckdb.BinderException as exc:
         raise HintException("schema", _first_line(exc), ranked(_columns(frames))) from None
-    except (duckdb.ParserException, duckdb.ConversionException, duckdb.InvalidInputException,
-            duckdb.NotImplementedException) as exc:
+    except (
+        duckdb.ParserException,
+        duckdb.ConversionException,
+        duckdb.InvalidInputException,
+        duckdb.NotImplementedException,
+    ) as exc:
         raise HintException("schema", f"sql: {_first_line(exc)}") from None
     finally:
         connection.close()
@@ -114,7 +128,8 @@ def _one_select(connection: duckdb.DuckDBPyConnection, sql: str) -> str:
     statement = statements[0]
     if statement.type != duckdb.StatementType.SELECT:
         raise HintException(
-            "schema", f"sql is read-only: only SELECT is allowed, not {statement.type.name}",
+            "schema",
+            f"sql is read-only: only SELECT is allowed, not {statement.type.name}",
             [{"label": "SELECT … FROM <dataset>", "score": 1.0}],
         )
     return statement.query

@@ -80,9 +80,7 @@ def plan(inputs: dict, context: ToolContext) -> Ok | Err:
     conversation_id = context.conversation_id
     conversation = None
     if conversation_id:
-        conversation = (
-            Conversation.objects.for_tenant(context.tenant_id).filter(id=conversation_id).first()
-        )
+        conversation = Conversation.objects.for_tenant(context.tenant_id).filter(id=conversation_id).first()
     if conversation is None:
         # Not the model's mistake: the platform called the tool outside a conversation.
         return Err("plan needs an active conversation of this tenant", "NoConversation")
@@ -95,8 +93,7 @@ def plan(inputs: dict, context: ToolContext) -> Ok | Err:
         current["goal"] = inputs["goal"]
     if "steps" in inputs:
         current["steps"] = [
-            {"title": step["title"], "status": step.get("status", "pending")}
-            for step in inputs["steps"]
+            {"title": step["title"], "status": step.get("status", "pending")} for step in inputs["steps"]
         ]
     if "update" in inputs:
         _update_step(current.get("steps") or [], inputs["update"])
@@ -111,10 +108,7 @@ def _update_step(steps: list[dict], update: dict) -> None:
         raise HintException(
             "schema",
             f"update.step {number} does not exist; the plan has {len(steps)} step(s)",
-            [
-                {"label": f"step {n}: {step['title']}", "score": 1.0 - n / 1000}
-                for n, step in enumerate(steps, 1)
-            ],
+            [{"label": f"step {n}: {step['title']}", "score": 1.0 - n / 1000} for n, step in enumerate(steps, 1)],
         )
     steps[number - 1]["status"] = update["status"]
 

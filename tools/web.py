@@ -26,10 +26,17 @@ async def fetch_url(inputs: dict, context: ToolContext) -> Ok:
     """The readable text of a public web page (HTML, text, PDF or DOCX)."""
     url = inputs["url"].strip()
     if urlsplit(url).scheme not in ("http", "https"):
-        raise HintException("schema", f"url: only http and https addresses can be fetched, not {url[:40]!r}",
-                            [{"label": "https://" + url.split("://", 1)[-1], "score": 0.5}])
-    page = await fetch(url, max_bytes=settings.WEB_FETCH_MAX_BYTES, timeout=settings.WEB_FETCH_TIMEOUT_SECONDS,
-                       allow_private=settings.MCP_ALLOW_PRIVATE_URLS)
+        raise HintException(
+            "schema",
+            f"url: only http and https addresses can be fetched, not {url[:40]!r}",
+            [{"label": "https://" + url.split("://", 1)[-1], "score": 0.5}],
+        )
+    page = await fetch(
+        url,
+        max_bytes=settings.WEB_FETCH_MAX_BYTES,
+        timeout=settings.WEB_FETCH_TIMEOUT_SECONDS,
+        allow_private=settings.MCP_ALLOW_PRIVATE_URLS,
+    )
     name = PurePosixPath(urlsplit(page.url).path).name
     try:
         fmt = detect_format(name if "." in name else "", page.content_type, page.body)
@@ -47,7 +54,9 @@ def web_search(inputs: dict, context: ToolContext) -> Ok:
     backend = search_backend(settings.WEB_SEARCH_BACKEND)
     hits = backend(inputs["query"], inputs.get("limit", 5))
     if not hits:
-        raise HintException("fetch", f"the web search found nothing for {inputs['query']!r}", narrow="use fewer or other words")
+        raise HintException(
+            "fetch", f"the web search found nothing for {inputs['query']!r}", narrow="use fewer or other words"
+        )
     lines = [f"{len(hits)} result(s) for {inputs['query']!r}:"]
     for n, hit in enumerate(hits, 1):
         lines.append(f"{n}. {hit.get('title', '')}\n   {hit.get('url', '')}\n   {hit.get('snippet', '')}")

@@ -16,7 +16,9 @@ UPLOAD_TOOL = "document_upload"  # GeneratedFile.source_tool of a document a use
 
 
 @transaction.atomic
-def save_upload(tenant_id: str, *, acting_user: object, name: str, chunks: Iterable[bytes], mime_type: str = "") -> GeneratedFile:
+def save_upload(
+    tenant_id: str, *, acting_user: object, name: str, chunks: Iterable[bytes], mime_type: str = ""
+) -> GeneratedFile:
     """Store ``chunks`` as ``acting_user``'s upload ``name`` (replacing their own upload of that
     name, never anyone else's: a colleague's file of the same name is a separate file).
 
@@ -32,19 +34,30 @@ def save_upload(tenant_id: str, *, acting_user: object, name: str, chunks: Itera
             target.write(chunk)
             size += len(chunk)
     previous = GeneratedFile.objects.select_for_update().filter(
-        tenant_id=tenant_id, user=acting_user, source_tool=UPLOAD_TOOL, filename=name)
+        tenant_id=tenant_id, user=acting_user, source_tool=UPLOAD_TOOL, filename=name
+    )
     for old in previous:
         Path(old.path).unlink(missing_ok=True)
     previous.delete()
     return GeneratedFile.objects.create(
-        tenant_id=tenant_id, user=acting_user, filename=name, path=str(path), mime_type=mime_type,
-        size_bytes=size, source_tool=UPLOAD_TOOL,
+        tenant_id=tenant_id,
+        user=acting_user,
+        filename=name,
+        path=str(path),
+        mime_type=mime_type,
+        size_bytes=size,
+        source_tool=UPLOAD_TOOL,
     )
 
 
 def register_export(
-    tenant_id: str, conversation_id: str | None, filename: str, payload: bytes, mime_type: str,
-    *, source_tool: str,
+    tenant_id: str,
+    conversation_id: str | None,
+    filename: str,
+    payload: bytes,
+    mime_type: str,
+    *,
+    source_tool: str,
 ) -> dict:
     """Write ``payload`` under the tenant's exports and record it as a GeneratedFile.
 
@@ -55,8 +68,13 @@ def register_export(
     path = directory / f"{uuid.uuid4().hex[:12]}-{safe_name(filename)}"
     path.write_bytes(payload)
     generated = GeneratedFile.objects.create(
-        tenant_id=tenant_id, conversation_id=conversation_id, filename=safe_name(filename),
-        path=str(path), mime_type=mime_type, size_bytes=len(payload), source_tool=source_tool,
+        tenant_id=tenant_id,
+        conversation_id=conversation_id,
+        filename=safe_name(filename),
+        path=str(path),
+        mime_type=mime_type,
+        size_bytes=len(payload),
+        source_tool=source_tool,
     )
     return export_dict(generated)
 

@@ -39,8 +39,11 @@ class CatalogDatasets:
         # conversation's tenant is the context's: in_conversation filters on both.
         rows = CatalogDataset.objects.in_conversation(tenant_id, str(conversation_id)).order_by("-updated_at", "-id")
         fields = ("name", "path", "rows", "columns", "size_bytes")
-        readable = list(rows.filter(Q(conversation__user__isnull=True) | caller_is(context, "conversation__user__"))
-                        .values_list(*fields))
+        readable = list(
+            rows.filter(Q(conversation__user__isnull=True) | caller_is(context, "conversation__user__")).values_list(
+                *fields
+            )
+        )
         if not readable and is_staff(context):
             readable = list(rows.values_list(*fields))
         return (readable[0][0] if readable else None), [_stored(*row) for row in readable]

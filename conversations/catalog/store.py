@@ -64,8 +64,7 @@ class ConversationCatalog:
 
     def names(self) -> list[str]:
         return list(
-            CatalogDataset.objects.in_conversation(self.tenant_id, self.conversation_id)
-            .values_list("name", flat=True)
+            CatalogDataset.objects.in_conversation(self.tenant_id, self.conversation_id).values_list("name", flat=True)
         )
 
     def entry(self, name: str) -> CatalogDataset:
@@ -79,7 +78,9 @@ class ConversationCatalog:
         """The most recently saved dataset's name, or None for an empty catalog."""
         return (
             CatalogDataset.objects.in_conversation(self.tenant_id, self.conversation_id)
-            .order_by("-updated_at", "-id").values_list("name", flat=True).first()
+            .order_by("-updated_at", "-id")
+            .values_list("name", flat=True)
+            .first()
         )
 
     def resolve(self, name: str | None) -> str:
@@ -116,11 +117,16 @@ class ConversationCatalog:
         path = catalog_dir(self.tenant_id, "datasets", self.conversation_id) / f"{name}.parquet"
         frame.to_parquet(path, index=False)
         entry, _ = CatalogDataset.objects.update_or_create(
-            conversation_id=self.conversation_id, name=name,
+            conversation_id=self.conversation_id,
+            name=name,
             defaults={
-                "tenant_id": self.tenant_id, "path": str(path), "rows": len(frame),
+                "tenant_id": self.tenant_id,
+                "path": str(path),
+                "rows": len(frame),
                 "columns": [{"name": str(c), "dtype": str(t)} for c, t in frame.dtypes.items()],
-                "size_bytes": path.stat().st_size, "source": source, "source_detail": source_detail[:255],
+                "size_bytes": path.stat().st_size,
+                "source": source,
+                "source_detail": source_detail[:255],
             },
         )
         frame.attrs[SAVED_MARK] = True
@@ -154,7 +160,7 @@ def _parquet_ready(frame: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(frame.index, pd.RangeIndex):
         frame = frame.reset_index()
     frame.columns = [str(column) for column in frame.columns]
-    for column in frame.columns[(frame.dtypes == object).to_numpy()]:
+    for column in frame.select_dtypes(include="object").columns:
         values = frame[column]
         if len({type(value) for value in values.dropna()}) > 1:
             frame[column] = values.astype(str).where(values.notna(), None)

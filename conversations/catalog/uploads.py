@@ -32,7 +32,9 @@ def upload_dataset(
     """
     limit = settings.DATA["UPLOAD_MAX_BYTES"]
     if len(payload) > limit:
-        raise UploadError(f"{filename!r} is {len(payload):,} bytes; the upload limit is {limit:,} (EUNICE_UPLOAD_MAX_MB)")
+        raise UploadError(
+            f"{filename!r} is {len(payload):,} bytes; the upload limit is {limit:,} (EUNICE_UPLOAD_MAX_MB)"
+        )
     suffix = PurePath(filename).suffix.lower()
     kind = FORMATS.get(suffix)
     if kind is None:

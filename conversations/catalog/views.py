@@ -28,12 +28,11 @@ from conversations.access import owned_conversation
 from conversations.catalog.access import readable_files, upload_names
 from conversations.catalog.files import save_upload
 from conversations.catalog.store import NAME_RULE, CatalogError, ConversationCatalog
-from eunice.tenant_files import is_tenant_file
 from conversations.catalog.uploads import EXCEL_MIME, upload_dataset
 from conversations.models import CatalogDataset
+from eunice.tenant_files import is_tenant_file
 from registry.context import ToolContext
 from registry.tenancy import tenant_of
-
 
 # What the views answer, for the OpenAPI schema (the views build plain dicts).
 _ERROR = inline_serializer("UploadError", {"error": serializers.CharField()})
@@ -56,16 +55,25 @@ class DatasetListSerializer(serializers.Serializer):
 # The media types each upload takes, with the suffix that names the format: a file
 # part's own suffix decides, and its Content-Type names the format when the filename
 # has no suffix (a browser names a Blob "blob").
-DATASET_TYPES = {"text/csv": ".csv", "text/tab-separated-values": ".tsv", "application/json": ".json",
-                 EXCEL_MIME: ".xlsx", "application/vnd.apache.parquet": ".parquet"}
-DOCUMENT_TYPES = {"text/plain": ".txt", "text/markdown": ".md", "text/html": ".html", "application/pdf": ".pdf",
-                  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx"}
+DATASET_TYPES = {
+    "text/csv": ".csv",
+    "text/tab-separated-values": ".tsv",
+    "application/json": ".json",
+    EXCEL_MIME: ".xlsx",
+    "application/vnd.apache.parquet": ".parquet",
+}
+DOCUMENT_TYPES = {
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/html": ".html",
+    "application/pdf": ".pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+}
 
 
 def _upload_form(component: str, types: dict[str, str], **extra: serializers.Field) -> OpenApiRequest:
     form = inline_serializer(component, {"file": serializers.FileField(), **extra})
-    return OpenApiRequest(request=form,
-                          encoding={"file": {"contentType": ", ".join(types)}})
+    return OpenApiRequest(request=form, encoding={"file": {"contentType": ", ".join(types)}})
 
 
 def _upload_name(upload: UploadedFile, types: dict[str, str]) -> str:
@@ -81,8 +89,13 @@ def _upload_name(upload: UploadedFile, types: dict[str, str]) -> str:
 
 def _describe(entry: CatalogDataset) -> dict:
     return {
-        "name": entry.name, "rows": entry.rows, "columns": entry.columns, "size_bytes": entry.size_bytes,
-        "source": entry.source, "source_detail": entry.source_detail, "created_at": entry.created_at,
+        "name": entry.name,
+        "rows": entry.rows,
+        "columns": entry.columns,
+        "size_bytes": entry.size_bytes,
+        "source": entry.source,
+        "source_detail": entry.source_detail,
+        "created_at": entry.created_at,
     }
 
 
@@ -105,24 +118,38 @@ class ConversationDatasetsView(APIView):
         catalog = _catalog(request, conversation_id)
         return Response({"datasets": [_describe(entry) for entry in catalog.entries()]})
 
-    @extend_schema(request=_upload_form("DatasetUpload", DATASET_TYPES, name=serializers.CharField(
-        required=False, allow_blank=True, help_text="the dataset's name (default: the file's stem)",
-        validators=[RegexValidator(NAME_RULE.pattern)])),
-                   responses={201: DatasetSerializer, 400: _ERROR, 413: _ERROR})
+    @extend_schema(
+        request=_upload_form(
+            "DatasetUpload",
+            DATASET_TYPES,
+            name=serializers.CharField(
+                required=False,
+                allow_blank=True,
+                help_text="the dataset's name (default: the file's stem)",
+                validators=[RegexValidator(NAME_RULE.pattern)],
+            ),
+        ),
+        responses={201: DatasetSerializer, 400: _ERROR, 413: _ERROR},
+    )
     def post(self, request: Request, conversation_id: str) -> Response:
         catalog = _catalog(request, conversation_id)
         upload = request.FILES.get("file")
         if upload is None:
-            return Response({"error": "send the file as the multipart field 'file'"}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"error": "send the file as the multipart field 'file'"}, status=status.HTTP_400_BAD_REQUEST
+            )
         from django.conf import settings
 
         limit = settings.DATA["UPLOAD_MAX_BYTES"]
         if upload.size > limit:  # refuse before reading it into memory
-            return Response({"error": f"{upload.name!r} is {upload.size:,} bytes; the upload limit is {limit:,}"},
-                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+            return Response(
+                {"error": f"{upload.name!r} is {upload.size:,} bytes; the upload limit is {limit:,}"},
+                status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
         try:
-            entry = upload_dataset(catalog, _upload_name(upload, DATASET_TYPES), upload.read(),
-                                   name=request.data.get("name") or None)
+            entry = upload_dataset(
+                catalog, _upload_name(upload, DATASET_TYPES), upload.read(), name=request.data.get("name") or None
+            )
         except CatalogError as exc:
             return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(_describe(entry), status=status.HTTP_201_CREATED)
@@ -145,8 +172,12 @@ class FileDownloadView(APIView):
             handle = open(generated.path, "rb")  # noqa: SIM115 - FileResponse closes it
         except OSError:
             raise Http404("the file is no longer available") from None
-        return FileResponse(handle, as_attachment=True, filename=generated.filename,
-                            content_type=generated.mime_type or "application/octet-stream")
+        return FileResponse(
+            handle,
+            as_attachment=True,
+            filename=generated.filename,
+            content_type=generated.mime_type or "application/octet-stream",
+        )
 
 
 DOCUMENT_SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
@@ -164,32 +195,48 @@ class DocumentUploadView(APIView):
     parser_classes = [MultiPartParser]
     throttle_scope = "upload"  # counted on POST only (eunice.throttling.WriteScopedThrottle)
 
-    @extend_schema(responses={200: inline_serializer("UploadList", {"uploads": serializers.ListField(
-        child=serializers.CharField())})})
+    @extend_schema(
+        responses={
+            200: inline_serializer("UploadList", {"uploads": serializers.ListField(child=serializers.CharField())})
+        }
+    )
     def get(self, request: Request) -> Response:
         return Response({"uploads": upload_names(_caller(request, _tenant(request)))})
 
-    @extend_schema(request=_upload_form("DocumentUpload", DOCUMENT_TYPES), responses={
-        201: inline_serializer("UploadedDocument", {"name": serializers.CharField(),
-                                                    "size_bytes": serializers.IntegerField()}),
-        400: _ERROR, 413: _ERROR})
+    @extend_schema(
+        request=_upload_form("DocumentUpload", DOCUMENT_TYPES),
+        responses={
+            201: inline_serializer(
+                "UploadedDocument", {"name": serializers.CharField(), "size_bytes": serializers.IntegerField()}
+            ),
+            400: _ERROR,
+            413: _ERROR,
+        },
+    )
     def post(self, request: Request) -> Response:
         from django.conf import settings
 
         tenant = _tenant(request)
         upload = request.FILES.get("file")
         if upload is None:
-            return Response({"error": "send the document as the multipart field 'file'"}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"error": "send the document as the multipart field 'file'"}, status=status.HTTP_400_BAD_REQUEST
+            )
         name = _upload_name(upload, DOCUMENT_TYPES)
         if not name.lower().endswith(DOCUMENT_SUFFIXES):
-            return Response({"error": f"{name!r} is not a document this can index; use one of {', '.join(DOCUMENT_SUFFIXES)}"},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"error": f"{name!r} is not a document this can index; use one of {', '.join(DOCUMENT_SUFFIXES)}"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         limit = settings.DATA["UPLOAD_MAX_BYTES"]
         if upload.size > limit:
-            return Response({"error": f"{name!r} is {upload.size:,} bytes; the upload limit is {limit:,}"},
-                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
-        saved = save_upload(tenant, acting_user=request.user, name=name, chunks=upload.chunks(),
-                            mime_type=upload.content_type or "")
+            return Response(
+                {"error": f"{name!r} is {upload.size:,} bytes; the upload limit is {limit:,}"},
+                status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        saved = save_upload(
+            tenant, acting_user=request.user, name=name, chunks=upload.chunks(), mime_type=upload.content_type or ""
+        )
         return Response({"name": name, "size_bytes": saved.size_bytes}, status=status.HTTP_201_CREATED)
 
 

@@ -5,26 +5,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0001_initial'),
+        ("conversations", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WorkingSetEntry',
+            name="WorkingSetEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespace_id', models.CharField(blank=True, default='', max_length=64)),
-                ('tool_name', models.CharField(max_length=64)),
-                ('query', models.CharField(blank=True, help_text='The search that paged it in.', max_length=500)),
-                ('added_at', models.DateTimeField(auto_now_add=True)),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='working_set', to='conversations.conversation')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("namespace_id", models.CharField(blank=True, default="", max_length=64)),
+                ("tool_name", models.CharField(max_length=64)),
+                ("query", models.CharField(blank=True, help_text="The search that paged it in.", max_length=500)),
+                ("added_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="working_set",
+                        to="conversations.conversation",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'conversation_working_set',
-                'ordering': ['added_at', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('conversation', 'namespace_id', 'tool_name'), name='working_set_once')],
+                "db_table": "conversation_working_set",
+                "ordering": ["added_at", "id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("conversation", "namespace_id", "tool_name"), name="working_set_once"
+                    )
+                ],
             },
         ),
     ]

@@ -5,51 +5,68 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0003_dispatch_records'),
+        ("conversations", "0003_dispatch_records"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DataSource',
+            name="DataSource",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('name', models.CharField(max_length=64)),
-                ('kind', models.CharField(choices=[('postgres', 'PostgreSQL'), ('sqlite', 'SQLite file'), ('csv', 'CSV file'), ('parquet', 'Parquet file')], max_length=16)),
-                ('location', models.JSONField(blank=True, default=dict)),
-                ('secret', models.TextField(blank=True)),
-                ('created_by', models.CharField(blank=True, max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("name", models.CharField(max_length=64)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("postgres", "PostgreSQL"),
+                            ("sqlite", "SQLite file"),
+                            ("csv", "CSV file"),
+                            ("parquet", "Parquet file"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("location", models.JSONField(blank=True, default=dict)),
+                ("secret", models.TextField(blank=True)),
+                ("created_by", models.CharField(blank=True, max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'db_table': 'datasources',
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(fields=('tenant_id', 'name'), name='datasource_name_once')],
+                "db_table": "datasources",
+                "ordering": ["name"],
+                "constraints": [models.UniqueConstraint(fields=("tenant_id", "name"), name="datasource_name_once")],
             },
         ),
         migrations.CreateModel(
-            name='CatalogDataset',
+            name="CatalogDataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('name', models.CharField(max_length=64)),
-                ('path', models.CharField(max_length=500)),
-                ('rows', models.PositiveBigIntegerField(default=0)),
-                ('columns', models.JSONField(blank=True, default=list, help_text='[{name, dtype}] as saved.')),
-                ('size_bytes', models.PositiveBigIntegerField(default=0)),
-                ('source', models.CharField(help_text='upload, tool or file.', max_length=16)),
-                ('source_detail', models.CharField(blank=True, help_text='File name or tool name.', max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='datasets', to='conversations.conversation')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("name", models.CharField(max_length=64)),
+                ("path", models.CharField(max_length=500)),
+                ("rows", models.PositiveBigIntegerField(default=0)),
+                ("columns", models.JSONField(blank=True, default=list, help_text="[{name, dtype}] as saved.")),
+                ("size_bytes", models.PositiveBigIntegerField(default=0)),
+                ("source", models.CharField(help_text="upload, tool or file.", max_length=16)),
+                ("source_detail", models.CharField(blank=True, help_text="File name or tool name.", max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="datasets",
+                        to="conversations.conversation",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'catalog_datasets',
-                'ordering': ['created_at', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('conversation', 'name'), name='dataset_name_once')],
+                "db_table": "catalog_datasets",
+                "ordering": ["created_at", "id"],
+                "constraints": [models.UniqueConstraint(fields=("conversation", "name"), name="dataset_name_once")],
             },
         ),
     ]

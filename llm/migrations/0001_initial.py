@@ -20,7 +20,6 @@ def move_content_type_back(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -34,7 +33,12 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="ModelConfig",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("role", models.CharField(help_text="e.g. chat, builder, auditor", max_length=64, unique=True)),
                         ("provider", models.CharField(help_text="e.g. anthropic, offline", max_length=64)),
                         ("model", models.CharField(max_length=128)),

@@ -29,7 +29,9 @@ def protocol_problems(body: dict[str, Any]) -> list[str]:
         problems.append("messages: at least one message is required")
     marked = [b for b in _all_blocks(body) if "cache_control" in b]
     if len(marked) > MAX_CACHE_BREAKPOINTS:
-        problems.append(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {len(marked)}.")
+        problems.append(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {len(marked)}."
+        )
     for position, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
@@ -56,7 +58,9 @@ def expectation_misses(expect: Expect | None, body: dict[str, Any]) -> list[str]
     system = "\n".join(block_text(b) for b in blocks(body.get("system")))
     tools = {t.get("name") for t in body.get("tools") or []}
     if expect.tool_result_contains is not None and expect.tool_result_contains not in results:
-        misses.append(f"the last tool_result does not contain {expect.tool_result_contains!r} (it reads {results[:200]!r})")
+        misses.append(
+            f"the last tool_result does not contain {expect.tool_result_contains!r} (it reads {results[:200]!r})"
+        )
     if expect.user_text_contains is not None and expect.user_text_contains not in user_text:
         misses.append(f"the last user message does not contain {expect.user_text_contains!r}")
     if expect.system_contains is not None and expect.system_contains not in system:

@@ -22,8 +22,14 @@ def message_json(turn: Turn, *, model: str, message_id: str) -> dict[str, Any]:
     for number, tool in enumerate(turn.tool_uses):
         content.append(_tool_block(tool, message_id, number, tool.input))
     return {
-        "id": message_id, "type": "message", "role": "assistant", "model": model, "content": content,
-        "stop_reason": turn.final_stop_reason, "stop_sequence": None, "usage": _usage(turn),
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": turn.final_stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(turn),
     }
 
 
@@ -45,7 +51,8 @@ def stream_events(turn: Turn, *, model: str, message_id: str) -> list[tuple[str,
         raw = json.dumps(tool.input)
         pieces = [raw[i : i + JSON_CHUNK] for i in range(0, len(raw), JSON_CHUNK)]
         events += _block(
-            index, _tool_block(tool, message_id, number, {}),
+            index,
+            _tool_block(tool, message_id, number, {}),
             [{"type": "input_json_delta", "partial_json": p} for p in pieces],
         )
         index += 1

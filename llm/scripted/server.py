@@ -148,7 +148,9 @@ class ScriptedMessagesServer:
         """The next turn and its index; None (and a failure) once the script is used up."""
         with self._lock:
             if self._next_turn >= len(self.turns):
-                self.failures.append(f"request {len(self.requests)} arrived after all {len(self.turns)} turns were used")
+                self.failures.append(
+                    f"request {len(self.requests)} arrived after all {len(self.turns)} turns were used"
+                )
                 return self._next_turn, None
             self._next_turn += 1
             return self._next_turn - 1, self.turns[self._next_turn - 1]
@@ -213,7 +215,9 @@ class _Handler(BaseHTTPRequestHandler):
         misses = expectation_misses(turn.expect, body)
         if misses:
             scripted.fail(f"turn {number + 1}: " + "; ".join(misses))
-            return self._error(ScriptError(400, "invalid_request_error", "scripted expectation failed: " + "; ".join(misses)))
+            return self._error(
+                ScriptError(400, "invalid_request_error", "scripted expectation failed: " + "; ".join(misses))
+            )
         if turn.error is not None:
             return self._error(turn.error, api_key=sent_key(headers))
         model, message_id = str(body.get("model", "")), f"msg_scripted_{number + 1}"

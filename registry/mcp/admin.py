@@ -20,8 +20,8 @@ from registry.admin_scope import TenantScopedAdmin
 from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import server_of, tool_state
 from registry.mcp.naming import definition_hash
-from registry.tenancy import tenant_of
 from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition
+from registry.tenancy import tenant_of
 
 SECRET_FIELDS = ("env", "headers")
 
@@ -32,8 +32,21 @@ class MCPServerForm(forms.ModelForm):
 
     class Meta:
         model = MCPServer
-        fields = ("name", "tenant_id", "transport", "command", "args", "env", "url", "headers",
-                  "allow_private_network", "enabled", "approval_policy", "call_timeout_seconds", "idempotent_tools")
+        fields = (
+            "name",
+            "tenant_id",
+            "transport",
+            "command",
+            "args",
+            "env",
+            "url",
+            "headers",
+            "allow_private_network",
+            "enabled",
+            "approval_policy",
+            "call_timeout_seconds",
+            "idempotent_tools",
+        )
 
     acting_user = None  # set per request by MCPServerAdmin.get_form
 
@@ -44,8 +57,11 @@ class MCPServerForm(forms.ModelForm):
 
     def service_fields(self) -> dict:
         """What the form changes, as the services take it (an empty secret keeps the stored one)."""
-        fields = {key: self.cleaned_data[key] for key in self.changed_data
-                  if key in services.EDITABLE and key in self.cleaned_data}
+        fields = {
+            key: self.cleaned_data[key]
+            for key in self.changed_data
+            if key in services.EDITABLE and key in self.cleaned_data
+        }
         for key in SECRET_FIELDS:
             if self.cleaned_data.get(key) in (None, ""):
                 fields.pop(key, None)
@@ -60,8 +76,11 @@ class MCPServerForm(forms.ModelForm):
         existing = self.instance if self.instance.pk else None
         try:
             services.check_server(
-                existing, acting_user=self.acting_user, tenant_id=cleaned.get("tenant_id") or self.instance.tenant_id,
-                name=cleaned.get("name") or self.instance.name, **self.service_fields(),
+                existing,
+                acting_user=self.acting_user,
+                tenant_id=cleaned.get("tenant_id") or self.instance.tenant_id,
+                name=cleaned.get("name") or self.instance.name,
+                **self.service_fields(),
             )
         except PermissionDenied as exc:
             raise forms.ValidationError(str(exc)) from None
@@ -76,7 +95,16 @@ class MCPServerForm(forms.ModelForm):
 @admin.register(MCPServer)
 class MCPServerAdmin(admin.ModelAdmin):
     form = MCPServerForm
-    list_display = ("name", "tenant_id", "transport", "status", "tool_count", "quarantined", "last_error", "connected_at")
+    list_display = (
+        "name",
+        "tenant_id",
+        "transport",
+        "status",
+        "tool_count",
+        "quarantined",
+        "last_error",
+        "connected_at",
+    )
     list_filter = ("status", "transport", "tenant_id")
     actions = ("connect_servers", "disconnect_servers", "refresh_servers")
     readonly_fields = ("status", "last_error", "connected_at", "secret_keys")
@@ -144,7 +172,9 @@ class MCPServerAdmin(admin.ModelAdmin):
     def get_urls(self):  # noqa: ANN201
         own = [
             path("<int:pk>/tools/", self.admin_site.admin_view(self.tools_view), name="mcp-server-tools"),
-            path("tools/<int:tool_pk>/approve/", self.admin_site.admin_view(self.approve_view), name="mcp-tool-approve"),
+            path(
+                "tools/<int:tool_pk>/approve/", self.admin_site.admin_view(self.approve_view), name="mcp-tool-approve"
+            ),
             path("marketplace/", self.admin_site.admin_view(self.marketplace_view), name="mcp-marketplace"),
         ]
         return own + super().get_urls()
@@ -155,16 +185,23 @@ class MCPServerAdmin(admin.ModelAdmin):
         for row in _rows(server).order_by("name"):
             remote = (row.test_results or {}).get("remote", {})
             approved = (server.approved_tools.get(remote.get("name"), {}) or {}).get("definition")
-            tools.append({
-                "row": row, "state": tool_state(row),
-                "approved": json.dumps(approved, indent=2, sort_keys=True) if approved else "",
-                "current": json.dumps(remote, indent=2, sort_keys=True),
-                # The approval is bound to this: the page's copy, not what the server says at click time.
-                "shown_hash": definition_hash(remote),
-                "hints": annotation_hints(remote),
-            })
-        context = {**self.admin_site.each_context(request), "server": server, "tools": tools,
-                   "title": f"Tools of {server.name}"}
+            tools.append(
+                {
+                    "row": row,
+                    "state": tool_state(row),
+                    "approved": json.dumps(approved, indent=2, sort_keys=True) if approved else "",
+                    "current": json.dumps(remote, indent=2, sort_keys=True),
+                    # The approval is bound to this: the page's copy, not what the server says at click time.
+                    "shown_hash": definition_hash(remote),
+                    "hints": annotation_hints(remote),
+                }
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "server": server,
+            "tools": tools,
+            "title": f"Tools of {server.name}",
+        }
         return TemplateResponse(request, "admin/mcp/tools.html", context)
 
     def approve_view(self, request: HttpRequest, tool_pk: int) -> HttpResponse:
@@ -184,9 +221,14 @@ class MCPServerAdmin(admin.ModelAdmin):
         found = marketplace.search(query) if query else marketplace.SearchResult(list(marketplace.BUNDLED))
         if request.method == "POST":
             return self._install(request)
-        context = {**self.admin_site.each_context(request), "title": "Marketplace", "query": query,
-                   "listings": found.listings, "registry_error": found.registry_error,
-                   "preview": marketplace.find(request.GET["install"]) if request.GET.get("install") else None}
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Marketplace",
+            "query": query,
+            "listings": found.listings,
+            "registry_error": found.registry_error,
+            "preview": marketplace.find(request.GET["install"]) if request.GET.get("install") else None,
+        }
         return TemplateResponse(request, "admin/mcp/marketplace.html", context)
 
     def _install(self, request: HttpRequest) -> HttpResponse:

@@ -24,16 +24,20 @@ from registry.mcp import MCPError, services
 from registry.mcp.inventory import tool_state
 from registry.mcp.naming import definition_hash
 from registry.mcp.urls import HTTP_URL_PATTERN
-from registry.tenancy import tenant_of
 from registry.models import MCPServer, MCPTransport, ToolDefinition
+from registry.tenancy import tenant_of
 
 
 class MCPServerSerializer(StrictModelSerializer):
     # Lists of strings, said so in the schema: a JSONField takes "a b" and splits it into characters.
-    args = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False,
-                                 help_text='The command\'s arguments, one string each: ["-m", "server"].')
-    idempotent_tools = serializers.ListField(child=serializers.CharField(min_length=1), required=False,
-                                             help_text="Server-side names of tools safe to retry.")
+    args = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        help_text='The command\'s arguments, one string each: ["-m", "server"].',
+    )
+    idempotent_tools = serializers.ListField(
+        child=serializers.CharField(min_length=1), required=False, help_text="Server-side names of tools safe to retry."
+    )
     env = serializers.DictField(child=serializers.CharField(min_length=1), write_only=True, required=False)
     headers = serializers.DictField(child=serializers.CharField(min_length=1), write_only=True, required=False)
     env_keys = serializers.SerializerMethodField()
@@ -43,10 +47,28 @@ class MCPServerSerializer(StrictModelSerializer):
     class Meta:
         model = MCPServer
         fields = (
-            "id", "name", "tenant_id", "transport", "command", "args", "env", "env_keys", "url",
-            "headers", "header_keys", "allow_private_network", "enabled", "status", "last_error",
-            "connected_at", "approval_policy", "call_timeout_seconds", "idempotent_tools",
-            "tool_count", "created_at", "updated_at",
+            "id",
+            "name",
+            "tenant_id",
+            "transport",
+            "command",
+            "args",
+            "env",
+            "env_keys",
+            "url",
+            "headers",
+            "header_keys",
+            "allow_private_network",
+            "enabled",
+            "status",
+            "last_error",
+            "connected_at",
+            "approval_policy",
+            "call_timeout_seconds",
+            "idempotent_tools",
+            "tool_count",
+            "created_at",
+            "updated_at",
         )
         read_only_fields = ("tenant_id", "status", "last_error", "connected_at", "created_at", "updated_at")
 
@@ -72,8 +94,12 @@ class MCPToolSerializer(serializers.Serializer):
 
 
 class MCPServerViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-    mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
 ):
     serializer_class = MCPServerSerializer
     queryset = MCPServer.objects.none()
@@ -129,8 +155,14 @@ class MCPServerViewSet(
         server = self.get_object()
         rows = ToolDefinition.objects.live().filter(created_by=server.created_by_tag).order_by("name")
         data = [
-            {"name": r.name, "description": r.description, "state": tool_state(r), "reason": r.status_message,
-             "annotations": _remote(r).get("annotations") or {}, "definition_hash": definition_hash(_remote(r))}
+            {
+                "name": r.name,
+                "description": r.description,
+                "state": tool_state(r),
+                "reason": r.status_message,
+                "annotations": _remote(r).get("annotations") or {},
+                "definition_hash": definition_hash(_remote(r)),
+            }
             for r in rows
         ]
         return Response(MCPToolSerializer(data, many=True).data)
@@ -202,17 +234,24 @@ class MCPServerScheme(StrictSerializerScheme):
         if auto_schema.method == "PATCH":
             return {**schema, "properties": {**properties, "url": http_url}}
         branches = {
-            MCPTransport.STDIO: ("StdioMCPServerRequest", "command",
-                                 {"command": {**properties["command"], "minLength": 1, "pattern": NON_BLANK_TEXT}}),
+            MCPTransport.STDIO: (
+                "StdioMCPServerRequest",
+                "command",
+                {"command": {**properties["command"], "minLength": 1, "pattern": NON_BLANK_TEXT}},
+            ),
             MCPTransport.STREAMABLE_HTTP: ("StreamableHttpMCPServerRequest", "url", {"url": http_url}),
         }
         refs = {}
         for transport, (name, needed, overrides) in branches.items():
-            branch = {**schema, "properties": {**properties, "transport": {"type": "string", "enum": [transport.value]},
-                                               **overrides},
-                      "required": sorted({*schema.get("required", []), "transport", needed})}
+            branch = {
+                **schema,
+                "properties": {**properties, "transport": {"type": "string", "enum": [transport.value]}, **overrides},
+                "required": sorted({*schema.get("required", []), "transport", needed}),
+            }
             component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=branch)
             auto_schema.registry.register_on_missing(component)
             refs[transport.value] = component.ref["$ref"]
-        return {"oneOf": [{"$ref": ref} for ref in refs.values()],
-                "discriminator": {"propertyName": "transport", "mapping": refs}}
+        return {
+            "oneOf": [{"$ref": ref} for ref in refs.values()],
+            "discriminator": {"propertyName": "transport", "mapping": refs},
+        }

@@ -46,7 +46,7 @@ class ServerConfig:
         )
 
     @classmethod
-    def endpoint_of(cls, server) -> "ServerConfig":  # noqa: ANN001 - registry.models.MCPServer
+    def endpoint_of(cls, server) -> ServerConfig:  # noqa: ANN001 - registry.models.MCPServer
         """Only what says where the server is (no secrets), for checking a row not yet validated."""
         return cls(
             id=server.pk or 0,

@@ -75,9 +75,7 @@ class Connection:
             await asyncio.wait([self._task], timeout=10.0)
             if isinstance(exc, asyncio.CancelledError):
                 raise
-            raise MCPError(
-                f"MCP server {self.config.name!r} did not finish connecting within {timeout:g} s"
-            ) from None
+            raise MCPError(f"MCP server {self.config.name!r} did not finish connecting within {timeout:g} s") from None
 
     async def close(self, timeout: float = 10.0) -> None:
         if self._closing is not None:
@@ -124,9 +122,7 @@ class Connection:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._on_message)
-                )
+                session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
                 await session.initialize()
                 self.tools = await _list_tools(session)
                 self._session = session

@@ -22,7 +22,13 @@ from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
 from registry.mcp.naming import NameCollision, RemoteTool, describe, description_flags, names_for
 from registry.models import (
-    MCP_CREATED_BY_PREFIX, ApprovalPolicy, MCPServer, MCPStatus, ToolDefinition, ToolStatus, ToolType,
+    MCP_CREATED_BY_PREFIX,
+    ApprovalPolicy,
+    MCPServer,
+    MCPStatus,
+    ToolDefinition,
+    ToolStatus,
+    ToolType,
 )
 
 QUARANTINED = "quarantined: its definition changed since it was approved"
@@ -77,9 +83,9 @@ def sync(config: ServerConfig, tools: list[RemoteTool]) -> Inventory:
         else:
             inventory.held[name] = why_held
         _upsert(existing.get(name), name, tool, server, why_held)
-    ToolDefinition.objects.filter(created_by=owner, deleted_at__isnull=True).exclude(
-        name__in=mapping.values()
-    ).update(deleted_at=timezone.now(), updated_at=timezone.now())
+    ToolDefinition.objects.filter(created_by=owner, deleted_at__isnull=True).exclude(name__in=mapping.values()).update(
+        deleted_at=timezone.now(), updated_at=timezone.now()
+    )
     server.approved_tools = approved
     server.save(update_fields=["approved_tools", "updated_at"])
     return inventory

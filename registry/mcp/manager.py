@@ -22,11 +22,10 @@ from django.db import close_old_connections
 
 from registry.context import ToolContext
 from registry.contract import Err, Ok
-from registry.mcp import MCPError, require_sdk
-from registry.mcp import inventory
+from registry.lazy import Lazy
+from registry.mcp import MCPError, inventory, require_sdk
 from registry.mcp.breaker import CircuitBreaker
 from registry.mcp.config import CONNECT_TIMEOUT, ServerConfig
-from registry.lazy import Lazy
 from registry.mcp.connection import Connection, ConnectionLost
 from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
@@ -51,9 +50,9 @@ class _Backoff:
         self.next_try = time.monotonic() + min(MAX_BACKOFF, 2.0 ** (self.attempts - 1))
 
 
-
 class CallCancelled(Exception):
     """The caller cancelled while the MCP server was working."""
+
 
 class _OnLoop:
     """One coroutine run on the MCP loop for a thread that blocks until it ends.
@@ -385,7 +384,8 @@ class MCPManager:
         if active is None:
             active = {
                 tool_name(config.tenant_id, config.name, tool.name): tool.name
-                for tool in connection.tools if not tool.unsupported
+                for tool in connection.tools
+                if not tool.unsupported
             }
         for name, remote in active.items():
             if not registry.has_handler(name):
@@ -449,9 +449,7 @@ class MCPManager:
             self._connections[server_id] = fresh
             self._breakers.pop(server_id, None)
             await asyncio.to_thread(_with_db, self._adopt, fresh, fresh.tools)
-            await asyncio.to_thread(
-                _with_db, lambda: inventory.mark(server_id, MCPStatus.CONNECTED, keep_error=True)
-            )
+            await asyncio.to_thread(_with_db, lambda: inventory.mark(server_id, MCPStatus.CONNECTED, keep_error=True))
             self._event(server_id).set()
             return
 

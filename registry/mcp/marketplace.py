@@ -70,9 +70,15 @@ class Listing:
         what the install then runs: the command, package and version exactly."""
         return {
             "title": f"Install the MCP server {self.title!r} as {name!r}",
-            "id": self.id, "name": name, "source": self.source, "transport": self.transport,
-            "command": list(self.command), "url": self.url, "launch": self.launch,
-            "package": self.package or "(none)", "version": self.version_shown(),
+            "id": self.id,
+            "name": name,
+            "source": self.source,
+            "transport": self.transport,
+            "command": list(self.command),
+            "url": self.url,
+            "launch": self.launch,
+            "package": self.package or "(none)",
+            "version": self.version_shown(),
         }
 
     def version_shown(self) -> str:
@@ -90,8 +96,16 @@ class Listing:
     @classmethod
     def from_shown(cls, shown: dict) -> Listing:
         """The listing an approved install runs: exactly what the person was shown."""
-        return cls(shown["id"], shown["id"], "", shown["transport"], command=list(shown["command"]),
-                   url=shown["url"], source=shown["source"], package=shown["package"])
+        return cls(
+            shown["id"],
+            shown["id"],
+            "",
+            shown["transport"],
+            command=list(shown["command"]),
+            url=shown["url"],
+            source=shown["source"],
+            package=shown["package"],
+        )
 
 
 LAUNCHER_HELP = {
@@ -101,20 +115,48 @@ LAUNCHER_HELP = {
 
 
 BUNDLED: tuple[Listing, ...] = (
-    Listing("time", "Time", "Current time and timezone conversion (mcp-server-time, PyPI).",
-            command=[sys.executable, "-m", "mcp_server_time"], package="mcp-server-time"),
-    Listing("fetch", "Fetch", "Fetch a URL and convert it to markdown (mcp-server-fetch).",
-            command=["uvx", "mcp-server-fetch"], package="mcp-server-fetch"),
-    Listing("git", "Git", "Read and search a local git repository (mcp-server-git).",
-            command=["uvx", "mcp-server-git"], package="mcp-server-git"),
-    Listing("filesystem", "Filesystem", "Read and write files under one directory.",
-            command=["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"],
-            package="@modelcontextprotocol/server-filesystem"),
-    Listing("memory", "Memory", "A knowledge-graph memory kept across conversations.",
-            command=["npx", "-y", "@modelcontextprotocol/server-memory"], package="@modelcontextprotocol/server-memory"),
-    Listing("sequential-thinking", "Sequential thinking", "Structured step-by-step reasoning.",
-            command=["npx", "-y", "@modelcontextprotocol/server-sequential-thinking"],
-            package="@modelcontextprotocol/server-sequential-thinking"),
+    Listing(
+        "time",
+        "Time",
+        "Current time and timezone conversion (mcp-server-time, PyPI).",
+        command=[sys.executable, "-m", "mcp_server_time"],
+        package="mcp-server-time",
+    ),
+    Listing(
+        "fetch",
+        "Fetch",
+        "Fetch a URL and convert it to markdown (mcp-server-fetch).",
+        command=["uvx", "mcp-server-fetch"],
+        package="mcp-server-fetch",
+    ),
+    Listing(
+        "git",
+        "Git",
+        "Read and search a local git repository (mcp-server-git).",
+        command=["uvx", "mcp-server-git"],
+        package="mcp-server-git",
+    ),
+    Listing(
+        "filesystem",
+        "Filesystem",
+        "Read and write files under one directory.",
+        command=["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"],
+        package="@modelcontextprotocol/server-filesystem",
+    ),
+    Listing(
+        "memory",
+        "Memory",
+        "A knowledge-graph memory kept across conversations.",
+        command=["npx", "-y", "@modelcontextprotocol/server-memory"],
+        package="@modelcontextprotocol/server-memory",
+    ),
+    Listing(
+        "sequential-thinking",
+        "Sequential thinking",
+        "Structured step-by-step reasoning.",
+        command=["npx", "-y", "@modelcontextprotocol/server-sequential-thinking"],
+        package="@modelcontextprotocol/server-sequential-thinking",
+    ),
 )
 
 
@@ -127,7 +169,9 @@ class SearchResult:
 def search(query: str, limit: int = 10) -> SearchResult:
     """Bundled matches first, then the registry's. Never raises for an unreachable registry."""
     words = query.lower().split()
-    bundled = [entry for entry in BUNDLED if all(w in f"{entry.id} {entry.title} {entry.description}".lower() for w in words)]
+    bundled = [
+        entry for entry in BUNDLED if all(w in f"{entry.id} {entry.title} {entry.description}".lower() for w in words)
+    ]
     try:
         remote = _search_registry(query, limit)
         error = ""
@@ -185,8 +229,15 @@ def _listing(item: dict) -> Listing | None:
         if launcher and identifier:
             # Pinned when the registry names a version: the person approves one release, not "latest".
             spec = f"{identifier}@{version}" if version else identifier
-            return Listing(name, name, description, command=[*launcher, spec], source="registry",
-                           package=identifier, version=version)
+            return Listing(
+                name,
+                name,
+                description,
+                command=[*launcher, spec],
+                source="registry",
+                package=identifier,
+                version=version,
+            )
     return None
 
 

@@ -42,7 +42,7 @@ def tool_name(tenant_id: str, conn: str, tool: str) -> str:
     if len(name) <= MAX_NAME:
         return name
     digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
-    return f"{name[:MAX_NAME - 9]}_{digest}"
+    return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
 def names_for(tenant_id: str, conn: str, tools: Iterable[str]) -> dict[str, str]:
@@ -52,9 +52,7 @@ def names_for(tenant_id: str, conn: str, tools: Iterable[str]) -> dict[str, str]
     for tool in tools:
         name = tool_name(tenant_id, conn, tool)
         if name in taken:
-            raise NameCollision(
-                f"MCP server {conn!r}: tools {taken[name]!r} and {tool!r} both map to {name!r}"
-            )
+            raise NameCollision(f"MCP server {conn!r}: tools {taken[name]!r} and {tool!r} both map to {name!r}")
         taken[name] = tool
         mapping[tool] = name
     return mapping

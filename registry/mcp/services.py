@@ -32,12 +32,26 @@ from registry.mcp.naming import definition_hash
 from registry.mcp.transports import TRANSPORTS, MissingEndpoint
 from registry.mcp.urls import PrivateAddress, UnresolvableHost, UnsafeURL
 from registry.models import (
-    MCP_APPROVE_PERMISSION, ApprovalPolicy, MCPAuditLog, MCPServer, ToolDefinition, ToolStatus,
+    MCP_APPROVE_PERMISSION,
+    ApprovalPolicy,
+    MCPAuditLog,
+    MCPServer,
+    ToolDefinition,
+    ToolStatus,
 )
 
 EDITABLE = (
-    "transport", "command", "args", "env", "url", "headers", "allow_private_network", "enabled",
-    "approval_policy", "call_timeout_seconds", "idempotent_tools",
+    "transport",
+    "command",
+    "args",
+    "env",
+    "url",
+    "headers",
+    "allow_private_network",
+    "enabled",
+    "approval_policy",
+    "call_timeout_seconds",
+    "idempotent_tools",
 )
 CHANGED_SINCE_SHOWN = "{tool!r} changed since you opened this page; review it again"
 
@@ -76,7 +90,9 @@ def create_server(*, acting_user: Actor, tenant_id: str, name: str, **fields: An
     if MCPServer.objects.filter(tenant_id=tenant_id, name=name).exists():
         raise ValidationError({"name": f"this tenant already has an MCP server named {name!r}"})
     server = MCPServer(
-        name=name, tenant_id=tenant_id, staff_owned=acting_user.is_staff,
+        name=name,
+        tenant_id=tenant_id,
+        staff_owned=acting_user.is_staff,
         created_by_id=getattr(acting_user, "pk", None),
     )
     _apply(server, fields, acting_user, creating=True)
@@ -216,6 +232,8 @@ def _check_endpoint(server: MCPServer) -> None:
         raise ValidationError({"url": ValidationError(str(exc), code=url_error_code(exc))}) from None
     except MissingEndpoint as exc:
         raise ValidationError({exc.field: f"a {server.transport} server needs a {exc.field}"}) from None
+
+
 # The code a refused url's ValidationError carries: the API answers a well-formed URL whose
 # host is private 403 and one whose host does not resolve 422, and any other refusal 400.
 URL_PRIVATE, URL_UNRESOLVABLE, URL_INVALID = "private_address", "unresolvable_host", "invalid"
@@ -269,8 +287,11 @@ def _check_non_staff_change(server: MCPServer, fields: dict, *, creating: bool) 
 
 def _audit(action: str, server: MCPServer, actor: Actor, details: dict) -> None:
     MCPAuditLog.objects.create(
-        action=action, server_name=server.name, tenant_id=server.tenant_id,
-        actor=actor.get_username(), details=details,
+        action=action,
+        server_name=server.name,
+        tenant_id=server.tenant_id,
+        actor=actor.get_username(),
+        details=details,
     )
 
 

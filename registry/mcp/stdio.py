@@ -87,7 +87,9 @@ async def stdio_transport(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    status.secrets = tuple(sorted({v for v in (env or {}).values() if len(v) >= SECRET_MIN_CHARS}, key=len, reverse=True))
+    status.secrets = tuple(
+        sorted({v for v in (env or {}).values() if len(v) >= SECRET_MIN_CHARS}, key=len, reverse=True)
+    )
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as tg:

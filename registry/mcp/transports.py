@@ -94,12 +94,14 @@ class _Owning:
             await self._client.__aexit__(None, None, None)
 
 
-TRANSPORTS: Mapping[str, Transport] = MappingProxyType({
-    MCPTransport.STDIO: Transport(MCPTransport.STDIO, starts_process=True, check=_check_stdio, open=_open_stdio),
-    MCPTransport.STREAMABLE_HTTP: Transport(
-        MCPTransport.STREAMABLE_HTTP, starts_process=False, check=_check_http, open=_open_http
-    ),
-})
+TRANSPORTS: Mapping[str, Transport] = MappingProxyType(
+    {
+        MCPTransport.STDIO: Transport(MCPTransport.STDIO, starts_process=True, check=_check_stdio, open=_open_stdio),
+        MCPTransport.STREAMABLE_HTTP: Transport(
+            MCPTransport.STREAMABLE_HTTP, starts_process=False, check=_check_http, open=_open_http
+        ),
+    }
+)
 
 
 def transport_of(config: ServerConfig) -> Transport:

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('registry', '0001_initial'),
+        ("registry", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='toolexecutionlog',
-            name='outcome_kind',
-            field=models.CharField(blank=True, help_text='hint_kind of a Hint, err_kind of an Err.', max_length=64),
+            model_name="toolexecutionlog",
+            name="outcome_kind",
+            field=models.CharField(blank=True, help_text="hint_kind of a Hint, err_kind of an Err.", max_length=64),
         ),
     ]

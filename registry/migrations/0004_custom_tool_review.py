@@ -7,55 +7,81 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('registry', '0003_input_schema_keeps_key_order'),
+        ("registry", "0003_input_schema_keeps_key_order"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SandboxRun',
+            name="SandboxRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool_name', models.CharField(db_index=True, max_length=64)),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('definition_hash', models.CharField(blank=True, max_length=64)),
-                ('ok', models.BooleanField()),
-                ('stopped_by', models.CharField(blank=True, max_length=32)),
-                ('layers', models.JSONField(default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('tool_calls', models.PositiveIntegerField(default=0)),
-                ('wall_ms', models.FloatField(default=0)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tool_name", models.CharField(db_index=True, max_length=64)),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("definition_hash", models.CharField(blank=True, max_length=64)),
+                ("ok", models.BooleanField()),
+                ("stopped_by", models.CharField(blank=True, max_length=32)),
+                ("layers", models.JSONField(default=dict)),
+                ("error", models.TextField(blank=True)),
+                ("tool_calls", models.PositiveIntegerField(default=0)),
+                ("wall_ms", models.FloatField(default=0)),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
             ],
             options={
-                'db_table': 'sandbox_runs',
-                'ordering': ['-created_at'],
+                "db_table": "sandbox_runs",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='tooldefinition',
-            name='approved_hash',
+            model_name="tooldefinition",
+            name="approved_hash",
             field=models.CharField(blank=True, editable=False, max_length=64),
         ),
         migrations.CreateModel(
-            name='ToolReview',
+            name="ToolReview",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(choices=[('submit', 'Submitted for testing'), ('audit', 'Audited'), ('approve', 'Approved'), ('reject', 'Rejected')], max_length=16)),
-                ('definition_hash', models.CharField(max_length=64)),
-                ('reason', models.TextField(blank=True)),
-                ('implementation', models.TextField(blank=True)),
-                ('input_schema', models.JSONField(blank=True, default=dict)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('acting_user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('tool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reviews', to='registry.tooldefinition')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("submit", "Submitted for testing"),
+                            ("audit", "Audited"),
+                            ("approve", "Approved"),
+                            ("reject", "Rejected"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("definition_hash", models.CharField(max_length=64)),
+                ("reason", models.TextField(blank=True)),
+                ("implementation", models.TextField(blank=True)),
+                ("input_schema", models.JSONField(blank=True, default=dict)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                (
+                    "acting_user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="reviews",
+                        to="registry.tooldefinition",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'tool_reviews',
-                'ordering': ['-created_at', '-id'],
+                "db_table": "tool_reviews",
+                "ordering": ["-created_at", "-id"],
             },
         ),
     ]

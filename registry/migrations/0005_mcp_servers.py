@@ -8,71 +8,124 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('registry', '0004_custom_tool_review'),
+        ("registry", "0004_custom_tool_review"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MCPAuditLog',
+            name="MCPAuditLog",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(max_length=32)),
-                ('server_name', models.CharField(db_index=True, max_length=32)),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('actor', models.CharField(max_length=150)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("action", models.CharField(max_length=32)),
+                ("server_name", models.CharField(db_index=True, max_length=32)),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("actor", models.CharField(max_length=150)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
             ],
             options={
-                'verbose_name': 'MCP audit entry',
-                'verbose_name_plural': 'MCP audit log',
-                'db_table': 'mcp_audit_log',
-                'ordering': ['-created_at'],
+                "verbose_name": "MCP audit entry",
+                "verbose_name_plural": "MCP audit log",
+                "db_table": "mcp_audit_log",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='MCPServer',
+            name="MCPServer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=32, unique=True, validators=[django.core.validators.RegexValidator('^[a-z0-9][a-z0-9_-]{0,31}$', 'lower-case letters, digits, _ and -; at most 32')])),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('transport', models.CharField(choices=[('stdio', 'stdio (a local process)'), ('streamable_http', 'Streamable HTTP')], max_length=16)),
-                ('command', models.CharField(blank=True, max_length=500)),
-                ('args', models.JSONField(blank=True, default=list)),
-                ('env', models.JSONField(blank=True, default=dict)),
-                ('url', models.CharField(blank=True, max_length=2000)),
-                ('headers', models.JSONField(blank=True, default=dict)),
-                ('allow_private_network', models.BooleanField(default=False, help_text='Allow a loopback/private URL (development only; staff only).')),
-                ('enabled', models.BooleanField(default=True)),
-                ('status', models.CharField(choices=[('disconnected', 'Disconnected'), ('connected', 'Connected'), ('failed', 'Failed')], default='disconnected', max_length=16)),
-                ('last_error', models.TextField(blank=True)),
-                ('connected_at', models.DateTimeField(blank=True, null=True)),
-                ('approval_policy', models.CharField(choices=[('auto', 'Approve new tools automatically'), ('manual', 'New tools wait for staff approval')], default='manual', max_length=8)),
-                ('call_timeout_seconds', models.FloatField(default=120.0)),
-                ('idempotent_tools', models.JSONField(blank=True, default=list)),
-                ('approved_tools', models.JSONField(blank=True, default=dict, editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=32,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z0-9][a-z0-9_-]{0,31}$", "lower-case letters, digits, _ and -; at most 32"
+                            )
+                        ],
+                    ),
+                ),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                (
+                    "transport",
+                    models.CharField(
+                        choices=[("stdio", "stdio (a local process)"), ("streamable_http", "Streamable HTTP")],
+                        max_length=16,
+                    ),
+                ),
+                ("command", models.CharField(blank=True, max_length=500)),
+                ("args", models.JSONField(blank=True, default=list)),
+                ("env", models.JSONField(blank=True, default=dict)),
+                ("url", models.CharField(blank=True, max_length=2000)),
+                ("headers", models.JSONField(blank=True, default=dict)),
+                (
+                    "allow_private_network",
+                    models.BooleanField(
+                        default=False, help_text="Allow a loopback/private URL (development only; staff only)."
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("disconnected", "Disconnected"), ("connected", "Connected"), ("failed", "Failed")],
+                        default="disconnected",
+                        max_length=16,
+                    ),
+                ),
+                ("last_error", models.TextField(blank=True)),
+                ("connected_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "approval_policy",
+                    models.CharField(
+                        choices=[
+                            ("auto", "Approve new tools automatically"),
+                            ("manual", "New tools wait for staff approval"),
+                        ],
+                        default="manual",
+                        max_length=8,
+                    ),
+                ),
+                ("call_timeout_seconds", models.FloatField(default=120.0)),
+                ("idempotent_tools", models.JSONField(blank=True, default=list)),
+                ("approved_tools", models.JSONField(blank=True, default=dict, editable=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name': 'MCP server', 'verbose_name_plural': 'My Connections',
-                'db_table': 'mcp_servers',
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('transport__in', ['stdio', 'streamable_http'])), name='mcp_transport_known'), models.CheckConstraint(condition=models.Q(('call_timeout_seconds__gt', 0)), name='mcp_timeout_positive')],
+                "verbose_name": "MCP server",
+                "verbose_name_plural": "My Connections",
+                "db_table": "mcp_servers",
+                "ordering": ["name"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("transport__in", ["stdio", "streamable_http"])), name="mcp_transport_known"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("call_timeout_seconds__gt", 0)), name="mcp_timeout_positive"
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='TenantMembership',
+            name="TenantMembership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='tenant_membership', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tenant_membership",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'db_table': 'tenant_memberships',
+                "db_table": "tenant_memberships",
             },
         ),
     ]

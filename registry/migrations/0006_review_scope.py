@@ -42,30 +42,46 @@ def backwards(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('registry', '0005_mcp_servers'),
+        ("registry", "0005_mcp_servers"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='tooldefinition',
-            options={'ordering': ['name'], 'permissions': [('approve_tooldefinition', 'Can approve or reject custom tools'), ('review_shared_tooldefinition', 'Can review custom tools shared by every tenant')]},
+            name="tooldefinition",
+            options={
+                "ordering": ["name"],
+                "permissions": [
+                    ("approve_tooldefinition", "Can approve or reject custom tools"),
+                    ("review_shared_tooldefinition", "Can review custom tools shared by every tenant"),
+                ],
+            },
         ),
         migrations.AddField(
-            model_name='toolreview',
-            name='dependencies',
+            model_name="toolreview",
+            name="dependencies",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name='toolreview',
-            name='tenant_id',
+            model_name="toolreview",
+            name="tenant_id",
             field=models.CharField(blank=True, max_length=64),
         ),
         migrations.AlterField(
-            model_name='toolreview',
-            name='action',
-            field=models.CharField(choices=[('create', 'Created as a draft'), ('edit', 'Edited'), ('submit', 'Submitted for testing'), ('audit', 'Audited'), ('approve', 'Approved'), ('override', 'Approved over a failed audit'), ('reject', 'Rejected')], max_length=16),
+            model_name="toolreview",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("create", "Created as a draft"),
+                    ("edit", "Edited"),
+                    ("submit", "Submitted for testing"),
+                    ("audit", "Audited"),
+                    ("approve", "Approved"),
+                    ("override", "Approved over a failed audit"),
+                    ("reject", "Rejected"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.RunPython(forwards, backwards),
     ]

@@ -55,7 +55,6 @@ def _retag_tools(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("registry", "0006_review_scope"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -75,21 +74,29 @@ class Migration(migrations.Migration):
             model_name="mcpserver",
             name="created_by",
             field=models.ForeignKey(
-                blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL,
-                related_name="+", to=settings.AUTH_USER_MODEL,
+                blank=True,
+                editable=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
             ),
         ),
         migrations.AddField(
-            model_name="mcpserver", name="staff_owned", field=models.BooleanField(default=True, editable=False),
+            model_name="mcpserver",
+            name="staff_owned",
+            field=models.BooleanField(default=True, editable=False),
         ),
         migrations.AlterField(
             model_name="mcpserver",
             name="name",
             field=models.CharField(
                 max_length=32,
-                validators=[django.core.validators.RegexValidator(
-                    "^[a-z0-9][a-z0-9_-]{0,31}$", "lower-case letters, digits, _ and -; at most 32"
-                )],
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^[a-z0-9][a-z0-9_-]{0,31}$", "lower-case letters, digits, _ and -; at most 32"
+                    )
+                ],
             ),
         ),
         migrations.AddConstraint(

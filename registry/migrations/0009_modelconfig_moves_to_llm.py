@@ -6,7 +6,6 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("registry", "0008_pending_approvals"),
         ("llm", "0001_initial"),

@@ -236,9 +236,7 @@ class ToolSearchIndex:
     ) -> np.ndarray:
         """Validated unit vectors for `documents`, embedding them if none were given."""
         if vectors is None:
-            return self.embedder.embed(
-                [document.embedding_text() for document in documents], max_tokens=PASSAGE_TOKENS
-            )
+            return self.embedder.embed([document.embedding_text() for document in documents], max_tokens=PASSAGE_TOKENS)
         matrix = np.asarray(vectors, dtype=np.float32)
         # Class attribute: checking the size must not load the model.
         dimension = (self._embedder or Embedder).dimension

@@ -11,9 +11,7 @@ from registry.retrieval.documents import split_identifier
 
 # Latin words/identifiers (with any apostrophes inside them: "what's", "don't"),
 # or runs of CJK ideographs / kana / hangul.
-_TOKEN = re.compile(
-    r"[A-Za-z0-9_\-]+(?:['\u2019][A-Za-z]+)*|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+"
-)
+_TOKEN = re.compile(r"[A-Za-z0-9_\-]+(?:['\u2019][A-Za-z]+)*|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 # English clitics: "'s" of possession or "is", "'re", "'ll", "'d", "'m", "'ve".
 _CLITIC = re.compile(r"'(?:s|re|ll|d|m|ve)$")

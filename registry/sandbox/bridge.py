@@ -96,8 +96,9 @@ class Scope:
         )
 
 
-def scope_for(context: ToolContext, configured: Limits, allowed: frozenset[str] | None,
-              max_depth: int) -> tuple[Scope | None, str | None]:
+def scope_for(
+    context: ToolContext, configured: Limits, allowed: frozenset[str] | None, max_depth: int
+) -> tuple[Scope | None, str | None]:
     """The scope of a run started with ``context``, or why it may not start.
 
     A context without a scope starts a new tree with the deployment's limits;
@@ -125,8 +126,12 @@ def call_tool_for(context: ToolContext, scope: Scope) -> Callable[[str, dict], s
     """
     registry = context.registry
     nested = ToolContext(
-        tenant_id=context.tenant_id, user_id=context.user_id, conversation_id=context.conversation_id,
-        cancel=context.cancel, gate=context.gate, sandbox=scope,
+        tenant_id=context.tenant_id,
+        user_id=context.user_id,
+        conversation_id=context.conversation_id,
+        cancel=context.cancel,
+        gate=context.gate,
+        sandbox=scope,
     )
 
     def call_tool(name: str, inputs: dict) -> str:
@@ -141,15 +146,19 @@ def refusal(registry: Any, name: str, scope: Scope, tenant_id: str) -> str | Non
     """Why sandboxed code in ``scope`` may not call ``name``, or None."""
     if scope.allowed is not None and name not in scope.allowed:
         declared = ", ".join(sorted(scope.allowed)) or "none"
-        return (f"call_tool({name!r}) is refused: the tool does not declare {name!r} in its dependencies "
-                f"(declared: {declared}); declare it and have the tool reviewed again")
+        return (
+            f"call_tool({name!r}) is refused: the tool does not declare {name!r} in its dependencies "
+            f"(declared: {declared}); declare it and have the tool reviewed again"
+        )
     definition = registry.definitions().get(name)
     if definition is None or not definition.callable_by(tenant_id):
         return None  # the registry answers "unknown tool", as it does for anyone
     if not sandbox_callable(definition):
-        return (f"call_tool({name!r}) is refused: {name!r} can never be called from sandboxed code "
-                "(only tools that read or present data may be; none that starts processes, registers "
-                "data sources, installs MCP servers or changes configuration)")
+        return (
+            f"call_tool({name!r}) is refused: {name!r} can never be called from sandboxed code "
+            "(only tools that read or present data may be; none that starts processes, registers "
+            "data sources, installs MCP servers or changes configuration)"
+        )
     return None
 
 

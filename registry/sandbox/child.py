@@ -26,8 +26,9 @@ _MAX_REQUEST = 256 << 20
 _OS_ERRNOS = {errno.EPERM, errno.EACCES, errno.ENOSYS, errno.ENETUNREACH, errno.EAGAIN, errno.EROFS, errno.ENOENT}
 
 
-def run_child(sock: socket.socket, setup: socket.socket, scratch: str, limits: dict[str, Any],
-              jail: dict[str, Any]) -> None:
+def run_child(
+    sock: socket.socket, setup: socket.socket, scratch: str, limits: dict[str, Any], jail: dict[str, Any]
+) -> None:
     """Never returns: the run exits with status 0 after answering, whatever happened.
 
     ``setup`` is the zygote's end for the layer report; ``jail`` says where the
@@ -117,8 +118,12 @@ def _execute(sock: socket.socket, request: dict, datasets: dict, limits: dict) -
         answer.update(runner.frames_answer(glb.get("result"), frames, given))
     payload = json.dumps(answer, default=str)
     if len(payload) > int(limits["result_bytes"]):
-        return {"op": "result", "ok": False, "stopped_by": "result_cap",
-                "error": f"the result is {len(payload):,} bytes; the limit is {int(limits['result_bytes']):,}"}
+        return {
+            "op": "result",
+            "ok": False,
+            "stopped_by": "result_cap",
+            "error": f"the result is {len(payload):,} bytes; the limit is {int(limits['result_bytes']):,}",
+        }
     return {"op": "result", "ok": True, "answer": answer}
 
 

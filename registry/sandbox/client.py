@@ -124,12 +124,19 @@ class Zygote:
 
     def __init__(self, scratch_root: str, start_timeout: float = 60.0) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {**_MINIMAL_ENV, "EUNICE_SANDBOX_PATH": _PACKAGE_ROOT,
-               "EUNICE_SANDBOX_SCRATCH": scratch_root,
-               "EUNICE_SANDBOX_CONTROL_FD": str(theirs.fileno())}
+        env = {
+            **_MINIMAL_ENV,
+            "EUNICE_SANDBOX_PATH": _PACKAGE_ROOT,
+            "EUNICE_SANDBOX_SCRATCH": scratch_root,
+            "EUNICE_SANDBOX_CONTROL_FD": str(theirs.fileno()),
+        }
         self.process = subprocess.Popen(
-            [sys.executable, "-I", _ZYGOTE], env=env, cwd="/", pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            [sys.executable, "-I", _ZYGOTE],
+            env=env,
+            cwd="/",
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
         )
         theirs.close()
         self.control = ours
@@ -170,7 +177,11 @@ class Zygote:
                 return
             report = json.loads(packet)
             run_id = report.get("id", "")
-            waiter = self._waiters.pop(run_id, None) if report.get("op") in ("exit", "refused") else self._waiters.get(run_id)
+            waiter = (
+                self._waiters.pop(run_id, None)
+                if report.get("op") in ("exit", "refused")
+                else self._waiters.get(run_id)
+            )
             if waiter is not None:
                 waiter.take(report)
 
@@ -223,7 +234,9 @@ class Zygote:
             self.kill(run_id)  # whatever the run does after answering, it does no more
         reports.started.wait(_STATUS_GRACE_SECONDS)
         if reports.refused and outcome.stopped_by in ("crash", ""):
-            outcome = RunOutcome(ok=False, stopped_by="unavailable", error=f"the sandbox refused the run: {reports.refused}")
+            outcome = RunOutcome(
+                ok=False, stopped_by="unavailable", error=f"the sandbox refused the run: {reports.refused}"
+            )
         outcome.layers = {**reports.layers, "language": language} if reports.layers else {}
         outcome.tool_calls = conversation.calls
         outcome.wall_ms = (time.perf_counter() - started) * 1000.0
@@ -241,8 +254,16 @@ class Zygote:
 class _Conversation:
     """The host's side of one run's socket: requests in, answers out, limits held."""
 
-    def __init__(self, zygote: Zygote, host: socket.socket, run_id: str, reports: _Reports, limits: Limits,
-                 call_tool: CallTool, cancelled: Callable[[], bool] | None) -> None:
+    def __init__(
+        self,
+        zygote: Zygote,
+        host: socket.socket,
+        run_id: str,
+        reports: _Reports,
+        limits: Limits,
+        call_tool: CallTool,
+        cancelled: Callable[[], bool] | None,
+    ) -> None:
         self.zygote, self.host, self.run_id, self.reports = zygote, host, run_id, reports
         self.limits, self.call_tool, self.cancelled = limits, call_tool, cancelled
         self.calls = 0
@@ -250,8 +271,16 @@ class _Conversation:
     def hold(self, code: str, inputs: dict, datasets: dict, language: bool, want_frames: bool) -> RunOutcome:
         limits = self.limits
         deadline = time.monotonic() + limits.wall_seconds + 1.0
-        send_json(self.host, {"code": code, "inputs": inputs, "language": language,
-                              "has_data": bool(datasets), "want_frames": want_frames})
+        send_json(
+            self.host,
+            {
+                "code": code,
+                "inputs": inputs,
+                "language": language,
+                "has_data": bool(datasets),
+                "want_frames": want_frames,
+            },
+        )
         if datasets:
             send_frame(self.host, pickle.dumps(datasets, protocol=pickle.HIGHEST_PROTOCOL))
         cap = limits.result_bytes + (64 << 10)
@@ -259,16 +288,22 @@ class _Conversation:
             if not _readable(self.host, deadline):
                 if self.cancelled is not None and self.cancelled():
                     self.zygote.kill(self.run_id)
-                    return RunOutcome(ok=False, stopped_by="cancelled", error="cancelled by the user; the run was killed")
+                    return RunOutcome(
+                        ok=False, stopped_by="cancelled", error="cancelled by the user; the run was killed"
+                    )
                 if time.monotonic() < deadline:
                     continue
-                return self._stop("supervisor:wall", f"the tool ran longer than {limits.wall_seconds:g} s and was stopped")
+                return self._stop(
+                    "supervisor:wall", f"the tool ran longer than {limits.wall_seconds:g} s and was stopped"
+                )
             self.host.settimeout(max(0.01, deadline - time.monotonic()))
             try:
                 raw = recv_frame(self.host, cap)
                 message = check_run_frame(loads_bounded(raw, what="the result", parse_constant=_no_constant), len(raw))
             except FrameTooLarge as exc:
-                return self._stop("result_cap", f"the result is {exc.size:,} bytes; the limit is {limits.result_bytes:,}")
+                return self._stop(
+                    "result_cap", f"the result is {exc.size:,} bytes; the limit is {limits.result_bytes:,}"
+                )
             except JSONTooDeep as exc:  # the run's own code chose the shape; parsing it must not recurse
                 return self._stop("result_depth", str(exc))
             except (ValueError, ProtocolError) as exc:
@@ -284,8 +319,12 @@ class _Conversation:
             send_json(self.host, {"text": self.call_tool(message["name"], message["inputs"])})
 
     def _result(self, message: dict[str, Any]) -> RunOutcome:
-        return RunOutcome(ok=message["ok"], answer=message.get("answer"), error=message.get("error", ""),
-                          stopped_by=message.get("stopped_by", ""))
+        return RunOutcome(
+            ok=message["ok"],
+            answer=message.get("answer"),
+            error=message.get("error", ""),
+            stopped_by=message.get("stopped_by", ""),
+        )
 
     def _stop(self, stopped_by: str, error: str) -> RunOutcome:
         """End the run for a limit the host enforces."""
@@ -297,13 +336,20 @@ class _Conversation:
         reports, limits = self.reports, self.limits
         reports.ended.wait(limits.wall_seconds + _STATUS_GRACE_SECONDS)
         if reports.killed == "wall":
-            return RunOutcome(ok=False, stopped_by="supervisor:wall",
-                              error=f"the tool ran longer than {limits.wall_seconds:g} s and was stopped")
+            return RunOutcome(
+                ok=False,
+                stopped_by="supervisor:wall",
+                error=f"the tool ran longer than {limits.wall_seconds:g} s and was stopped",
+            )
         if reports.killed == "cancel":
             return RunOutcome(ok=False, stopped_by="cancelled", error="cancelled by the user; the run was killed")
         layer = _SIGNALS.get(reports.signal, "crash") if reports.ended.is_set() else "crash"
         if layer == "os:cpu":
-            return RunOutcome(ok=False, stopped_by=layer, error=f"the tool used more than {limits.cpu_seconds} s of CPU and was stopped")
+            return RunOutcome(
+                ok=False,
+                stopped_by=layer,
+                error=f"the tool used more than {limits.cpu_seconds} s of CPU and was stopped",
+            )
         if reports.signal:
             return RunOutcome(ok=False, stopped_by=layer, error="the tool crashed and was stopped")
         return RunOutcome(ok=False, stopped_by="crash", error="the tool stopped without an answer")

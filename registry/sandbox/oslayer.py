@@ -256,12 +256,40 @@ _CLONE_THREAD = 0x00010000
 # Refused with EPERM: new programs and processes, sockets, debugging other
 # processes, namespaces, kernel attack surface nobody's pandas code needs.
 _DENIED_SYSCALLS = (
-    "execve", "execveat", "fork", "vfork", "socket", "socketpair", "ptrace",
-    "process_vm_readv", "process_vm_writev", "kill", "tkill", "pidfd_open",
-    "pidfd_send_signal", "pidfd_getfd", "unshare", "setns", "mount", "umount2",
-    "pivot_root", "chroot", "bpf", "perf_event_open", "keyctl", "add_key",
-    "request_key", "userfaultfd", "io_uring_setup", "personality", "mknod",
-    "mknodat", "memfd_create", "init_module", "finit_module", "kexec_load",
+    "execve",
+    "execveat",
+    "fork",
+    "vfork",
+    "socket",
+    "socketpair",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kill",
+    "tkill",
+    "pidfd_open",
+    "pidfd_send_signal",
+    "pidfd_getfd",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "userfaultfd",
+    "io_uring_setup",
+    "personality",
+    "mknod",
+    "mknodat",
+    "memfd_create",
+    "init_module",
+    "finit_module",
+    "kexec_load",
 )
 
 
@@ -306,7 +334,11 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.seccomp_init.argtypes = [ctypes.c_uint32]
     lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
     lib.seccomp_rule_add_array.argtypes = [
-        ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint, ctypes.POINTER(_ArgCmp),
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.POINTER(_ArgCmp),
     ]
     lib.seccomp_load.argtypes = [ctypes.c_void_p]
     return lib

@@ -36,29 +36,94 @@ class SandboxRefusal(Exception):
 _DENIED_ATTRIBUTES = frozenset(
     {
         # file, clipboard and database writers/readers and pickles
-        "to_pickle", "to_parquet", "to_feather", "to_hdf", "to_sql", "to_excel", "to_stata",
-        "to_orc", "to_clipboard", "to_latex", "to_html", "to_xml", "to_gbq", "to_xarray",
-        "tofile", "dump", "dumps", "load", "save", "fromfile",
+        "to_pickle",
+        "to_parquet",
+        "to_feather",
+        "to_hdf",
+        "to_sql",
+        "to_excel",
+        "to_stata",
+        "to_orc",
+        "to_clipboard",
+        "to_latex",
+        "to_html",
+        "to_xml",
+        "to_gbq",
+        "to_xarray",
+        "tofile",
+        "dump",
+        "dumps",
+        "load",
+        "save",
+        "fromfile",
         # raw memory and foreign-function access
-        "ctypes", "ctypeslib",
+        "ctypes",
+        "ctypeslib",
         # renderers that import template engines and plotting libraries
-        "style", "plot", "hist", "boxplot",
+        "style",
+        "plot",
+        "hist",
+        "boxplot",
         # pandas extension registries: would change what later code sees
-        "register_dataframe_accessor", "register_series_accessor", "register_index_accessor",
-        "options", "set_option", "reset_option",
+        "register_dataframe_accessor",
+        "register_series_accessor",
+        "register_index_accessor",
+        "options",
+        "set_option",
+        "reset_option",
     }
 )
 _NO_PATH_WRITERS = frozenset({"to_csv", "to_json", "to_string", "to_markdown"})
 _BLOCKED_VALUE_TYPES = (
-    types.ModuleType, types.FrameType, types.CodeType, types.TracebackType,
+    types.ModuleType,
+    types.FrameType,
+    types.CodeType,
+    types.TracebackType,
 )
 ALLOWED_FUNCTION_NAMES = frozenset(
     {
-        "sum", "mean", "median", "min", "max", "count", "size", "std", "var", "sem", "first",
-        "last", "nunique", "prod", "any", "all", "idxmin", "idxmax", "cumsum", "cumprod",
-        "cummin", "cummax", "rank", "skew", "kurt", "quantile", "mode", "abs", "diff",
-        "pct_change", "shift", "nlargest", "nsmallest", "describe", "unique",
-        "value_counts", "ohlc", "ffill", "bfill", "round", "head", "tail",
+        "sum",
+        "mean",
+        "median",
+        "min",
+        "max",
+        "count",
+        "size",
+        "std",
+        "var",
+        "sem",
+        "first",
+        "last",
+        "nunique",
+        "prod",
+        "any",
+        "all",
+        "idxmin",
+        "idxmax",
+        "cumsum",
+        "cumprod",
+        "cummin",
+        "cummax",
+        "rank",
+        "skew",
+        "kurt",
+        "quantile",
+        "mode",
+        "abs",
+        "diff",
+        "pct_change",
+        "shift",
+        "nlargest",
+        "nsmallest",
+        "describe",
+        "unique",
+        "value_counts",
+        "ohlc",
+        "ffill",
+        "bfill",
+        "round",
+        "head",
+        "tail",
     }
 )
 
@@ -149,14 +214,32 @@ class EntryPoint:
 
 
 _EXPRESSION = EntryPoint(
-    expression="expr", keywords=frozenset({"inplace", "engine", "parser"}),
+    expression="expr",
+    keywords=frozenset({"inplace", "engine", "parser"}),
     choices={"engine": frozenset({None, "numexpr"}), "parser": frozenset({"pandas"})},
 )
 # scipy.signal.windows functions pandas looks up by win_type (getattr on the module).
 _WINDOW_TYPES = frozenset(
-    {None, "boxcar", "triang", "blackman", "hamming", "bartlett", "parzen", "bohman",
-     "blackmanharris", "nuttall", "barthann", "kaiser", "gaussian", "general_gaussian",
-     "exponential", "tukey", "taylor", "cosine"}
+    {
+        None,
+        "boxcar",
+        "triang",
+        "blackman",
+        "hamming",
+        "bartlett",
+        "parzen",
+        "bohman",
+        "blackmanharris",
+        "nuttall",
+        "barthann",
+        "kaiser",
+        "gaussian",
+        "general_gaussian",
+        "exponential",
+        "tukey",
+        "taylor",
+        "cosine",
+    }
 )
 # Engines a dispatching method may run on: pandas 3 also takes an object whose
 # __pandas_udf__ runs the function, and "numba" compiles it.
@@ -214,8 +297,7 @@ def vetted(func: Callable, name: str) -> Callable:
     return call
 
 
-def vet_call(func: Callable, name: str, entry: EntryPoint, args: tuple,
-             kwargs: dict) -> tuple[Callable, tuple, dict]:
+def vet_call(func: Callable, name: str, entry: EntryPoint, args: tuple, kwargs: dict) -> tuple[Callable, tuple, dict]:
     """The one gate for every string-evaluating call: check the arguments against
     ``entry``; return what to call and the arguments, every function spec rebuilt
     from checked parts (so code running during the call cannot swap a name in).
@@ -236,8 +318,10 @@ def vet_call(func: Callable, name: str, entry: EntryPoint, args: tuple,
             _check_engine(name, keyword, arguments[keyword])
     for parameter, allowed in entry.choices.items():
         if parameter in arguments and arguments[parameter] not in allowed:
-            raise refuse(f"{name}({parameter}={arguments[parameter]!r})",
-                         f"use one of {sorted(str(choice) for choice in allowed if choice)}")
+            raise refuse(
+                f"{name}({parameter}={arguments[parameter]!r})",
+                f"use one of {sorted(str(choice) for choice in allowed if choice)}",
+            )
     if entry.expression:
         _vet_expression_call(name, entry, arguments, receiver)
         return target, bound.args, bound.kwargs
@@ -288,8 +372,10 @@ def function_spec(spec: Any, pairs_are_labels: bool = False) -> Any:
     """
     if isinstance(spec, str):
         if spec not in ALLOWED_FUNCTION_NAMES:
-            raise refuse(f"the function name {spec!r}",
-                         f"pass a function (lambda s: …) or one of {', '.join(sorted(ALLOWED_FUNCTION_NAMES))}")
+            raise refuse(
+                f"the function name {spec!r}",
+                f"pass a function (lambda s: …) or one of {', '.join(sorted(ALLOWED_FUNCTION_NAMES))}",
+            )
         return str(spec)
     if isinstance(spec, pd.NamedAgg):
         return pd.NamedAgg(spec.column, function_spec(spec.aggfunc), *spec.args, **spec.kwargs)
@@ -329,14 +415,27 @@ def _rebuild_named_aggregations(bound: inspect.BoundArguments, pairs_are_labels:
 
 # The exact preparser pandas runs before ast.parse (backticks, @ and &/| rewriting):
 # the vetted tree is the tree pandas evaluates.
-_PANDAS_PREPARSER: Callable[[str], str] = (
-    inspect.signature(PandasExprVisitor.__init__).parameters["preparser"].default
-)
+_PANDAS_PREPARSER: Callable[[str], str] = inspect.signature(PandasExprVisitor.__init__).parameters["preparser"].default
 EXPRESSION_FUNCTIONS = frozenset(MATHOPS)
 EXPRESSION_METHODS = frozenset(
     {
-        "isin", "isna", "notna", "isnull", "notnull", "between", "contains", "startswith",
-        "endswith", "match", "fullmatch", "lower", "upper", "strip", "len", "abs", "round",
+        "isin",
+        "isna",
+        "notna",
+        "isnull",
+        "notnull",
+        "between",
+        "contains",
+        "startswith",
+        "endswith",
+        "match",
+        "fullmatch",
+        "lower",
+        "upper",
+        "strip",
+        "len",
+        "abs",
+        "round",
     }
 )
 _OPERATOR_NODES = (ast.operator, ast.boolop, ast.cmpop, ast.unaryop, ast.expr_context)
@@ -345,8 +444,10 @@ _OPERATOR_NODES = (ast.operator, ast.boolop, ast.cmpop, ast.unaryop, ast.expr_co
 def _vet_expression_call(name: str, entry: EntryPoint, arguments: dict, receiver: Any) -> None:
     extra = sorted(set(arguments) - entry.keywords - {entry.expression, "self"})
     if extra:
-        raise refuse(f"{name}({', '.join(f'{key}=' for key in extra)}…)",
-                     "use the frame's columns in the expression and pass no scope")
+        raise refuse(
+            f"{name}({', '.join(f'{key}=' for key in extra)}…)",
+            "use the frame's columns in the expression and pass no scope",
+        )
     if not isinstance(receiver, pd.DataFrame):
         raise refuse(f"{name}() on a {type(receiver).__name__}", "call it on a DataFrame")
     names = frozenset(receiver._get_cleaned_column_resolvers()) | frozenset(receiver._get_index_resolvers())
@@ -386,8 +487,10 @@ def vet_expression(expression: Any, names: frozenset[str], *, assign: bool = Fal
 
 def _check_name(name: str) -> None:
     if name.startswith(LOCAL_TAG):
-        raise refuse(f"the @ variable @{name[len(LOCAL_TAG):]} in an expression",
-                     "put the value into the string with an f-string, or into a column")
+        raise refuse(
+            f"the @ variable @{name[len(LOCAL_TAG) :]} in an expression",
+            "put the value into the string with an f-string, or into a column",
+        )
     if name.startswith("_"):
         raise refuse(f"the name {name!r} in an expression")
 
@@ -402,15 +505,19 @@ class _ExpressionCheck(ast.NodeVisitor):
     def generic_visit(self, node: ast.AST) -> None:
         allowed = (ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Constant, ast.List, ast.Tuple)
         if not isinstance(node, allowed + _OPERATOR_NODES):
-            raise refuse(f"{type(node).__name__} in the expression {self.line!r}",
-                         "compute it in Python with the frame's methods")
+            raise refuse(
+                f"{type(node).__name__} in the expression {self.line!r}",
+                "compute it in Python with the frame's methods",
+            )
         super().generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
         _check_name(node.id)
         if node.id not in self.names:
-            raise refuse(f"the name {node.id!r} in an expression (not a column of the frame)",
-                         "use the frame's columns, literals, or an f-string for a value")
+            raise refuse(
+                f"the name {node.id!r} in an expression (not a column of the frame)",
+                "use the frame's columns, literals, or an f-string for a value",
+            )
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         refusal = attribute_refusal(node.attr)
@@ -426,9 +533,10 @@ class _ExpressionCheck(ast.NodeVisitor):
             self.visit(func.value)
         else:
             called = ast.unparse(func)
-            raise refuse(f"calling {called!r} in an expression",
-                         f"call {', '.join(sorted(EXPRESSION_FUNCTIONS | EXPRESSION_METHODS))} only, "
-                         "or compute it in Python")
+            raise refuse(
+                f"calling {called!r} in an expression",
+                f"call {', '.join(sorted(EXPRESSION_FUNCTIONS | EXPRESSION_METHODS))} only, or compute it in Python",
+            )
         for argument in node.args:
             self.visit(argument)
         for keyword in node.keywords:

@@ -152,7 +152,9 @@ def _check_answer(answer: Any) -> None:
 
 def _is_frame_payload(payload: Any) -> bool:
     return (
-        isinstance(payload, dict) and set(payload) == {"split", "dtypes"}
-        and isinstance(payload["split"], str) and isinstance(payload["dtypes"], dict)
+        isinstance(payload, dict)
+        and set(payload) == {"split", "dtypes"}
+        and isinstance(payload["split"], str)
+        and isinstance(payload["dtypes"], dict)
         and all(isinstance(k, str) and isinstance(v, str) for k, v in payload["dtypes"].items())
     )

@@ -32,8 +32,24 @@ _DROPPED_BUILTINS = ("setattr", "delattr", "_getattr_", "__build_class__", "id")
 _EXTRA_BUILTINS = {
     name: __builtins__[name] if isinstance(__builtins__, dict) else getattr(__builtins__, name)
     for name in (
-        "list", "dict", "tuple", "set", "frozenset", "sorted", "reversed", "min", "max", "sum",
-        "zip", "enumerate", "map", "filter", "any", "all", "iter", "next",
+        "list",
+        "dict",
+        "tuple",
+        "set",
+        "frozenset",
+        "sorted",
+        "reversed",
+        "min",
+        "max",
+        "sum",
+        "zip",
+        "enumerate",
+        "map",
+        "filter",
+        "any",
+        "all",
+        "iter",
+        "next",
     )
 }
 
@@ -54,8 +70,24 @@ def _builtins() -> dict[str, Any]:
 
 
 _REFUSED_BUILTINS = (
-    "open", "exec", "eval", "compile", "globals", "locals", "vars", "breakpoint", "input",
-    "memoryview", "help", "exit", "quit", "type", "object", "super", "classmethod", "staticmethod",
+    "open",
+    "exec",
+    "eval",
+    "compile",
+    "globals",
+    "locals",
+    "vars",
+    "breakpoint",
+    "input",
+    "memoryview",
+    "help",
+    "exit",
+    "quit",
+    "type",
+    "object",
+    "super",
+    "classmethod",
+    "staticmethod",
 )
 
 
@@ -118,9 +150,15 @@ def _inplace(op: str, x: Any, y: Any) -> Any:
 
 
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
-    "+=": lambda x, y: x + y, "-=": lambda x, y: x - y, "*=": lambda x, y: x * y,
-    "/=": lambda x, y: x / y, "//=": lambda x, y: x // y, "%=": lambda x, y: x % y,
-    "**=": lambda x, y: x ** y, "|=": lambda x, y: x | y, "&=": lambda x, y: x & y,
+    "+=": lambda x, y: x + y,
+    "-=": lambda x, y: x - y,
+    "*=": lambda x, y: x * y,
+    "/=": lambda x, y: x / y,
+    "//=": lambda x, y: x // y,
+    "%=": lambda x, y: x % y,
+    "**=": lambda x, y: x**y,
+    "|=": lambda x, y: x | y,
+    "&=": lambda x, y: x & y,
 }
 
 
@@ -149,8 +187,9 @@ def _imports(code: str) -> list[str]:
     ]
 
 
-def namespace(inputs: dict, df: Any, call_tool: Callable[[str, dict], str],
-              frames: dict[str, Any] | None = None) -> dict[str, Any]:
+def namespace(
+    inputs: dict, df: Any, call_tool: Callable[[str, dict], str], frames: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The globals tool code runs with: ``df`` (the default dataset or None),
     ``datasets`` (every dataset it may read, by name, read-only), ``frames``
     (the same, writable: analyze_data saves what is added), ``pd``, ``np``,

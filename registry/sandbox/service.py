@@ -85,7 +85,12 @@ def shutdown() -> None:
 
 
 def run_code(
-    code: str, inputs: dict, context: ToolContext, *, tool_name: str = "", definition_hash: str = "",
+    code: str,
+    inputs: dict,
+    context: ToolContext,
+    *,
+    tool_name: str = "",
+    definition_hash: str = "",
     dependencies: frozenset[str] = frozenset(),
 ) -> RunOutcome:
     """Run tool code for ``context``'s caller; its ``call_tool`` may reach only
@@ -94,8 +99,7 @@ def run_code(
     Refuses (ok=False, stopped_by="policy") when the OS layer is incomplete and
     weak mode is not allowed, nesting is too deep or the call tree's budget is spent.
     """
-    return _run(code, inputs, context, tool_name=tool_name, definition_hash=definition_hash,
-                allowed=dependencies)
+    return _run(code, inputs, context, tool_name=tool_name, definition_hash=definition_hash, allowed=dependencies)
 
 
 def run_analysis(code: str, default: Any, frames: dict[str, Any], context: ToolContext) -> RunOutcome:
@@ -107,12 +111,28 @@ def run_analysis(code: str, default: Any, frames: dict[str, Any], context: ToolC
     """
     caller = context.sandbox
     allowed = caller.allowed if isinstance(caller, bridge.Scope) else None
-    return _run(code, {}, context, tool_name="analyze_data", allowed=allowed,
-                datasets={"default": default, "frames": frames}, want_frames=True)
+    return _run(
+        code,
+        {},
+        context,
+        tool_name="analyze_data",
+        allowed=allowed,
+        datasets={"default": default, "frames": frames},
+        want_frames=True,
+    )
 
 
-def _run(code: str, inputs: dict, context: ToolContext, *, tool_name: str, allowed: frozenset[str] | None,
-         definition_hash: str = "", datasets: dict[str, Any] | None = None, want_frames: bool = False) -> RunOutcome:
+def _run(
+    code: str,
+    inputs: dict,
+    context: ToolContext,
+    *,
+    tool_name: str,
+    allowed: frozenset[str] | None,
+    definition_hash: str = "",
+    datasets: dict[str, Any] | None = None,
+    want_frames: bool = False,
+) -> RunOutcome:
     configured = limits()
     scope, refusal = bridge.scope_for(context, configured, allowed, int(settings.SANDBOX["MAX_DEPTH"]))
     refusal = refusal or _refusal()
@@ -124,9 +144,15 @@ def _run(code: str, inputs: dict, context: ToolContext, *, tool_name: str, allow
     try:
         sandbox = zygote()  # first, so that starting it is not charged to the run's time
         outcome = sandbox.run(
-            code, inputs, _datasets(context, code) if datasets is None else datasets, scope.limits(configured),
-            bridge.call_tool_for(context, scope), language=LANGUAGE_LAYER, want_frames=want_frames,
-            cancelled=_cancel_check(context), on_exit=scope.allowance.spend_cpu,
+            code,
+            inputs,
+            _datasets(context, code) if datasets is None else datasets,
+            scope.limits(configured),
+            bridge.call_tool_for(context, scope),
+            language=LANGUAGE_LAYER,
+            want_frames=want_frames,
+            cancelled=_cancel_check(context),
+            on_exit=scope.allowance.spend_cpu,
         )
     except SandboxUnavailable as exc:
         logger.error("sandbox unavailable: %s", exc)
@@ -144,8 +170,10 @@ def _cancel_check(context: ToolContext):
 def _refusal() -> str | None:
     missing = missing_os_layers()
     if missing and not settings.SANDBOX["ALLOW_WEAK"]:
-        return ("custom tools are refused on this host: the sandbox's OS layer lacks "
-                f"{', '.join(missing)} (set EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode)")
+        return (
+            "custom tools are refused on this host: the sandbox's OS layer lacks "
+            f"{', '.join(missing)} (set EUNICE_SANDBOX_ALLOW_WEAK=1 to accept the weaker mode)"
+        )
     return None
 
 
@@ -161,9 +189,14 @@ def _record(outcome: RunOutcome, tool_name: str, context: ToolContext, definitio
 
     try:
         SandboxRun.objects.create(
-            tool_name=tool_name[:64], tenant_id=str(context.tenant_id)[:64],
-            definition_hash=definition_hash, ok=outcome.ok, stopped_by=outcome.stopped_by,
-            layers=outcome.layers, error=outcome.error[:2000], tool_calls=outcome.tool_calls,
+            tool_name=tool_name[:64],
+            tenant_id=str(context.tenant_id)[:64],
+            definition_hash=definition_hash,
+            ok=outcome.ok,
+            stopped_by=outcome.stopped_by,
+            layers=outcome.layers,
+            error=outcome.error[:2000],
+            tool_calls=outcome.tool_calls,
             wall_ms=outcome.wall_ms,
         )
     except DatabaseError:  # the record must never fail the run it describes
@@ -181,12 +214,12 @@ def outcome_to_return(outcome: RunOutcome) -> Any:
     return answer.get("text", "")
 
 
-def custom_handler(name: str, code: str, definition_hash: str,
-                   dependencies: frozenset[str] = frozenset()) -> HandlerFunc:
+def custom_handler(
+    name: str, code: str, definition_hash: str, dependencies: frozenset[str] = frozenset()
+) -> HandlerFunc:
     def handle(inputs: dict, context: ToolContext) -> Any:
         return outcome_to_return(
-            run_code(code, inputs, context, tool_name=name, definition_hash=definition_hash,
-                     dependencies=dependencies)
+            run_code(code, inputs, context, tool_name=name, definition_hash=definition_hash, dependencies=dependencies)
         )
 
     return handle

@@ -66,10 +66,16 @@ class Zygote:
         signal.signal(signal.SIGCHLD, lambda *_: None)
 
     def serve(self) -> None:
-        self._tell({"op": "ready", "network_namespace": self.network_namespace,
-                    "landlock_abi": oslayer.landlock_abi(),
-                    "seccomp": oslayer.load_seccomp() is not None, "root": self.root,
-                    "zygote_jailed": self.jailed})
+        self._tell(
+            {
+                "op": "ready",
+                "network_namespace": self.network_namespace,
+                "landlock_abi": oslayer.landlock_abi(),
+                "seccomp": oslayer.load_seccomp() is not None,
+                "root": self.root,
+                "zygote_jailed": self.jailed,
+            }
+        )
         while True:
             setups = {run.setup: pid for pid, run in self.runs.items() if run.setup is not None}
             timeout = self._next_deadline()
@@ -107,8 +113,9 @@ class Zygote:
         pid = self._fork(run_sock, theirs, scratch, limits, slot)
         run_sock.close()
         theirs.close()
-        self.runs[pid] = _Run(request["id"], time.monotonic() + float(limits["wall_seconds"]), scratch, slot,
-                              limits, ours)
+        self.runs[pid] = _Run(
+            request["id"], time.monotonic() + float(limits["wall_seconds"]), scratch, slot, limits, ours
+        )
         return True
 
     def _fork(self, run_sock: socket.socket, setup: socket.socket, scratch: str, limits: dict, slot: int) -> int:
@@ -159,7 +166,7 @@ class Zygote:
             "network_namespace": self.network_namespace and namespaces.get("net") == self.own_namespaces.get("net"),
             "pid_namespace": namespaces.get("pid") not in (None, self.own_namespaces.get("pid")),
             "mount_namespace": namespaces.get("mnt") not in (None, self.own_namespaces.get("mnt"))
-                               and claimed.get("minimal_root") is True,
+            and claimed.get("minimal_root") is True,
             "seccomp": status.get("Seccomp") == "2",
         }
 
@@ -205,15 +212,24 @@ class Zygote:
             shutil.rmtree(run.scratch, ignore_errors=True)
             self.free_slots.append(run.slot)
             signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
-            self._tell({"op": "exit", "id": run.run_id, "signal": signum,
-                        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3)})
+            self._tell(
+                {
+                    "op": "exit",
+                    "id": run.run_id,
+                    "signal": signum,
+                    "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+                }
+            )
 
 
 def _python_dirs() -> list[str]:
     """The directories of the Python installation on sys.path (not the project's)."""
     project = os.path.realpath(os.environ["EUNICE_SANDBOX_PATH"])
-    return [path for path in dict.fromkeys(sys.path[1:])
-            if os.path.isdir(path) and os.path.realpath(path) != project and path.startswith("/")]
+    return [
+        path
+        for path in dict.fromkeys(sys.path[1:])
+        if os.path.isdir(path) and os.path.realpath(path) != project and path.startswith("/")
+    ]
 
 
 def _status(pid: int) -> dict[str, str]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from registry.context import ToolContext
-
 import json
 
 import pytest
 
 from llm.models import ModelConfig
+from registry.context import ToolContext
 from tests.llm.conftest import TEST_KEY, _no_hosted_model, scripted  # noqa: F401 - shared fixtures
 from tests.sandbox.conftest import _zygote_stops_at_the_end, custom_tools_on, staff  # noqa: F401
 
@@ -23,13 +22,17 @@ APPROVE = {"verdict": "approve", "summary": "Adds one, as described; both cases 
 
 def builder_turn(reply: object) -> dict:
     """The builder model's turn: ``reply`` as JSON text (a str is sent as is)."""
-    return {"text": reply if isinstance(reply, str) else json.dumps(reply),
-            "expect": {"system_contains": "You write custom tools", "stream": False}}
+    return {
+        "text": reply if isinstance(reply, str) else json.dumps(reply),
+        "expect": {"system_contains": "You write custom tools", "stream": False},
+    }
 
 
 def auditor_turn(reply: object) -> dict:
-    return {"text": reply if isinstance(reply, str) else json.dumps(reply),
-            "expect": {"system_contains": "You audit custom tools", "stream": False}}
+    return {
+        "text": reply if isinstance(reply, str) else json.dumps(reply),
+        "expect": {"system_contains": "You audit custom tools", "stream": False},
+    }
 
 
 @pytest.fixture
@@ -52,7 +55,8 @@ def build(registry):
     """build(name, request, **context) -> build_custom_tool's result, for tenant acme."""
 
     def run(name: str, request: str = "Take an integer n and return n plus one.", **context):
-        return registry.execute_tool("build_custom_tool", {"name": name, "request": request},
-                                     ToolContext(**{"tenant_id": "acme", **context}))
+        return registry.execute_tool(
+            "build_custom_tool", {"name": name, "request": request}, ToolContext(**{"tenant_id": "acme", **context})
+        )
 
     return run

@@ -19,10 +19,17 @@ def a_dead_pid() -> int:
 
 
 def building(attempts: int) -> tuple[ToolJob, JobRun]:
-    job = ToolJob.objects.create(tool_name="plus_one", job_type=JobType.BUILD, tenant_id="acme",
-                                 status=JobStatus.BUILDING, progress_pct=40, spec={"request": "add one"})
-    run = JobRun.objects.create(func=JOB_FUNCTION, args=[job.pk], status=JobRunStatus.RUNNING, host=HOST,
-                                pid=a_dead_pid(), attempts=attempts)
+    job = ToolJob.objects.create(
+        tool_name="plus_one",
+        job_type=JobType.BUILD,
+        tenant_id="acme",
+        status=JobStatus.BUILDING,
+        progress_pct=40,
+        spec={"request": "add one"},
+    )
+    run = JobRun.objects.create(
+        func=JOB_FUNCTION, args=[job.pk], status=JobRunStatus.RUNNING, host=HOST, pid=a_dead_pid(), attempts=attempts
+    )
     return job, run
 
 

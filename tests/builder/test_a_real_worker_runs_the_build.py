@@ -19,14 +19,30 @@ def test_a_queued_build_is_run_by_a_qcluster_worker_against_the_scripted_model(m
     assert build("plus_one", user_id=staff.pk).error is None
     job = ToolJob.objects.get(tool_name="plus_one")
 
-    env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
-           "DJANGO_SETTINGS_MODULE": "eunice.settings", "ANTHROPIC_API_KEY": TEST_KEY,
-           "ANTHROPIC_BASE_URL": server.url, "EUNICE_LLM_MAX_RETRIES": "0"}
-    worker = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "DJANGO_SETTINGS_MODULE": "eunice.settings",
+        "ANTHROPIC_API_KEY": TEST_KEY,
+        "ANTHROPIC_BASE_URL": server.url,
+        "EUNICE_LLM_MAX_RETRIES": "0",
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        done = wait_for(lambda: ToolJob.objects.filter(pk=job.pk, progress_pct=100).exists()
-                        or ToolJob.objects.filter(pk=job.pk, status=JobStatus.FAILED).exists(), 90)
+        done = wait_for(
+            lambda: (
+                ToolJob.objects.filter(pk=job.pk, progress_pct=100).exists()
+                or ToolJob.objects.filter(pk=job.pk, status=JobStatus.FAILED).exists()
+            ),
+            90,
+        )
     finally:
         worker.terminate()
         worker.wait(timeout=30)

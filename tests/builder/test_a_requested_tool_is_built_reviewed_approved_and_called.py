@@ -33,7 +33,9 @@ def test_a_built_tool_waits_in_testing_with_the_audit_and_the_review(models, bui
     assert '"code": "result = inputs' in server.requests[1].messages[0]["content"][0]["text"]
 
 
-def test_staff_approve_it_on_the_review_page_and_then_it_is_callable(models, build, call, client, staff, custom_tools_on):
+def test_staff_approve_it_on_the_review_page_and_then_it_is_callable(
+    models, build, call, client, staff, custom_tools_on
+):
     models(builder_turn(PLUS_ONE), auditor_turn(APPROVE))
     job = request(build, staff)
     run_build_job(job.pk)
@@ -45,8 +47,9 @@ def test_staff_approve_it_on_the_review_page_and_then_it_is_callable(models, bui
     client.force_login(staff)
     page = client.get(f"/admin/registry/tooldefinition/{tool.pk}/review/").content.decode()
     assert "Adds one, as described" in page and 'class="codehilite"' in page
-    client.post(f"/admin/registry/tooldefinition/{tool.pk}/review/",
-                {"approve": "1", "definition_hash": tool.definition_hash})
+    client.post(
+        f"/admin/registry/tooldefinition/{tool.pk}/review/", {"approve": "1", "definition_hash": tool.definition_hash}
+    )
 
     job.refresh_from_db()
     assert job.status == JobStatus.APPROVED

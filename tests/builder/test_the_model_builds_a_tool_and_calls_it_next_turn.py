@@ -30,9 +30,16 @@ def turn(conversation, user, message, *blocks):
 def test_a_tool_the_model_asked_for_is_offered_and_called_after_approval(models, registry, staff, custom_tools_on):
     models(builder_turn(PLUS_ONE), auditor_turn(APPROVE))
     conversation = Conversation.objects.create(tenant_id=TENANT, user=staff)
-    asked = turn(conversation, staff, "I need a tool that adds one",
-                 {"id": "toolu_1", "name": "build_custom_tool",
-                  "input": {"name": "plus_one", "request": "Take an integer n and return n plus one."}})
+    asked = turn(
+        conversation,
+        staff,
+        "I need a tool that adds one",
+        {
+            "id": "toolu_1",
+            "name": "build_custom_tool",
+            "input": {"name": "plus_one", "request": "Take an integer n and return n plus one."},
+        },
+    )
     assert asked[0].result.error is None, asked[0].result.content
     job = ToolJob.objects.get(tool_name="plus_one", conversation_id=str(conversation.pk))
     run_build_job(job.pk)

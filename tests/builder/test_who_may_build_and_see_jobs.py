@@ -15,8 +15,9 @@ REQUEST = "Take an integer n and return n plus one."
 def test_a_plain_user_cannot_request_a_build(build, django_user_model, custom_tools_on):
     plain = django_user_model.objects.create_user("plain")
     result = build("plus_one", user_id=plain.pk)
-    assert result.content == ("✗ error (PermissionDenied): building a tool needs a staff member or the "
-                              "registry.add_tooljob permission")
+    assert result.content == (
+        "✗ error (PermissionDenied): building a tool needs a staff member or the registry.add_tooljob permission"
+    )
     assert not ToolJob.objects.exists()
 
 

@@ -20,9 +20,7 @@ def fresh_name(label: str = "tool") -> str:
     return f"test_contract.{label}.{next(_serial)}"
 
 
-def call(
-    dispatch: Callable[[dict, dict], Any], inputs: dict | None = None, context: dict | None = None
-) -> Any:
+def call(dispatch: Callable[[dict, dict], Any], inputs: dict | None = None, context: dict | None = None) -> Any:
     """Invoke a dispatch wrapper as the registry would, awaiting it if it is async."""
     result = dispatch(inputs or {}, context or {})
     if inspect.iscoroutine(result):

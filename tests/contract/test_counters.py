@@ -45,9 +45,7 @@ def test_counter_tallies_per_tool_with_sub_kinds() -> None:
     counter.record("geocode", Err("y", "TimeoutError"))
     assert counter.snapshot() == {
         "geocode": ToolTally(err=1, err_kinds={"TimeoutError": 1}),
-        "search": ToolTally(
-            ok=2, hint=3, err=1, hint_kinds={"schema": 2, "fetch": 1}, err_kinds={"legacy": 1}
-        ),
+        "search": ToolTally(ok=2, hint=3, err=1, hint_kinds={"schema": 2, "fetch": 1}, err_kinds={"legacy": 1}),
     }
 
 

@@ -65,9 +65,7 @@ def test_exception_without_a_message_still_reads_as_an_error() -> None:
     def handler(inputs: dict, context: dict) -> None:
         raise TimeoutError
 
-    assert call(wrap_for_dispatch(fresh_name(), handler)) == Err(
-        message="(no message)", err_kind="TimeoutError"
-    )
+    assert call(wrap_for_dispatch(fresh_name(), handler)) == Err(message="(no message)", err_kind="TimeoutError")
 
 
 def test_cancellation_is_not_swallowed() -> None:
@@ -91,9 +89,7 @@ def test_async_handler_is_wrapped_as_a_coroutine_function() -> None:
 
 def test_async_handler_hints_and_exceptions_become_envelopes() -> None:
     async def hinting(inputs: dict, context: dict) -> str:
-        raise HintException(
-            "ambiguous", "two candidates", [{"label": "a", "score": 0.5}, {"label": "b", "score": 0.5}]
-        )
+        raise HintException("ambiguous", "two candidates", [{"label": "a", "score": 0.5}, {"label": "b", "score": 0.5}])
 
     async def failing(inputs: dict, context: dict) -> str:
         raise PermissionError("denied")

@@ -41,9 +41,7 @@ def test_alternative_without_label_or_numeric_score_is_refused(alternative: dict
 
 def test_alternatives_keep_extra_keys() -> None:
     schema = {"type": "object", "properties": {"query": {"type": "string"}}}
-    hint = Hint(
-        "schema", "unknown tool", [{"label": "search", "score": 1, "input_schema": schema, "tool": "search"}]
-    )
+    hint = Hint("schema", "unknown tool", [{"label": "search", "score": 1, "input_schema": schema, "tool": "search"}])
     assert hint.alternatives[0]["input_schema"] == schema
     assert hint.alternatives[0]["tool"] == "search"
 
@@ -62,9 +60,7 @@ def test_add_and_narrow_belong_only_to_fetch_hints() -> None:
 
 
 def test_hint_exception_carries_a_ready_hint() -> None:
-    exc = HintException(
-        "fetch", "too many rows", [{"label": "limit 100", "score": 0.5}], narrow="limit to 100"
-    )
+    exc = HintException("fetch", "too many rows", [{"label": "limit 100", "score": 0.5}], narrow="limit to 100")
     assert (exc.hint_kind, exc.message, exc.hint.narrow) == ("fetch", "too many rows", "limit to 100")
     assert str(exc) == "too many rows"
 

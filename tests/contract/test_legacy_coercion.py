@@ -36,9 +36,7 @@ def test_hint_prefix_counts_only_at_the_start_of_the_error() -> None:
 
 
 def test_extra_content_of_a_legacy_error_is_kept_under_the_message() -> None:
-    result = ToolResult(
-        content="Known columns: STATE_CODE, STATE_NAME", error="schema hint: no column STATECODE"
-    )
+    result = ToolResult(content="Known columns: STATE_CODE, STATE_NAME", error="schema hint: no column STATECODE")
     envelope = coerce_return(result)
     assert envelope.message == "no column STATECODE\nKnown columns: STATE_CODE, STATE_NAME"
 
@@ -46,9 +44,7 @@ def test_extra_content_of_a_legacy_error_is_kept_under_the_message() -> None:
 def test_success_is_measured_from_the_first_dataset() -> None:
     first = pd.DataFrame({"a": [1, 2, 3]})
     second = pd.DataFrame({"b": range(10)})
-    envelope = coerce_return(
-        ToolResult(content="Loaded 3 rows.", datasets={"first": first, "second": second})
-    )
+    envelope = coerce_return(ToolResult(content="Loaded 3 rows.", datasets={"first": first, "second": second}))
     assert isinstance(envelope, Ok)
     assert envelope.rows == 3
     assert [column.name for column in envelope.schema] == ["a"]
@@ -58,9 +54,7 @@ def test_success_is_measured_from_the_first_dataset() -> None:
 def test_effects_carry_cards_datasets_exports_and_cost() -> None:
     card = {"type": "chart", "data": {}}
     export = {"path": "/tmp/x.csv", "mime_type": "text/csv", "size_bytes": 3}
-    result = ToolResult(
-        content="done", cards=[card], cost=0.25, datasets={"d": [{"x": 1}]}, exports={"x.csv": export}
-    )
+    result = ToolResult(content="done", cards=[card], cost=0.25, datasets={"d": [{"x": 1}]}, exports={"x.csv": export})
     effects = coerce_return(result).effects
     assert (effects.cards, effects.cost, effects.exports) == ([card], 0.25, {"x.csv": export})
     assert effects.datasets == {"d": [{"x": 1}]}

@@ -49,9 +49,7 @@ def _ok_with_warnings() -> Envelope:
 
 def _ok_legacy_text() -> Envelope:
     frame = pd.DataFrame({"symbol": ["Na", "K"], "mass": [22.99, 39.10]})
-    return coerce_return(
-        ToolResult(content="Loaded 2 alkali metals into 'metals'.", datasets={"metals": frame})
-    )
+    return coerce_return(ToolResult(content="Loaded 2 alkali metals into 'metals'.", datasets={"metals": frame}))
 
 
 def _ok_record() -> Envelope:

@@ -95,7 +95,5 @@ def test_measuring_plain_data_does_not_import_pandas() -> None:
         "render_envelope(coerce_return('text'))\n"
         "sys.exit(1 if 'pandas' in sys.modules else 0)\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
+    completed = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert completed.returncode == 0, completed.stderr or "pandas was imported"

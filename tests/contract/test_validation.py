@@ -59,9 +59,7 @@ def test_unexpected_hint_is_kept_with_a_contract_note() -> None:
 
 
 def test_unexpected_err_keeps_its_kind_and_gains_a_note() -> None:
-    checked = validate_envelope(
-        Err("boom", "RuntimeError"), _spec(is_tabular=False, expected_envelopes={"ok"})
-    )
+    checked = validate_envelope(Err("boom", "RuntimeError"), _spec(is_tabular=False, expected_envelopes={"ok"}))
     assert checked.err_kind == "RuntimeError"
     assert checked.message.startswith("boom\n⚠ contract:")
 

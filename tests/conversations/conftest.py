@@ -3,9 +3,9 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from llm.scripted import ScriptedMessagesServer
 from conversations.models import Conversation
 from llm.models import ModelConfig
+from llm.scripted import ScriptedMessagesServer
 from registry.models import TenantMembership
 from tests.conftest import TENANT
 
@@ -25,8 +25,13 @@ def model(settings):
         settings.LLM_MAX_RETRIES = 0
         ModelConfig.objects.update_or_create(
             role="chat",
-            defaults={"provider": "anthropic", "model": "claude-test", "max_output_tokens": 1024,
-                      "input_price_per_mtok": 3, "output_price_per_mtok": 15},
+            defaults={
+                "provider": "anthropic",
+                "model": "claude-test",
+                "max_output_tokens": 1024,
+                "input_price_per_mtok": 3,
+                "output_price_per_mtok": 15,
+            },
         )
         return server
 

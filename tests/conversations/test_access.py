@@ -11,7 +11,9 @@ from tests.conftest import OTHER_TENANT, TENANT
 pytestmark = pytest.mark.django_db
 
 
-def test_the_owner_gets_the_conversation_with_themselves_fresh_in_one_query(conversation, user, django_assert_num_queries):
+def test_the_owner_gets_the_conversation_with_themselves_fresh_in_one_query(
+    conversation, user, django_assert_num_queries
+):
     get_user_model().objects.filter(pk=user.pk).update(is_staff=True)  # after the socket's user was loaded
 
     with django_assert_num_queries(1):

@@ -17,10 +17,15 @@ from tests.conversations.conftest import TEST_KEY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CALL_WEATHER = {"tool_uses": [{"name": "weather", "input": {"city": "Oslo", "reasoning": "the user asked"}, "id": "toolu_1"}],
-                "usage": {"input_tokens": 1000, "output_tokens": 50}}
-ANSWER = {"text": ["It is 14°C ", "and raining ", "in Oslo."], "usage": {"input_tokens": 1200, "output_tokens": 20},
-          "expect": {"tool_result_contains": "Oslo: 14°C, light rain"}}
+CALL_WEATHER = {
+    "tool_uses": [{"name": "weather", "input": {"city": "Oslo", "reasoning": "the user asked"}, "id": "toolu_1"}],
+    "usage": {"input_tokens": 1000, "output_tokens": 50},
+}
+ANSWER = {
+    "text": ["It is 14°C ", "and raining ", "in Oslo."],
+    "usage": {"input_tokens": 1200, "output_tokens": 20},
+    "expect": {"tool_result_contains": "Oslo: 14°C, light rain"},
+}
 
 
 def run(conversation, user, text, display=None, **kwargs):
@@ -42,8 +47,17 @@ def test_events_are_recorded_in_order(model, weather_tool, conversation, user):
     model([CALL_WEATHER, ANSWER])
     run(conversation, user, "What's the weather in Oslo?")
     kinds = list(ConversationEvent.objects.filter(conversation=conversation).values_list("event_type", flat=True))
-    assert kinds == ["user_message", "llm_request", "decision", "tool_call", "contract_envelope",
-                     "tool_result", "text_delta", "llm_request", "done"]
+    assert kinds == [
+        "user_message",
+        "llm_request",
+        "decision",
+        "tool_call",
+        "contract_envelope",
+        "tool_result",
+        "text_delta",
+        "llm_request",
+        "done",
+    ]
 
 
 def test_text_streams_to_the_display_in_order_and_tool_progress_is_shown(model, weather_tool, conversation, user):
@@ -74,11 +88,23 @@ def test_a_tools_progress_and_cards_stream_to_the_display_around_its_result(mode
 
     shown = [{k: v for k, v in c.items() if k != "ts"} for c in display.chunks if c["type"] in ("progress", "card")]
     assert [c["type"] for c in display.chunks] == [
-        "tool_call", "progress", "progress", "tool_result", "card", "text_delta", "done"]
+        "tool_call",
+        "progress",
+        "progress",
+        "tool_result",
+        "card",
+        "text_delta",
+        "done",
+    ]
     assert shown == [
         {"type": "progress", "tool_use_id": "t1", "name": "survey", "message": "counting rivers", "fraction": 0.5},
         {"type": "progress", "tool_use_id": "t1", "name": "survey", "message": "done counting", "fraction": 1.0},
-        {"type": "card", "tool_use_id": "t1", "source_tool": "survey", "card": {"type": "table", "rows": [{"river": "Rhône"}]}},
+        {
+            "type": "card",
+            "tool_use_id": "t1",
+            "source_tool": "survey",
+            "card": {"type": "table", "rows": [{"river": "Rhône"}]},
+        },
     ]
 
 
@@ -93,7 +119,9 @@ def test_thinking_is_kept_apart_from_the_answer(model, conversation, user):
 def test_each_model_call_is_costed_from_the_model_config(model, weather_tool, conversation, user):
     model([CALL_WEATHER, ANSWER])
     run(conversation, user, "weather?")
-    costs = list(UsageLog.objects.filter(kind="llm").order_by("id").values_list("input_tokens", "output_tokens", "cost_usd"))
+    costs = list(
+        UsageLog.objects.filter(kind="llm").order_by("id").values_list("input_tokens", "output_tokens", "cost_usd")
+    )
     assert costs == [(1000, 50, pytest.approx(0.00375)), (1200, 20, pytest.approx(0.0039))]
     assert ChatMessage.objects.get(role="assistant").cost_usd == pytest.approx(0.00765)
 
@@ -118,10 +146,12 @@ def test_the_next_message_carries_the_earlier_tool_calls(model, weather_tool, co
 
 def test_the_loop_stops_at_its_model_call_cap(model, weather_tool, conversation, user, settings):
     settings.EUNICE_MAX_MODEL_CALLS = 2
-    model([
-        {"tool_uses": [{"name": "weather", "input": {"city": "A"}, "id": "t1"}]},
-        {"tool_uses": [{"name": "weather", "input": {"city": "B"}, "id": "t2"}]},
-    ])
+    model(
+        [
+            {"tool_uses": [{"name": "weather", "input": {"city": "A"}, "id": "t1"}]},
+            {"tool_uses": [{"name": "weather", "input": {"city": "B"}, "id": "t2"}]},
+        ]
+    )
     outcome = run(conversation, user, "loop")
     assert outcome.stop_reason == "max_model_calls"
     assert outcome.text.endswith("(Stopped after 2 model calls.)")
@@ -134,11 +164,18 @@ def request_chars(recorded) -> int:
 
 
 def weather_calls(n, input_tokens):
-    return [{"tool_uses": [{"name": "weather", "input": {"city": f"City {i}"}, "id": f"toolu_{i}"}],
-             "usage": {"input_tokens": input_tokens}} for i in range(n)]
+    return [
+        {
+            "tool_uses": [{"name": "weather", "input": {"city": f"City {i}"}, "id": f"toolu_{i}"}],
+            "usage": {"input_tokens": input_tokens},
+        }
+        for i in range(n)
+    ]
 
 
-def test_a_long_tool_calling_turn_is_not_cut_short_by_its_token_estimate(model, weather_tool, conversation, user, settings):
+def test_a_long_tool_calling_turn_is_not_cut_short_by_its_token_estimate(
+    model, weather_tool, conversation, user, settings
+):
     # The model counts the system prompt and every tool definition as input; the estimate must too.
     # Calibrated against the messages alone, it shrank its chars-per-token call after call, and a
     # conversation a third of the window long looked full after a few calls.
@@ -161,18 +198,22 @@ def big_result_tool(make_tool, conversation, size):
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="dump")
 
 
-def test_an_oversized_tool_result_the_model_has_read_is_compacted(model, weather_tool, make_tool, conversation, user, settings):
+def test_an_oversized_tool_result_the_model_has_read_is_compacted(
+    model, weather_tool, make_tool, conversation, user, settings
+):
     big_result_tool(make_tool, conversation, 60_000)
     probe = model([{"text": ["Hello."]}])
     run(conversation, user, "hi")
     base = request_chars(probe.requests[0])
     # One request with the whole result passes the soft threshold but not the hard one.
     settings.EUNICE_CONTEXT_TOKENS = int((base + 60_000) / 4 / 0.9)
-    server = model([
-        {"tool_uses": [{"name": "dump", "input": {}, "id": "t1"}]},
-        {"tool_uses": [{"name": "weather", "input": {"city": "Oslo"}, "id": "t2"}]},
-        {"text": ["Done."]},
-    ])
+    server = model(
+        [
+            {"tool_uses": [{"name": "dump", "input": {}, "id": "t1"}]},
+            {"tool_uses": [{"name": "weather", "input": {"city": "Oslo"}, "id": "t2"}]},
+            {"text": ["Done."]},
+        ]
+    )
 
     outcome = run(conversation, user, "dump it, then the weather")
 
@@ -181,7 +222,9 @@ def test_an_oversized_tool_result_the_model_has_read_is_compacted(model, weather
     sent_third = json.dumps(server.requests[2].messages)
     assert "x" * 60_000 in sent_second, "a result the model has not read yet is sent whole"
     assert "x" * 60_000 not in sent_third
-    assert re.search(r"\[compacted: [\d,]+ more characters; the full result is in this conversation's events\]", sent_third)
+    assert re.search(
+        r"\[compacted: [\d,]+ more characters; the full result is in this conversation's events\]", sent_third
+    )
     statuses = [e.data for e in ConversationEvent.objects.filter(event_type="status").order_by("sequence")]
     assert {"compacted_tool_results": 1} in statuses
 
@@ -205,7 +248,9 @@ def test_agentic_mode_reminds_the_model_of_an_unfinished_plan_once(model, conver
     conversation.mode = "agentic"
     conversation.plan = {"steps": [{"title": "Draft", "status": "done"}, {"title": "Review", "status": "pending"}]}
     conversation.save()
-    model([{"text": ["Done!"]}, {"text": ["Reviewed too."], "expect": {"user_text_contains": "1 open step(s): Review"}}])
+    model(
+        [{"text": ["Done!"]}, {"text": ["Reviewed too."], "expect": {"user_text_contains": "1 open step(s): Review"}}]
+    )
     outcome = run(conversation, user, "finish")
     assert outcome.text == "Reviewed too."
     assert ConversationEvent.objects.filter(event_type="correction").count() == 1
@@ -256,7 +301,9 @@ def test_lowering_a_flag_that_is_down_writes_nothing(conversation, django_assert
     assert Conversation.objects.get(pk=conversation.pk).cancel_requested_at is None
 
 
-def test_a_cancel_flagged_by_another_process_stops_the_turn_before_its_next_model_call(model, make_tool, conversation, user):
+def test_a_cancel_flagged_by_another_process_stops_the_turn_before_its_next_model_call(
+    model, make_tool, conversation, user
+):
     from django.utils import timezone
 
     from conversations.models import Conversation
@@ -265,7 +312,9 @@ def test_a_cancel_flagged_by_another_process_stops_the_turn_before_its_next_mode
         Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=timezone.now())
         return {"ok": True}
 
-    make_tool("weather", flag_from_elsewhere, input_schema={"type": "object", "properties": {"city": {"type": "string"}}})
+    make_tool(
+        "weather", flag_from_elsewhere, input_schema={"type": "object", "properties": {"city": {"type": "string"}}}
+    )
     server = model([CALL_WEATHER, ANSWER])
     outcome = run(conversation, user, "weather?")
     assert outcome.cancelled and outcome.stop_reason == "cancelled"

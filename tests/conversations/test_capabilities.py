@@ -55,7 +55,10 @@ def test_every_kind_of_user_gets_what_django_would_grant(cast) -> None:
 
 def test_group_rights_and_names_arrive_together(cast) -> None:
     assert capabilities_for(cast["member"]) == {
-        "registry.view_tooldefinition", "registry.change_tooldefinition", "group:analysts", "group:no-rights"
+        "registry.view_tooldefinition",
+        "registry.change_tooldefinition",
+        "group:analysts",
+        "group:no-rights",
     }
 
 
@@ -81,7 +84,8 @@ def test_nobody_signed_in_has_no_capabilities(django_assert_num_queries) -> None
 
 def test_with_another_backend_every_backend_is_asked(cast, settings) -> None:
     settings.AUTHENTICATION_BACKENDS = [
-        "django.contrib.auth.backends.ModelBackend", "tests.conversations.test_capabilities.GrantsReports"
+        "django.contrib.auth.backends.ModelBackend",
+        "tests.conversations.test_capabilities.GrantsReports",
     ]
 
     assert "reports.view_all" in capabilities_for(cast["plain"])

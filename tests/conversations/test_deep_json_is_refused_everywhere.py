@@ -39,16 +39,22 @@ def say(api, conversation, text):
 
 @pytest.mark.parametrize("depth", [LIMIT + 1, 1_000, 100_000])
 def test_a_deep_rest_body_is_a_400_naming_the_limit(api, conversation, depth):
-    response = api.post(f"/api/conversations/{conversation.pk}/messages/", data=f'{{"text": {nested(depth)}}}',
-                        content_type="application/json")
+    response = api.post(
+        f"/api/conversations/{conversation.pk}/messages/",
+        data=f'{{"text": {nested(depth)}}}',
+        content_type="application/json",
+    )
     assert response.status_code == 400
     assert "EUNICE_JSON_MAX_DEPTH" in response.json()["detail"] and "64 levels" in response.json()["detail"]
     assert say(api, conversation, "hello").status_code == 201
 
 
 def test_a_body_at_the_limit_is_parsed(api, conversation):
-    response = api.post(f"/api/conversations/{conversation.pk}/messages/",
-                        data=f'{{"text": "hi", "x": {nested(LIMIT - 1)}}}', content_type="application/json")
+    response = api.post(
+        f"/api/conversations/{conversation.pk}/messages/",
+        data=f'{{"text": "hi", "x": {nested(LIMIT - 1)}}}',
+        content_type="application/json",
+    )
     assert "EUNICE_JSON_MAX_DEPTH" not in str(response.json())  # parsed: refused for its field, not its depth
 
 
@@ -61,12 +67,15 @@ def test_deep_slash_command_arguments_are_answered_naming_the_limit(api, convers
     assert after.status_code == 201 and "light rain" in after.json()["message"]["text"]
 
 
-@pytest.mark.parametrize(("frame", "rule"), [
-    (f'{{"type": "message", "text": {nested(LIMIT + 1)}}}', "EUNICE_JSON_MAX_DEPTH"),
-    (f'{{"type": "message", "text": {nested(30_000)}}}', "EUNICE_JSON_MAX_DEPTH"),
-    (nested(1_000_000), "the limit is"),  # past the frame's length limit, refused before any scan
-    ('{"type": "message", "text": ', "unreadable frame"),
-])
+@pytest.mark.parametrize(
+    ("frame", "rule"),
+    [
+        (f'{{"type": "message", "text": {nested(LIMIT + 1)}}}', "EUNICE_JSON_MAX_DEPTH"),
+        (f'{{"type": "message", "text": {nested(30_000)}}}', "EUNICE_JSON_MAX_DEPTH"),
+        (nested(1_000_000), "the limit is"),  # past the frame's length limit, refused before any scan
+        ('{"type": "message", "text": ', "unreadable frame"),
+    ],
+)
 def test_a_deep_websocket_frame_is_an_error_and_the_socket_still_chats(conversation, user, weather_tool, frame, rule):
     async def chat():
         ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
@@ -85,8 +94,7 @@ def test_a_deep_websocket_frame_is_an_error_and_the_socket_still_chats(conversat
 
 def test_a_models_deep_tool_input_is_refused_and_the_next_message_works(api, model, conversation, weather_tool):
     deep = {"city": nested_value(500)}
-    model([{"tool_uses": [{"name": "weather", "input": deep, "id": "t1"}]},
-           {"text": ["Sorry."]}])
+    model([{"tool_uses": [{"name": "weather", "input": deep, "id": "t1"}]}, {"text": ["Sorry."]}])
     response = say(api, conversation, "Weather?")
     assert response.status_code == 201  # the turn ends, saying why
     assert "EUNICE_JSON_MAX_DEPTH" in response.json()["message"]["text"]
@@ -97,8 +105,11 @@ def test_a_models_deep_tool_input_is_refused_and_the_next_message_works(api, mod
 @pytest.mark.parametrize("depth", [LIMIT + 1, 100_000])
 def test_deep_arguments_never_reach_a_handler(make_tool, call, depth):
     ran = []
-    make_tool("keep", lambda inputs, context: ran.append(1) or "kept",
-              input_schema={"type": "object", "properties": {"data": {}}})
+    make_tool(
+        "keep",
+        lambda inputs, context: ran.append(1) or "kept",
+        input_schema={"type": "object", "properties": {"data": {}}},
+    )
     result = call("keep", data=nested_value(depth))
     assert result.content.startswith("⚠ schema hint: invalid input for keep: the input is nested deeper than 64")
     assert "EUNICE_JSON_MAX_DEPTH" in result.content and ran == []

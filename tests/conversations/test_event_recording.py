@@ -77,8 +77,15 @@ def test_a_running_tool_sees_every_event_recorded_before_it(model, make_tool, co
 
     assert seen == ["user_message", "llm_request", "decision", "tool_call"]
     assert stored_kinds(conversation) == [
-        "user_message", "llm_request", "decision", "tool_call", "contract_envelope",
-        "tool_result", "text_delta", "llm_request", "done",
+        "user_message",
+        "llm_request",
+        "decision",
+        "tool_call",
+        "contract_envelope",
+        "tool_result",
+        "text_delta",
+        "llm_request",
+        "done",
     ]
 
 

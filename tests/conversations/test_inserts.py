@@ -9,7 +9,15 @@ from tests.conftest import TENANT
 
 pytestmark = pytest.mark.django_db
 
-STORED = ("conversation_id", "tenant_id", "role", "text", "structured_content", "cards", "cost_usd")  # all but message_id
+STORED = (
+    "conversation_id",
+    "tenant_id",
+    "role",
+    "text",
+    "structured_content",
+    "cards",
+    "cost_usd",
+)  # all but message_id
 
 
 def message(conversation, message_id, **fields):
@@ -28,17 +36,23 @@ def test_a_row_reads_back_as_the_orm_would_have_stored_it(conversation):
 
 
 def test_many_rows_are_written_in_order_with_one_query(conversation, django_assert_num_queries):
-    rows = [UsageLog(tenant_id=TENANT, conversation=conversation, kind="llm", name=f"m{n}", input_tokens=n)
-            for n in range(5)]
+    rows = [
+        UsageLog(tenant_id=TENANT, conversation=conversation, kind="llm", name=f"m{n}", input_tokens=n)
+        for n in range(5)
+    ]
     with django_assert_num_queries(1):
         insert_rows(rows)
     assert list(UsageLog.objects.order_by("id").values_list("name", "input_tokens")) == [(f"m{n}", n) for n in range(5)]
 
 
-def test_rows_past_one_statements_limit_go_in_several_statements_still_in_order(conversation, django_assert_num_queries):
+def test_rows_past_one_statements_limit_go_in_several_statements_still_in_order(
+    conversation, django_assert_num_queries
+):
     count = MAX_ROWS_PER_STATEMENT * 2 + 1
-    rows = [UsageLog(tenant_id=TENANT, conversation=conversation, kind="llm", name=f"m{n}", input_tokens=n)
-            for n in range(count)]
+    rows = [
+        UsageLog(tenant_id=TENANT, conversation=conversation, kind="llm", name=f"m{n}", input_tokens=n)
+        for n in range(count)
+    ]
     with django_assert_num_queries(3):
         insert_rows(rows)
     assert list(UsageLog.objects.order_by("id").values_list("input_tokens", flat=True)) == list(range(count))

@@ -22,12 +22,17 @@ def test_call_llm_answers_a_one_off_prompt_and_reports_its_cost(model, call):
 
 
 def test_delegate_runs_a_helper_and_returns_its_report(model, conversation, user):
-    server = model([
-        {"tool_uses": [{"name": "delegate", "input": {"task": "Find the capital of Norway."}, "id": "t1"}]},
-        {"text": ["Oslo."], "usage": {"input_tokens": 50, "output_tokens": 5},
-         "expect": {"user_text_contains": "Find the capital of Norway."}},
-        {"text": ["The capital is Oslo."], "expect": {"tool_result_contains": "Oslo."}},
-    ])
+    server = model(
+        [
+            {"tool_uses": [{"name": "delegate", "input": {"task": "Find the capital of Norway."}, "id": "t1"}]},
+            {
+                "text": ["Oslo."],
+                "usage": {"input_tokens": 50, "output_tokens": 5},
+                "expect": {"user_text_contains": "Find the capital of Norway."},
+            },
+            {"text": ["The capital is Oslo."], "expect": {"tool_result_contains": "Oslo."}},
+        ]
+    )
     conversation.mode = "agentic"
     conversation.save()
     outcome = run(conversation, user, "What is the capital of Norway? Delegate it.")
@@ -38,11 +43,16 @@ def test_delegate_runs_a_helper_and_returns_its_report(model, conversation, user
 
 
 def test_a_delegated_cost_is_counted_once(model, conversation, user):
-    model([
-        {"tool_uses": [{"name": "delegate", "input": {"task": "t"}, "id": "t1"}], "usage": {"input_tokens": 10, "output_tokens": 1}},
-        {"text": ["done"], "usage": {"input_tokens": 1000, "output_tokens": 100}},
-        {"text": ["ok"], "usage": {"input_tokens": 10, "output_tokens": 1}},
-    ])
+    model(
+        [
+            {
+                "tool_uses": [{"name": "delegate", "input": {"task": "t"}, "id": "t1"}],
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            },
+            {"text": ["done"], "usage": {"input_tokens": 1000, "output_tokens": 100}},
+            {"text": ["ok"], "usage": {"input_tokens": 10, "output_tokens": 1}},
+        ]
+    )
     run(conversation, user, "go")
     assert UsageLog.objects.filter(kind="tool", name="delegate").count() == 0
     assert UsageLog.objects.filter(kind="llm").count() == 3
@@ -51,12 +61,14 @@ def test_a_delegated_cost_is_counted_once(model, conversation, user):
 def test_delegate_batch_runs_tasks_and_reports_each(model, conversation, user):
     from conversations.recording import ListDisplay
 
-    model([
-        {"tool_uses": [{"name": "delegate_batch", "input": {"tasks": ["one", "two"]}, "id": "t1"}]},
-        {"text": ["first report"]},
-        {"text": ["second report"]},
-        {"text": ["Both done."], "expect": {"tool_result_contains": "## Task 2: two"}},
-    ])
+    model(
+        [
+            {"tool_uses": [{"name": "delegate_batch", "input": {"tasks": ["one", "two"]}, "id": "t1"}]},
+            {"text": ["first report"]},
+            {"text": ["second report"]},
+            {"text": ["Both done."], "expect": {"tool_result_contains": "## Task 2: two"}},
+        ]
+    )
     display = ListDisplay()
     assert run(conversation, user, "do both", display=display).text == "Both done."
     progress = [(c["message"], c["fraction"]) for c in display.chunks if c["type"] == "progress"]
@@ -64,18 +76,30 @@ def test_delegate_batch_runs_tasks_and_reports_each(model, conversation, user):
 
 
 def test_request_user_input_without_a_person_says_so(model, conversation, user):
-    model([
-        {"tool_uses": [{"name": "request_user_input", "input": {"question": "Which city?"}, "id": "t1"}]},
-        {"text": ["I'll assume Oslo."], "expect": {"tool_result_contains": "NotInteractive"}},
-    ])
+    model(
+        [
+            {"tool_uses": [{"name": "request_user_input", "input": {"question": "Which city?"}, "id": "t1"}]},
+            {"text": ["I'll assume Oslo."], "expect": {"tool_result_contains": "NotInteractive"}},
+        ]
+    )
     assert run(conversation, user, "weather?").text == "I'll assume Oslo."
 
 
 def test_request_user_input_asks_over_the_websocket_and_resumes_with_the_answer(model, conversation, user):
-    model([
-        {"tool_uses": [{"name": "request_user_input", "input": {"question": "Which city?", "choices": ["Oslo", "Bergen"]}, "id": "t1"}]},
-        {"text": ["Bergen it is."], "expect": {"tool_result_contains": "The user answered: Bergen"}},
-    ])
+    model(
+        [
+            {
+                "tool_uses": [
+                    {
+                        "name": "request_user_input",
+                        "input": {"question": "Which city?", "choices": ["Oslo", "Bergen"]},
+                        "id": "t1",
+                    }
+                ]
+            },
+            {"text": ["Bergen it is."], "expect": {"tool_result_contains": "The user answered: Bergen"}},
+        ]
+    )
 
     async def chat():
         ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
@@ -95,15 +119,27 @@ def test_request_user_input_asks_over_the_websocket_and_resumes_with_the_answer(
 def test_in_agentic_mode_a_helper_that_stopped_early_is_put_back_to_the_model_once(model, conversation, user):
     from conversations.models import ConversationEvent
 
-    model([
-        {"tool_uses": [{"name": "delegate", "input": {"task": "Count the rivers.", "max_cost_usd": 0.0001}, "id": "t1"}]},
-        # The helper's first call already costs more than its budget: it stops there.
-        {"tool_uses": [{"name": "search_tools", "input": {"query": "rivers"}, "id": "h1"}],
-         "usage": {"input_tokens": 1000, "output_tokens": 10}},
-        {"text": ["Here you go."], "expect": {"tool_result_contains": "stopped early (budget)"}},
-        {"text": ["The helper ran out of budget, so the rivers are not counted."],
-         "expect": {"user_text_contains": "1 delegated task(s) stopped before finishing: 'Count the rivers.' (budget)"}},
-    ])
+    model(
+        [
+            {
+                "tool_uses": [
+                    {"name": "delegate", "input": {"task": "Count the rivers.", "max_cost_usd": 0.0001}, "id": "t1"}
+                ]
+            },
+            # The helper's first call already costs more than its budget: it stops there.
+            {
+                "tool_uses": [{"name": "search_tools", "input": {"query": "rivers"}, "id": "h1"}],
+                "usage": {"input_tokens": 1000, "output_tokens": 10},
+            },
+            {"text": ["Here you go."], "expect": {"tool_result_contains": "stopped early (budget)"}},
+            {
+                "text": ["The helper ran out of budget, so the rivers are not counted."],
+                "expect": {
+                    "user_text_contains": "1 delegated task(s) stopped before finishing: 'Count the rivers.' (budget)"
+                },
+            },
+        ]
+    )
     conversation.mode = "agentic"
     conversation.save()
 

@@ -32,12 +32,17 @@ def test_the_second_violation_in_a_conversation_is_its_second_even_in_a_later_tu
 ):
     make_tool("analyze", handlers.echo, input_schema=SCHEMA)
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="analyze")
-    PolicyRule.objects.create(name="preview first", tool_name="analyze", kind="requires_prior_tool",
-                              parameter="preview")
-    model([
-        analyse(1), {"text": ["Done."], "expect": {"tool_result_contains": "⚠ policy 'preview first': run preview"}},
-        analyse(2), {"text": ["Done again."], "expect": {"tool_result_contains": "again (2nd time)"}},
-    ])
+    PolicyRule.objects.create(
+        name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview"
+    )
+    model(
+        [
+            analyse(1),
+            {"text": ["Done."], "expect": {"tool_result_contains": "⚠ policy 'preview first': run preview"}},
+            analyse(2),
+            {"text": ["Done again."], "expect": {"tool_result_contains": "again (2nd time)"}},
+        ]
+    )
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
 
@@ -45,14 +50,17 @@ def test_the_second_violation_in_a_conversation_is_its_second_even_in_a_later_tu
         response = api.post(f"/api/conversations/{conversation.pk}/messages/", {"text": text}, format="json")
         assert response.status_code == 201, response.content
 
-    occurrences = [(e.turn, e.data["occurrence"]) for e in
-                   ConversationEvent.objects.filter(conversation=conversation, event_type="policy_violation")]
+    occurrences = [
+        (e.turn, e.data["occurrence"])
+        for e in ConversationEvent.objects.filter(conversation=conversation, event_type="policy_violation")
+    ]
     assert occurrences == [(1, 1), (2, 2)]
 
 
 def test_violations_counted_at_once_are_each_counted_once_with_their_own_occurrence(conversation, user):
-    rule = PolicyRule.objects.create(name="preview first", tool_name="analyze", kind="requires_prior_tool",
-                                     parameter="preview")
+    rule = PolicyRule.objects.create(
+        name="preview first", tool_name="analyze", kind="requires_prior_tool", parameter="preview"
+    )
     violation = Violation(rule.id, rule.name, rule.kind, False, "run preview first")
     count = 8
     barrier = threading.Barrier(count)
@@ -61,8 +69,11 @@ def test_violations_counted_at_once_are_each_counted_once_with_their_own_occurre
     def violate():  # each on its own connection, as parallel calls and other processes are
         try:
             barrier.wait(10)
-            occurrences.append(count_violation(violation, conversation_id=conversation.pk,
-                                               tenant_id=conversation.tenant_id, user_id=str(user.pk)))
+            occurrences.append(
+                count_violation(
+                    violation, conversation_id=conversation.pk, tenant_id=conversation.tenant_id, user_id=str(user.pk)
+                )
+            )
         finally:
             connection.close()
 

@@ -90,7 +90,8 @@ def failures_then_right_password(settings, attempt) -> list:
 def test_the_login_page_locks_out_after_the_failure_limit_even_for_the_right_password(user, settings):
     client = Client()
     responses = failures_then_right_password(
-        settings, lambda password: client.post("/login/", {"username": "ann", "password": password}))
+        settings, lambda password: client.post("/login/", {"username": "ann", "password": password})
+    )
     assert [r.status_code for r in responses[:-2]] == [200] * (settings.AXES_FAILURE_LIMIT - 1)  # the form again
     assert responses[-2].status_code == 429
     locked = responses[-1]
@@ -104,7 +105,8 @@ def test_the_admin_login_locks_out_too(settings):
     get_user_model().objects.create_user("boss", password="pw", is_staff=True, is_superuser=True)
     client = Client()
     responses = failures_then_right_password(
-        settings, lambda password: client.post("/admin/login/", {"username": "boss", "password": password}))
+        settings, lambda password: client.post("/admin/login/", {"username": "boss", "password": password})
+    )
     assert responses[-1].status_code == 429
     assert client.get("/admin/").status_code == 302  # still signed out
 
@@ -112,7 +114,8 @@ def test_the_admin_login_locks_out_too(settings):
 def test_basic_auth_locks_out_with_a_clear_429(user, settings):
     client = Client()
     responses = failures_then_right_password(
-        settings, lambda password: client.get("/api/conversations/", HTTP_AUTHORIZATION=basic("ann", password)))
+        settings, lambda password: client.get("/api/conversations/", HTTP_AUTHORIZATION=basic("ann", password))
+    )
     assert {r.status_code for r in responses[:-2]} == {401}
     locked = responses[-1]
     assert locked.status_code == 429

@@ -104,7 +104,9 @@ def test_the_answer_cap_counts_websocket_and_rest_answers_together(api, model, c
 def test_a_conversation_starts_only_in_a_users_mode_and_a_bad_one_names_the_choices(api, mode):
     response = api.post("/api/conversations/", {"title": "x", "mode": mode}, format="json")
     assert (response.status_code, response.json()) == (
-        400, {"mode": [f'"{mode}" is not a mode to start a conversation in; use one of: chat, agentic']})
+        400,
+        {"mode": [f'"{mode}" is not a mode to start a conversation in; use one of: chat, agentic']},
+    )
     assert not Conversation.objects.exists()
 
 
@@ -127,12 +129,15 @@ def test_lists_come_a_page_at_a_time(api, user):
     assert {c["title"] for c in first["results"] + rest["results"]} == {"c0", "c1", "c2"}
 
 
-@pytest.mark.parametrize("query, error", [
-    ("limit=abc", {"limit": "must be a whole number from 1 to 1000; got 'abc'"}),
-    ("limit=0", {"limit": "must be a whole number from 1 to 1000; got 0"}),
-    ("limit=5000", {"limit": "must be a whole number from 1 to 1000; got 5000"}),
-    ("offset=-1", {"offset": "must be a whole number, 0 or more; got -1"}),
-])
+@pytest.mark.parametrize(
+    "query, error",
+    [
+        ("limit=abc", {"limit": "must be a whole number from 1 to 1000; got 'abc'"}),
+        ("limit=0", {"limit": "must be a whole number from 1 to 1000; got 0"}),
+        ("limit=5000", {"limit": "must be a whole number from 1 to 1000; got 5000"}),
+        ("offset=-1", {"offset": "must be a whole number, 0 or more; got -1"}),
+    ],
+)
 def test_a_bad_page_is_refused_naming_the_parameter_and_its_rule(api, query, error):
     response = api.get(f"/api/conversations/?{query}")
     assert (response.status_code, response.json()) == (400, error)
@@ -140,7 +145,9 @@ def test_a_bad_page_is_refused_naming_the_parameter_and_its_rule(api, query, err
 
 def test_the_latest_message_can_be_read_alone(api, conversation):
     for n, role in enumerate(["user", "assistant", "user", "assistant"]):
-        ChatMessage.objects.create(conversation=conversation, message_id=f"m{n}", tenant_id=TENANT, role=role, text=f"m{n}")
+        ChatMessage.objects.create(
+            conversation=conversation, message_id=f"m{n}", tenant_id=TENANT, role=role, text=f"m{n}"
+        )
 
     newest = api.get(f"/api/conversations/{conversation.pk}/messages/?order=newest&limit=1").json()
     oldest = api.get(f"/api/conversations/{conversation.pk}/messages/?limit=2").json()

@@ -47,8 +47,11 @@ def post(api, conversation, text):
 
 
 def kinds(conversation, turn):
-    return list(ConversationEvent.objects.filter(conversation=conversation, turn=turn)
-                .order_by("sequence").values_list("event_type", flat=True))
+    return list(
+        ConversationEvent.objects.filter(conversation=conversation, turn=turn)
+        .order_by("sequence")
+        .values_list("event_type", flat=True)
+    )
 
 
 def wait_for(predicate, timeout=20.0):
@@ -105,17 +108,27 @@ def test_a_turn_whose_server_was_killed_is_closed_by_the_next_message_keeping_wh
     model, conversation, user, api
 ):
     # What a server SIGKILLed during its second model call leaves: a running turn, its events so far.
-    TurnRecord.objects.create(conversation=conversation, turn=1, status="running",
-                              owner=f"{HOST}:{dead_pid()}:gone", heartbeat_at=timezone.now())
-    ChatMessage.objects.create(conversation=conversation, message_id="u1", tenant_id=conversation.tenant_id,
-                               role="user", text="plan my trip")
-    for sequence, (kind, data) in enumerate([
-        ("user_message", {"text": "plan my trip", "turn": 1}),
-        ("text_delta", {"text": "Let me look at trains."}),
-        ("llm_request", {"model": "claude-test", "stop_reason": "tool_use"}),
-    ], start=1):
-        ConversationEvent.objects.create(conversation=conversation, turn=1, sequence=sequence,
-                                         event_type=kind, data=data)
+    TurnRecord.objects.create(
+        conversation=conversation,
+        turn=1,
+        status="running",
+        owner=f"{HOST}:{dead_pid()}:gone",
+        heartbeat_at=timezone.now(),
+    )
+    ChatMessage.objects.create(
+        conversation=conversation, message_id="u1", tenant_id=conversation.tenant_id, role="user", text="plan my trip"
+    )
+    for sequence, (kind, data) in enumerate(
+        [
+            ("user_message", {"text": "plan my trip", "turn": 1}),
+            ("text_delta", {"text": "Let me look at trains."}),
+            ("llm_request", {"model": "claude-test", "stop_reason": "tool_use"}),
+        ],
+        start=1,
+    ):
+        ConversationEvent.objects.create(
+            conversation=conversation, turn=1, sequence=sequence, event_type=kind, data=data
+        )
     model([{"text": ["Trains leave hourly."]}])
 
     response = post(api, conversation, "are you there?")
@@ -125,7 +138,9 @@ def test_a_turn_whose_server_was_killed_is_closed_by_the_next_message_keeping_wh
     assert first.status == "interrupted" and "server stopped" in first.interrupted_reason
     assert kinds(conversation, 1) == ["user_message", "text_delta", "llm_request", "interrupted"]
     assert kinds(conversation, 2)[0] == "user_message" and kinds(conversation, 2)[-1] == "done"
-    answers = list(ChatMessage.objects.filter(conversation=conversation, role="assistant").values_list("text", flat=True))
+    answers = list(
+        ChatMessage.objects.filter(conversation=conversation, role="assistant").values_list("text", flat=True)
+    )
     assert answers == ["Let me look at trains.", "Trains leave hourly."]
     assert replay(conversation).identical
 
@@ -136,12 +151,19 @@ def test_start_up_closes_the_turns_of_dead_processes_and_leaves_running_ones(con
     stale = timezone.now() - timedelta(hours=1)
     alive = subprocess.Popen(["sleep", "60"])
     try:
-        TurnRecord.objects.create(conversation=conversation, turn=1, status="running",
-                                  owner=f"{HOST}:{dead_pid()}:gone", heartbeat_at=timezone.now())
-        TurnRecord.objects.create(conversation=other, turn=1, status="running",
-                                  owner="another-host:123:abc", heartbeat_at=stale)
-        TurnRecord.objects.create(conversation=third, turn=1, status="running",
-                                  owner=f"{HOST}:{alive.pid}:live", heartbeat_at=timezone.now())
+        TurnRecord.objects.create(
+            conversation=conversation,
+            turn=1,
+            status="running",
+            owner=f"{HOST}:{dead_pid()}:gone",
+            heartbeat_at=timezone.now(),
+        )
+        TurnRecord.objects.create(
+            conversation=other, turn=1, status="running", owner="another-host:123:abc", heartbeat_at=stale
+        )
+        TurnRecord.objects.create(
+            conversation=third, turn=1, status="running", owner=f"{HOST}:{alive.pid}:live", heartbeat_at=timezone.now()
+        )
 
         assert close_dead_turns() == 2
     finally:
@@ -160,8 +182,12 @@ def test_a_second_message_while_a_turn_streams_is_refused_with_409_naming_it_and
     runner = threading.Thread(target=lambda: first.update(response=post(api, conversation, "first")))
     runner.start()
     try:
-        wait_for(lambda: TurnRecord.objects.filter(conversation=conversation, status="running").exists()
-                 and len(server.requests) == 1)
+        wait_for(
+            lambda: (
+                TurnRecord.objects.filter(conversation=conversation, status="running").exists()
+                and len(server.requests) == 1
+            )
+        )
 
         refused = post(api, conversation, "second, too soon")
     finally:
@@ -176,7 +202,9 @@ def test_a_second_message_while_a_turn_streams_is_refused_with_409_naming_it_and
     assert first["response"].json()["message"]["text"] == "Thinking it over…"  # the billed answer is kept
     # The refused message was never stored; the conversation goes on with the next one.
     assert list(ChatMessage.objects.filter(conversation=conversation).values_list("text", flat=True)) == [
-        "first", "Thinking it over…"]
+        "first",
+        "Thinking it over…",
+    ]
     assert post(api, conversation, "second").json()["message"]["text"] == "Second answer."
     assert replay(conversation).identical
 
@@ -184,8 +212,13 @@ def test_a_second_message_while_a_turn_streams_is_refused_with_409_naming_it_and
 def test_a_turn_running_in_another_server_process_refuses_the_message(model, conversation, api):
     elsewhere = subprocess.Popen(["sleep", "60"])  # a live process of this host owns the turn
     try:
-        TurnRecord.objects.create(conversation=conversation, turn=1, status="running",
-                                  owner=f"{HOST}:{elsewhere.pid}:other", heartbeat_at=timezone.now())
+        TurnRecord.objects.create(
+            conversation=conversation,
+            turn=1,
+            status="running",
+            owner=f"{HOST}:{elsewhere.pid}:other",
+            heartbeat_at=timezone.now(),
+        )
         response = post(api, conversation, "hello")
     finally:
         elsewhere.kill()
@@ -252,7 +285,9 @@ def test_a_second_message_over_the_websocket_gets_an_error_event_and_the_socket_
     assert first[-1]["type"] == "done" and not first[-1]["cancelled"]
     assert "".join(c["text"] for c in second if c["type"] == "text_delta") == "Now the second."
     assert list(TurnRecord.objects.filter(conversation=conversation).values_list("turn", "status")) == [
-        (1, "finished"), (2, "finished")]
+        (1, "finished"),
+        (2, "finished"),
+    ]
     assert replay(conversation).identical
 
 

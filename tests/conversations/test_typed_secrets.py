@@ -18,8 +18,10 @@ from tests.conftest import OTHER_TENANT, TENANT
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SECRET = "hunter2-typed-in-chat"
-LOGIN_SCHEMA = {"type": "object", "properties": {
-    "user": {"type": "string"}, "password": {"type": "string", "writeOnly": True}}}
+LOGIN_SCHEMA = {
+    "type": "object",
+    "properties": {"user": {"type": "string"}, "password": {"type": "string", "writeOnly": True}},
+}
 
 
 def everything_stored(conversation) -> str:
@@ -77,7 +79,8 @@ def test_a_staff_members_register_datasource_password_never_shows_in_get_events(
     api.force_authenticate(staff)
     conversation = api.post("/api/conversations/", {"title": "db"}, format="json").json()["id"]
     command = "/register_datasource " + json.dumps(
-        {"name": "sales", "kind": "sqlite", "path": str(tmp_path / "none.sqlite3"), "password": SECRET})
+        {"name": "sales", "kind": "sqlite", "path": str(tmp_path / "none.sqlite3"), "password": SECRET}
+    )
 
     assert api.post(f"/api/conversations/{conversation}/messages/", {"text": command}, format="json").status_code == 201
 
@@ -87,11 +90,14 @@ def test_a_staff_members_register_datasource_password_never_shows_in_get_events(
     assert SECRET not in everything_stored(Conversation.objects.get(pk=conversation))
 
 
-@pytest.mark.parametrize("typed", [
-    f'/login {{"password": "{SECRET}", "user": "ann"',  # not valid JSON: the name alone is kept
-    f'/login ["{SECRET}"]',  # not an object
-    "/login " + "[" * 20_000 + f'"{SECRET}"' + "]" * 20_000,  # nested past the depth limit: never a RecursionError
-])
+@pytest.mark.parametrize(
+    "typed",
+    [
+        f'/login {{"password": "{SECRET}", "user": "ann"',  # not valid JSON: the name alone is kept
+        f'/login ["{SECRET}"]',  # not an object
+        "/login " + "[" * 20_000 + f'"{SECRET}"' + "]" * 20_000,  # nested past the depth limit: never a RecursionError
+    ],
+)
 def test_a_malformed_command_to_a_tool_with_secrets_keeps_only_its_name(login_tool, registry, typed):
     assert redact_command(typed, registry.definitions) == f"/login {REDACTED}"
 

@@ -189,7 +189,10 @@ def test_a_user_can_run_only_so_many_answers_at_once(model, conversation, user, 
         await ws2.disconnect()
         return refused
 
-    assert async_to_sync(chat)() == {"type": "error", "message": "you already have 1 answers running; wait or cancel one"}
+    assert async_to_sync(chat)() == {
+        "type": "error",
+        "message": "you already have 1 answers running; wait or cancel one",
+    }
 
 
 def test_a_socket_in_another_process_gets_the_answer_through_the_channel_layer(model, conversation, user):
@@ -205,8 +208,9 @@ def test_a_socket_in_another_process_gets_the_answer_through_the_channel_layer(m
         layer = get_channel_layer()
         elsewhere = await layer.new_channel()  # a socket served by another process (several workers)
         await layer.group_add(group_name(conversation.pk), elsewhere)
-        await layer.group_send(group_name(conversation.pk),
-                               {"type": "watcher.joined", "channel": elsewhere, "process": "another"})
+        await layer.group_send(
+            group_name(conversation.pk), {"type": "watcher.joined", "channel": elsewhere, "process": "another"}
+        )
         while (greeting := await layer.receive(elsewhere))["type"] != "watcher.present":
             pass  # our own announcement comes back through the group first
         await ws.send_json_to({"type": "message", "text": "hi"})
@@ -249,24 +253,31 @@ def test_queued_text_deltas_are_merged_but_nothing_else_is():
     from conversations.display import coalesce
 
     chunks = [
-        {"type": "text_delta", "text": "a", "ts": 1}, {"type": "text_delta", "text": "b", "ts": 2},
-        {"type": "tool_call", "name": "x", "ts": 3}, {"type": "text_delta", "text": "c", "ts": 4},
+        {"type": "text_delta", "text": "a", "ts": 1},
+        {"type": "text_delta", "text": "b", "ts": 2},
+        {"type": "tool_call", "name": "x", "ts": 3},
+        {"type": "text_delta", "text": "c", "ts": 4},
     ]
     assert coalesce(chunks) == [
-        {"type": "text_delta", "text": "ab", "ts": 1}, {"type": "tool_call", "name": "x", "ts": 3},
+        {"type": "text_delta", "text": "ab", "ts": 1},
+        {"type": "tool_call", "name": "x", "ts": 3},
         {"type": "text_delta", "text": "c", "ts": 4},
     ]
 
 
-def test_a_turn_takes_the_users_rights_as_they_are_now_not_as_they_were_at_connect(model, make_tool, conversation, user):
+def test_a_turn_takes_the_users_rights_as_they_are_now_not_as_they_were_at_connect(
+    model, make_tool, conversation, user
+):
     from conversations.models import WorkingSetEntry
 
     make_tool("whoami", lambda inputs, context: "staff" if "staff" in context.capabilities else "not staff")
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="whoami")
-    model([
-        {"tool_uses": [{"name": "whoami", "input": {}, "id": "t1"}]},
-        {"text": ["You are not staff."], "expect": {"tool_result_contains": "not staff"}},
-    ])
+    model(
+        [
+            {"tool_uses": [{"name": "whoami", "input": {}, "id": "t1"}]},
+            {"text": ["You are not staff."], "expect": {"tool_result_contains": "not staff"}},
+        ]
+    )
     user.is_staff = True
     user.save()
 

@@ -3,8 +3,6 @@ a scratch PostgreSQL database with a role of its own, a staff member who may reg
 
 from __future__ import annotations
 
-from registry.context import ToolContext
-
 import uuid
 
 import psycopg
@@ -15,6 +13,7 @@ from rest_framework.test import APIClient
 from conversations.catalog import ConversationCatalog
 from conversations.catalog.uploads import upload_dataset
 from conversations.models import Conversation
+from registry.context import ToolContext
 from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT
 

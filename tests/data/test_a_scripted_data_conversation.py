@@ -28,13 +28,24 @@ def test_upload_preview_query_chart_and_export_in_one_conversation(conversation,
     state = DispatchState.for_conversation(conversation)
     try:
         dispatch = async_to_sync(dispatch_tool_calls)
-        first = dispatch([block("preview_data", 1, dataset="sales"),
-                          block("query", 2, sql="SELECT region, sum(units) AS units FROM sales GROUP BY 1",
-                                save_as="by_region")], runtime, state)
-        second = dispatch([block("create_chart", 3, dataset="by_region", x="region", y="units"),
-                           block("export", 4, dataset="by_region"),
-                           block("display_map", 5, dataset="sales", display_id="m"),
-                           block("display_map", 6, dataset="sales", display_id="m", layer="again")], runtime, state)
+        first = dispatch(
+            [
+                block("preview_data", 1, dataset="sales"),
+                block("query", 2, sql="SELECT region, sum(units) AS units FROM sales GROUP BY 1", save_as="by_region"),
+            ],
+            runtime,
+            state,
+        )
+        second = dispatch(
+            [
+                block("create_chart", 3, dataset="by_region", x="region", y="units"),
+                block("export", 4, dataset="by_region"),
+                block("display_map", 5, dataset="sales", display_id="m"),
+                block("display_map", 6, dataset="sales", display_id="m", layer="again"),
+            ],
+            runtime,
+            state,
+        )
     finally:
         state.cancel.release()
     assert all(d.result.error is None for d in first + second), [d.result.content for d in first + second]

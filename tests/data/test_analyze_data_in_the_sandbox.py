@@ -41,7 +41,7 @@ def test_new_frames_come_back_as_datasets(sales, in_conversation, as_staff):
 def test_code_that_fails_is_a_hint_without_a_traceback(sales, in_conversation, as_staff):
     result = in_conversation("analyze_data", context=as_staff, code="result = df['nope'].sum()")
     assert result.content.startswith("⚠ schema hint: the code failed: KeyError")
-    assert "Traceback" not in result.content and "File \"" not in result.content
+    assert "Traceback" not in result.content and 'File "' not in result.content
 
 
 def test_reading_files_is_refused_by_the_sandbox(sales, in_conversation, as_staff):

@@ -42,8 +42,10 @@ def test_a_workbook_over_the_uncompressed_total_is_refused(ann, conversation, se
 
 def test_a_workbook_of_too_many_members_is_refused(ann, conversation, settings):
     settings.INPUT_LIMITS = {**settings.INPUT_LIMITS, "ARCHIVE_MAX_MEMBERS": 20}
-    refused(upload(ann, conversation.id, "many.xlsx", office_bomb("xlsx", 0, extra_members=30)),
-            "EUNICE_ARCHIVE_MAX_MEMBERS")
+    refused(
+        upload(ann, conversation.id, "many.xlsx", office_bomb("xlsx", 0, extra_members=30)),
+        "EUNICE_ARCHIVE_MAX_MEMBERS",
+    )
 
 
 def test_a_member_compressed_with_a_method_zipfile_does_not_bound_is_refused(ann, conversation):
@@ -57,8 +59,9 @@ def test_a_workbook_within_the_limits_is_still_read(ann, conversation):
 
 
 def test_manipulate_excel_refuses_a_bomb_among_the_tenants_files(conversation, in_conversation):
-    generated = register_export(TENANT, conversation.id, "bomb.xlsx", office_bomb("xlsx", 2 * MB), EXCEL_MIME,
-                                source_tool="upload")
+    generated = register_export(
+        TENANT, conversation.id, "bomb.xlsx", office_bomb("xlsx", 2 * MB), EXCEL_MIME, source_tool="upload"
+    )
     result = in_conversation("manipulate_excel", file_id=generated["file_id"])
     assert result.content.startswith("⚠ schema hint") and "EUNICE_ARCHIVE_MAX_RATIO" in result.content
 

@@ -73,9 +73,17 @@ def test_export_writes_a_downloadable_file(sales, in_conversation, fmt):
 
 
 def test_export_excel_writes_formats_and_formulas(sales, in_conversation):
-    result = in_conversation("export_excel", sheets=[{
-        "dataset": "sales", "name": "Sales", "number_formats": {"price": "#,##0.00"},
-        "formulas": {"Total units": "=SUM(C2:C6)"}}])
+    result = in_conversation(
+        "export_excel",
+        sheets=[
+            {
+                "dataset": "sales",
+                "name": "Sales",
+                "number_formats": {"price": "#,##0.00"},
+                "formulas": {"Total units": "=SUM(C2:C6)"},
+            }
+        ],
+    )
     assert result.error is None, result.content
     workbook = load_workbook(GeneratedFile.objects.get(pk=result.cards[0]["file_id"]).path)
     sheet = workbook["Sales"]
@@ -88,10 +96,15 @@ def test_manipulate_excel_reads_and_edits_into_a_new_file(sales, in_conversation
     file_id = exported.cards[0]["file_id"]
     read = in_conversation("manipulate_excel", file_id=file_id, range="A1:C2")
     assert "A2='north'" in read.content
-    edited = in_conversation("manipulate_excel", file_id=file_id, operations=[
-        {"op": "set_cells", "cells": {"H1": "note", "H2": "=C2*2"}},
-        {"op": "add_sheet", "name": "copy", "dataset": "sales"},
-        {"op": "rename_sheet", "sheet": "sales", "name": "orig"}])
+    edited = in_conversation(
+        "manipulate_excel",
+        file_id=file_id,
+        operations=[
+            {"op": "set_cells", "cells": {"H1": "note", "H2": "=C2*2"}},
+            {"op": "add_sheet", "name": "copy", "dataset": "sales"},
+            {"op": "rename_sheet", "sheet": "sales", "name": "orig"},
+        ],
+    )
     workbook = load_workbook(GeneratedFile.objects.get(pk=edited.cards[0]["file_id"]).path)
     assert workbook.sheetnames == ["orig", "copy"] and workbook["orig"]["H2"].value == "=C2*2"
     assert workbook["copy"].max_row == 6
@@ -100,16 +113,20 @@ def test_manipulate_excel_reads_and_edits_into_a_new_file(sales, in_conversation
 def test_manipulate_excel_cannot_open_another_tenants_workbook(sales, in_conversation, other_conversation):
     exported = in_conversation("export_excel", sheets=[{"dataset": "sales"}])
     file_id = exported.cards[0]["file_id"]
-    result = in_conversation("manipulate_excel", tenant=OTHER_TENANT, context={"conversation_id": other_conversation.id},
-                             file_id=file_id)
+    result = in_conversation(
+        "manipulate_excel", tenant=OTHER_TENANT, context={"conversation_id": other_conversation.id}, file_id=file_id
+    )
     assert result.content.startswith("⚠ schema hint: file_id:") and "north" not in result.content
 
 
-@pytest.mark.parametrize("cell_range, expected", [
-    (None, "A2='north'"),  # the whole sheet
-    ("A2", "A2='north'"),  # one cell
-    ("A2:B3", "B3="),  # a rectangle
-])
+@pytest.mark.parametrize(
+    "cell_range, expected",
+    [
+        (None, "A2='north'"),  # the whole sheet
+        ("A2", "A2='north'"),  # one cell
+        ("A2:B3", "B3="),  # a rectangle
+    ],
+)
 def test_manipulate_excel_reads_a_sheet_a_cell_or_a_range(sales, in_conversation, cell_range, expected):
     file_id = in_conversation("export_excel", sheets=[{"dataset": "sales"}], filename="book").cards[0]["file_id"]
     inputs = {"file_id": file_id, **({"range": cell_range} if cell_range else {})}
@@ -136,8 +153,9 @@ def test_query_telemetry_will_not_read_a_colleagues_conversation(sales, in_conve
     from conversations.models import Conversation
 
     ann = django_user_model.objects.create_user("ann")
-    colleague = Conversation.objects.create(id="conv-bob", tenant_id=TENANT,
-                                            user=django_user_model.objects.create_user("bob"))
+    colleague = Conversation.objects.create(
+        id="conv-bob", tenant_id=TENANT, user=django_user_model.objects.create_user("bob")
+    )
     mine = Conversation.objects.create(id="conv-ann", tenant_id=TENANT, user=ann)
     as_ann = {"user_id": str(ann.pk)}
 

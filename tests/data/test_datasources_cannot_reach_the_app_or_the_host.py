@@ -22,13 +22,15 @@ from django.contrib.auth.models import Permission
 from django.db import connection as app_connection
 
 from conversations.models import DataSource
-from tests.conftest import OTHER_TENANT, TENANT, text
 from eunice.tenant_files import uploads_dir
+from tests.conftest import OTHER_TENANT, TENANT, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-on_postgres = pytest.mark.skipif(app_connection.vendor != "postgresql",
-                                 reason="the app's own database is PostgreSQL only with DATABASE_URL=postgres://…")
+on_postgres = pytest.mark.skipif(
+    app_connection.vendor != "postgresql",
+    reason="the app's own database is PostgreSQL only with DATABASE_URL=postgres://…",
+)
 SECRET_LINE = "SECRET_KEY=do-not-leak-5f1e"
 
 
@@ -65,8 +67,22 @@ def secrets_file(tmp_path):
 
 # --- hosts ----------------------------------------------------------------------
 
-PRIVATE_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "0.0.0.0", "127.0.0.2", "::ffff:127.0.0.1", "10.0.0.5",
-                 "172.16.0.1", "192.168.1.10", "169.254.169.254", "fd00::1", "fe80::1", "100.64.0.1")
+PRIVATE_HOSTS = (
+    "127.0.0.1",
+    "localhost",
+    "::1",
+    "[::1]",
+    "0.0.0.0",
+    "127.0.0.2",
+    "::ffff:127.0.0.1",
+    "10.0.0.5",
+    "172.16.0.1",
+    "192.168.1.10",
+    "169.254.169.254",
+    "fd00::1",
+    "fe80::1",
+    "100.64.0.1",
+)
 
 
 def test_a_private_host_is_refused_unless_the_deployment_allows_it(register):
@@ -84,17 +100,22 @@ def test_an_encoded_address_is_refused_even_where_private_hosts_are_allowed(regi
 
 
 def test_a_socket_a_host_list_or_a_connection_string_is_refused(register, allow_private):
-    for fields in ({"host": "/var/run/postgresql"}, {"host": "/tmp"}, {"host": "127.0.0.1,127.0.0.2"},
-                   {"host": "127.0.0.1", "database": "dbname=postgres host=/var/run/postgresql"},
-                   {"host": "127.0.0.1", "database": "postgresql://postgres@127.0.0.1/postgres"},
-                   {"host": "127.0.0.1", "user": "postgres host=/var/run/postgresql"}):
+    for fields in (
+        {"host": "/var/run/postgresql"},
+        {"host": "/tmp"},
+        {"host": "127.0.0.1,127.0.0.2"},
+        {"host": "127.0.0.1", "database": "dbname=postgres host=/var/run/postgresql"},
+        {"host": "127.0.0.1", "database": "postgresql://postgres@127.0.0.1/postgres"},
+        {"host": "127.0.0.1", "user": "postgres host=/var/run/postgresql"},
+    ):
         result = register(kind="postgres", **{"database": "postgres", "user": "postgres", **fields})
         assert refused(result), (fields, result.content)
     assert not DataSource.objects.exists()
 
 
-def test_the_connection_goes_to_the_checked_address_not_to_a_second_lookup(in_conversation, allow_private,
-                                                                             scratch_postgres, monkeypatch):
+def test_the_connection_goes_to_the_checked_address_not_to_a_second_lookup(
+    in_conversation, allow_private, scratch_postgres, monkeypatch
+):
     # A name whose answer changes after the first lookup (DNS rebinding): 127.0.0.3 has no
     # server, so a connection that looked the name up again would fail.
     real, lookups = socket.getaddrinfo, []
@@ -116,10 +137,13 @@ def test_a_role_that_can_read_the_servers_files_is_refused(register, allow_priva
     result = register(kind="postgres", host="127.0.0.1", database=scratch_postgres, user="postgres")
     assert refused(result, "server's files"), result.content
     assert not DataSource.objects.exists()
-    assert "root:" not in in_conversation("query_datasource", name="crm", sql="SELECT pg_read_file('/etc/passwd')").content
+    assert (
+        "root:" not in in_conversation("query_datasource", name="crm", sql="SELECT pg_read_file('/etc/passwd')").content
+    )
 
 
 # --- the app's own database ---------------------------------------------------------
+
 
 def app_database() -> dict:
     return app_connection.settings_dict
@@ -127,15 +151,21 @@ def app_database() -> dict:
 
 def aliases_of_the_app_host() -> list[str]:
     host = app_database()["HOST"] or "localhost"
-    return sorted({host, "localhost", "127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1", "0.0.0.0",
-                   socket.gethostname()})
+    return sorted(
+        {host, "localhost", "127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1", "0.0.0.0", socket.gethostname()}
+    )
 
 
 @on_postgres
 def test_the_apps_own_database_is_refused_by_any_alias_of_its_host(register, allow_private, scratch_postgres):
     for host in aliases_of_the_app_host():
-        result = register(kind="postgres", host=host, port=int(app_database()["PORT"] or 5432),
-                          database=app_database()["NAME"], user=scratch_postgres)
+        result = register(
+            kind="postgres",
+            host=host,
+            port=int(app_database()["PORT"] or 5432),
+            database=app_database()["NAME"],
+            user=scratch_postgres,
+        )
         assert refused(result, "app's own database"), (host, result.content)
     assert not DataSource.objects.exists()
 
@@ -196,22 +226,31 @@ def server_identifier_hidden(hidden: bool) -> Iterator[None]:
 @pytest.mark.parametrize("identifier", ["readable", "revoked"])
 def test_the_apps_own_database_is_refused_behind_a_port_forward(register, allow_private, scratch_postgres, identifier):
     app = app_database()
-    with server_identifier_hidden(identifier == "revoked"), \
-            port_forward((app["HOST"] or "127.0.0.1", int(app["PORT"] or 5432))) as port:
+    with (
+        server_identifier_hidden(identifier == "revoked"),
+        port_forward((app["HOST"] or "127.0.0.1", int(app["PORT"] or 5432))) as port,
+    ):
         result = register(kind="postgres", host="127.0.0.1", port=port, database=app["NAME"], user=scratch_postgres)
     assert refused(result, "app's own database"), result.content
     assert not DataSource.objects.exists()
 
 
 @on_postgres
-def test_another_database_on_the_apps_server_is_allowed_where_private_hosts_are(register, allow_private,
-                                                                                scratch_postgres):
-    result = register(kind="postgres", host=app_database()["HOST"] or "127.0.0.1",
-                      port=int(app_database()["PORT"] or 5432), database=scratch_postgres, user=scratch_postgres)
+def test_another_database_on_the_apps_server_is_allowed_where_private_hosts_are(
+    register, allow_private, scratch_postgres
+):
+    result = register(
+        kind="postgres",
+        host=app_database()["HOST"] or "127.0.0.1",
+        port=int(app_database()["PORT"] or 5432),
+        database=scratch_postgres,
+        user=scratch_postgres,
+    )
     assert result.error is None, result.content
 
 
 # --- rows stored before the rules ---------------------------------------------------
+
 
 def stored(kind: str, **location) -> DataSource:
     return DataSource.objects.create(tenant_id=TENANT, name="old", kind=kind, location=location)
@@ -226,8 +265,13 @@ def test_a_stored_loopback_datasource_stops_working(in_conversation, scratch_pos
 
 @on_postgres
 def test_a_stored_datasource_on_the_apps_database_stops_working(in_conversation, allow_private, scratch_postgres):
-    stored("postgres", host="localhost", port=int(app_database()["PORT"] or 5432),
-           database=app_database()["NAME"], user=scratch_postgres)
+    stored(
+        "postgres",
+        host="localhost",
+        port=int(app_database()["PORT"] or 5432),
+        database=app_database()["NAME"],
+        user=scratch_postgres,
+    )
     result = in_conversation("query_datasource", name="old", sql="SELECT username FROM auth_user")
     assert refused(result, "app's own database"), result.content
 
@@ -244,10 +288,12 @@ def test_a_stored_datasource_on_a_server_file_stops_working(in_conversation, sec
 
 # --- files ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["csv", "sqlite", "parquet"])
 def test_a_file_outside_the_tenants_folders_is_refused(register, secrets_file, kind):
     outside = {
-        "a server file": str(secrets_file), "/etc/passwd": "/etc/passwd",
+        "a server file": str(secrets_file),
+        "/etc/passwd": "/etc/passwd",
         "a relative escape": f"../../../../../../..{secrets_file}",
         "another tenant's upload": an_upload("payroll.csv", OTHER_TENANT),
     }
@@ -306,14 +352,16 @@ def test_an_sqlite_datasource_cannot_attach_or_write_another_file(register, in_c
 
 # --- who may register, and for whom ---------------------------------------------------
 
+
 @pytest.fixture
 def plain_staff(django_user_model):
     return django_user_model.objects.create_user("helpdesk", is_staff=True)
 
 
 def test_staff_without_the_permission_may_not_register(in_conversation, plain_staff):
-    result = in_conversation("register_datasource", context={"user_id": str(plain_staff.pk)}, name="rates",
-                             kind="csv", path="rates.csv")
+    result = in_conversation(
+        "register_datasource", context={"user_id": str(plain_staff.pk)}, name="rates", kind="csv", path="rates.csv"
+    )
     assert "PermissionDenied" in result.content and "conversations.add_datasource" in result.content
     assert not DataSource.objects.exists()
 
@@ -321,14 +369,20 @@ def test_staff_without_the_permission_may_not_register(in_conversation, plain_st
 def test_the_permission_without_staff_is_not_enough(in_conversation, django_user_model):
     user = django_user_model.objects.create_user("analyst")
     user.user_permissions.add(Permission.objects.get(codename="add_datasource"))
-    result = in_conversation("register_datasource", context={"user_id": str(user.pk)}, name="rates",
-                             kind="csv", path="rates.csv")
+    result = in_conversation(
+        "register_datasource", context={"user_id": str(user.pk)}, name="rates", kind="csv", path="rates.csv"
+    )
     assert "PermissionDenied" in result.content
 
 
 def test_the_staff_capability_alone_is_not_enough(in_conversation):
-    result = in_conversation("register_datasource", context={"capabilities": frozenset({"staff"})}, name="rates",
-                             kind="csv", path="rates.csv")
+    result = in_conversation(
+        "register_datasource",
+        context={"capabilities": frozenset({"staff"})},
+        name="rates",
+        kind="csv",
+        path="rates.csv",
+    )
     assert "PermissionDenied" in result.content
 
 
@@ -352,7 +406,13 @@ def test_a_datasource_is_invisible_to_another_tenant(register, in_conversation, 
     assert "no datasource 'rates'" in query.content and "11.5" not in query.content
     assert "11.5" not in in_conversation("describe_entry", tenant=OTHER_TENANT, name="rates").content
     # The other tenant's staff registering the same name makes a datasource of its own.
-    theirs = in_conversation("register_datasource", tenant=OTHER_TENANT, context=staff_context, name="rates",
-                             kind="csv", path=an_upload("rates.csv"))
+    theirs = in_conversation(
+        "register_datasource",
+        tenant=OTHER_TENANT,
+        context=staff_context,
+        name="rates",
+        kind="csv",
+        path=an_upload("rates.csv"),
+    )
     assert refused(theirs, "not a file in this tenant's uploads")
     assert list(DataSource.objects.values_list("tenant_id", flat=True)) == [TENANT]

@@ -17,8 +17,8 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from conversations.models import DataSource
-from tests.conftest import OTHER_TENANT, TENANT, text
 from eunice.tenant_files import uploads_dir
+from tests.conftest import OTHER_TENANT, TENANT, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,9 +30,17 @@ def loopback_allowed(settings):
 
 @pytest.fixture
 def pg_source(in_conversation, scratch_postgres, staff_context):
-    result = in_conversation("register_datasource", context=staff_context, name="crm", kind="postgres",
-                             host="127.0.0.1", port=5432, database=scratch_postgres, user=scratch_postgres,
-                             password="hunter2-secret")
+    result = in_conversation(
+        "register_datasource",
+        context=staff_context,
+        name="crm",
+        kind="postgres",
+        host="127.0.0.1",
+        port=5432,
+        database=scratch_postgres,
+        user=scratch_postgres,
+        password="hunter2-secret",
+    )
     assert result.error is None, result.content
     return result
 
@@ -47,8 +55,15 @@ def test_registering_lists_the_tables_and_never_echoes_the_password(pg_source):
 
 def test_only_staff_may_register_a_datasource(in_conversation, scratch_postgres):
     get_user_model().objects.create_user("pleb")
-    result = in_conversation("register_datasource", context={"user_id": "pleb"}, name="crm", kind="postgres",
-                             host="127.0.0.1", database=scratch_postgres, user="postgres")
+    result = in_conversation(
+        "register_datasource",
+        context={"user_id": "pleb"},
+        name="crm",
+        kind="postgres",
+        host="127.0.0.1",
+        database=scratch_postgres,
+        user="postgres",
+    )
     assert result.error and "staff" in result.content
     assert not DataSource.objects.exists()
 
@@ -106,8 +121,10 @@ def test_an_sqlite_file_is_opened_read_only(in_conversation, staff_context):
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE orders (id int, amount real)")
         db.execute("INSERT INTO orders VALUES (1, 9.5)")
-    assert in_conversation("register_datasource", context=staff_context, name="shop", kind="sqlite",
-                           path="shop.db").error is None
+    assert (
+        in_conversation("register_datasource", context=staff_context, name="shop", kind="sqlite", path="shop.db").error
+        is None
+    )
     assert "9.5" in text(in_conversation("query_datasource", name="shop", sql="SELECT amount FROM orders"))
     refused = in_conversation("query_datasource", name="shop", sql="DELETE FROM orders")
     assert refused.content.startswith("⚠ schema hint:") and "read-only" in refused.content

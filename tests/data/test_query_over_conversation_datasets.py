@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from registry.context import ToolContext
-
 import pytest
 
 from conversations.catalog import ConversationCatalog
+from registry.context import ToolContext
 from tests.conftest import OTHER_TENANT, TENANT, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,7 +74,8 @@ def test_the_same_dataset_name_in_two_tenants_stays_apart(sales, other_conversat
     import pandas as pd
 
     ConversationCatalog(OTHER_TENANT, other_conversation.id).save(
-        "sales", pd.DataFrame({"region": ["secret-globex"]}), source="upload")
+        "sales", pd.DataFrame({"region": ["secret-globex"]}), source="upload"
+    )
     ctx = ToolContext(tenant_id=TENANT, user_id="u1", conversation_id="conv-acme")
     result = registry.execute_tool("query", {"sql": "SELECT * FROM sales"}, ctx)
     assert "secret-globex" not in result.content and "north" in result.content

@@ -30,11 +30,21 @@ def assert_refused(result) -> None:
     assert REFUSED in result.content, result.content
 
 
-@pytest.mark.parametrize("reader", [
-    "read_json('{path}')", "read_json_auto('{path}')", "read_csv('{path}')", "read_csv_auto('{path}')",
-    "read_text('{path}')", "read_blob('{path}')", "read_parquet('{path}')", "sniff_csv('{path}')",
-    "glob('{path}')", "parquet_scan('{path}')",
-])
+@pytest.mark.parametrize(
+    "reader",
+    [
+        "read_json('{path}')",
+        "read_json_auto('{path}')",
+        "read_csv('{path}')",
+        "read_csv_auto('{path}')",
+        "read_text('{path}')",
+        "read_blob('{path}')",
+        "read_parquet('{path}')",
+        "sniff_csv('{path}')",
+        "glob('{path}')",
+        "parquet_scan('{path}')",
+    ],
+)
 def test_no_table_function_opens_a_server_file(sales, in_conversation, reader):
     result = in_conversation("query", sql=f"SELECT * FROM {reader.format(path='/etc/passwd')}")
     assert_refused(result)
@@ -42,8 +52,13 @@ def test_no_table_function_opens_a_server_file(sales, in_conversation, reader):
 
 
 def test_a_file_named_as_a_table_or_a_url_is_not_read(sales, in_conversation):
-    for source in ("'/etc/passwd'", "'https://example.com/data.parquet'", "read_csv('http://127.0.0.1:9/x.csv')",
-                   "query_table('/etc/passwd')", "read_csv(['/etc/hostname', '/etc/passwd'])"):
+    for source in (
+        "'/etc/passwd'",
+        "'https://example.com/data.parquet'",
+        "read_csv('http://127.0.0.1:9/x.csv')",
+        "query_table('/etc/passwd')",
+        "read_csv(['/etc/hostname', '/etc/passwd'])",
+    ):
         result = in_conversation("query", sql=f"SELECT * FROM {source}")
         assert result.content.startswith("⚠ schema hint:"), result.content
         assert "root:" not in result.content
@@ -51,11 +66,15 @@ def test_a_file_named_as_a_table_or_a_url_is_not_read(sales, in_conversation):
 
 def test_a_glob_of_another_tenants_folder_names_none_of_its_files(sales, in_conversation, other_conversation):
     ConversationCatalog(OTHER_TENANT, other_conversation.id).save(
-        "globex_payroll", pd.DataFrame({"salary": [1]}), source="upload")
+        "globex_payroll", pd.DataFrame({"salary": [1]}), source="upload"
+    )
     folder = catalog_dir(OTHER_TENANT)
     assert any("globex_payroll" in p.name for p in folder.rglob("*")), "the other tenant's file exists"
-    for sql in (f"SELECT * FROM glob('{folder}/**')", f"SELECT * FROM read_json('{folder}/**/*')",
-                f"SELECT * FROM read_csv('{folder}/*/*/*')"):
+    for sql in (
+        f"SELECT * FROM glob('{folder}/**')",
+        f"SELECT * FROM read_json('{folder}/**/*')",
+        f"SELECT * FROM read_csv('{folder}/*/*/*')",
+    ):
         result = in_conversation("query", sql=sql)
         assert_refused(result)
         assert "globex_payroll" not in result.content
@@ -63,19 +82,37 @@ def test_a_glob_of_another_tenants_folder_names_none_of_its_files(sales, in_conv
 
 def test_an_extension_function_is_refused_without_a_download(sales, in_conversation):
     started = time.monotonic()
-    for sql in ("SELECT * FROM sqlite_scan('/tmp/x.db', 't')", "SELECT * FROM read_xlsx('/tmp/x.xlsx')", "SELECT * FROM st_read('/etc/passwd')"):
+    for sql in (
+        "SELECT * FROM sqlite_scan('/tmp/x.db', 't')",
+        "SELECT * FROM read_xlsx('/tmp/x.xlsx')",
+        "SELECT * FROM st_read('/etc/passwd')",
+    ):
         assert_refused(in_conversation("query", sql=sql))
     assert time.monotonic() - started < 10
 
 
-@pytest.mark.parametrize("statement", [
-    "INSTALL sqlite", "LOAD sqlite", "LOAD '/tmp/evil.duckdb_extension'", "COPY (SELECT 1) TO '/tmp/eunice-copy.csv'",
-    "ATTACH '/tmp/eunice-attached.duckdb' AS other", "EXPORT DATABASE '/tmp/eunice-export'",
-    "SET enable_external_access = true", "SET lock_configuration = false", "RESET enable_external_access",
-    "SET memory_limit = '100GB'", "PRAGMA memory_limit = '100GB'", "SET threads = 64",
-    "SET autoinstall_known_extensions = true", "PRAGMA enable_profiling", "SET profile_output = '/tmp/eunice-profile'",
-    "CREATE SECRET (TYPE s3, KEY_ID 'x', SECRET 'y')", "SELECT * FROM duckdb_secrets()",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSTALL sqlite",
+        "LOAD sqlite",
+        "LOAD '/tmp/evil.duckdb_extension'",
+        "COPY (SELECT 1) TO '/tmp/eunice-copy.csv'",
+        "ATTACH '/tmp/eunice-attached.duckdb' AS other",
+        "EXPORT DATABASE '/tmp/eunice-export'",
+        "SET enable_external_access = true",
+        "SET lock_configuration = false",
+        "RESET enable_external_access",
+        "SET memory_limit = '100GB'",
+        "PRAGMA memory_limit = '100GB'",
+        "SET threads = 64",
+        "SET autoinstall_known_extensions = true",
+        "PRAGMA enable_profiling",
+        "SET profile_output = '/tmp/eunice-profile'",
+        "CREATE SECRET (TYPE s3, KEY_ID 'x', SECRET 'y')",
+        "SELECT * FROM duckdb_secrets()",
+    ],
+)
 def test_a_locked_connection_refuses_whatever_reaches_outside_or_unlocks_it(statement):
     from tools.sqlengine import locked_connection
 
@@ -83,10 +120,18 @@ def test_a_locked_connection_refuses_whatever_reaches_outside_or_unlocks_it(stat
         connection.execute(statement)
 
 
-@pytest.mark.parametrize("statement", [
-    "INSTALL sqlite", "LOAD sqlite", "COPY (SELECT 1) TO '/tmp/eunice-copy.csv'", "ATTACH '/tmp/x.duckdb' AS x",
-    "SET enable_external_access = true", "PRAGMA memory_limit = '100GB'", "SELECT 1; SET threads = 64",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSTALL sqlite",
+        "LOAD sqlite",
+        "COPY (SELECT 1) TO '/tmp/eunice-copy.csv'",
+        "ATTACH '/tmp/x.duckdb' AS x",
+        "SET enable_external_access = true",
+        "PRAGMA memory_limit = '100GB'",
+        "SELECT 1; SET threads = 64",
+    ],
+)
 def test_the_query_tool_refuses_statements_that_are_not_one_select(sales, in_conversation, statement):
     result = in_conversation("query", sql=statement)
     assert result.content.startswith("⚠ schema hint:"), result.content
@@ -95,10 +140,12 @@ def test_the_query_tool_refuses_statements_that_are_not_one_select(sales, in_con
 
 def test_the_limits_are_the_settings_and_sql_sees_them_locked(sales, in_conversation, settings):
     settings.DATA = {**settings.DATA, "DUCKDB_MEMORY_MB": 300, "DUCKDB_THREADS": 1}
-    sql = ("SELECT current_setting('memory_limit') AS memory, current_setting('threads') AS threads, "
-           "current_setting('enable_external_access') AS files, current_setting('lock_configuration') AS locked, "
-           "current_setting('autoinstall_known_extensions') AS install, "
-           "current_setting('autoload_known_extensions') AS autoload, count(*) AS n FROM sales")
+    sql = (
+        "SELECT current_setting('memory_limit') AS memory, current_setting('threads') AS threads, "
+        "current_setting('enable_external_access') AS files, current_setting('lock_configuration') AS locked, "
+        "current_setting('autoinstall_known_extensions') AS install, "
+        "current_setting('autoload_known_extensions') AS autoload, count(*) AS n FROM sales"
+    )
     result = in_conversation("query", sql=sql)
     assert result.error is None, result.content
     row = text(result)
@@ -125,9 +172,13 @@ def test_a_long_query_is_stopped_by_the_timeout(sales, in_conversation, settings
 
 
 def test_normal_queries_over_conversation_datasets_still_work(sales, in_conversation):
-    result = in_conversation("query", sql=(
-        "WITH north AS (SELECT * FROM sales WHERE region = 'north') "
-        "SELECT product, sum(units * price) AS revenue FROM north GROUP BY product ORDER BY revenue DESC"))
+    result = in_conversation(
+        "query",
+        sql=(
+            "WITH north AS (SELECT * FROM sales WHERE region = 'north') "
+            "SELECT product, sum(units * price) AS revenue FROM north GROUP BY product ORDER BY revenue DESC"
+        ),
+    )
     assert result.error is None, result.content
     assert "42.5" in text(result)
 
@@ -150,5 +201,7 @@ def test_only_the_factory_makes_a_duckdb_connection():
         for number, line in enumerate(source.splitlines(), 1):
             if _ANY_CONNECTION.search(line) and not (path == factory and "duckdb.connect(" in line):
                 offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
-    assert not offenders, "DuckDB connections must come from tools.sqlengine.locked_connection:\n" + "\n".join(offenders)
+    assert not offenders, "DuckDB connections must come from tools.sqlengine.locked_connection:\n" + "\n".join(
+        offenders
+    )
     assert factory.read_text().count("duckdb.connect(") == 1

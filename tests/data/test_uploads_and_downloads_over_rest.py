@@ -31,8 +31,11 @@ def greg(django_user_model):
 
 
 def upload(client, conversation_id, filename, payload, /, **extra):
-    return client.post(f"/api/conversations/{conversation_id}/datasets/",
-                       {"file": SimpleUploadedFile(filename, payload), **extra}, format="multipart")
+    return client.post(
+        f"/api/conversations/{conversation_id}/datasets/",
+        {"file": SimpleUploadedFile(filename, payload), **extra},
+        format="multipart",
+    )
 
 
 def _excel() -> bytes:
@@ -47,12 +50,15 @@ def _parquet() -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("name,payload,rows", [
-    ("Sales 2024.csv", SALES_CSV, 5),
-    ("book.xlsx", _excel(), 2),
-    ("numbers.parquet", _parquet(), 1),
-    ("people.json", b'{"rows": [{"name": "Ada", "address": {"city": "London"}}]}', 1),
-])
+@pytest.mark.parametrize(
+    "name,payload,rows",
+    [
+        ("Sales 2024.csv", SALES_CSV, 5),
+        ("book.xlsx", _excel(), 2),
+        ("numbers.parquet", _parquet(), 1),
+        ("people.json", b'{"rows": [{"name": "Ada", "address": {"city": "London"}}]}', 1),
+    ],
+)
 def test_each_supported_format_becomes_a_dataset(ann, conversation, name, payload, rows):
     response = upload(ann, conversation.id, name, payload)
     assert response.status_code == 201, response.json()

@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from conversations.catalog import ConversationCatalog
-from conversations.catalog.store import CatalogError
 from conversations.catalog.files import register_export
+from conversations.catalog.store import CatalogError
 from conversations.catalog.uploads import EXCEL_MIME
 from tests.conftest import TENANT
-from tests.hostile_files import csv_table as csv
 from tests.data.test_uploads_and_downloads_over_rest import upload
+from tests.hostile_files import csv_table as csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,8 +25,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def small_limits(settings):
     """Limits small enough that a file one past them is cheap to make (and to read on old code)."""
-    settings.INPUT_LIMITS = {**settings.INPUT_LIMITS, "MAX_COLUMNS": 50, "MAX_ROWS": 200, "MAX_CELLS": 2_000,
-                             "WORKBOOK_MAX_CELLS": 500}
+    settings.INPUT_LIMITS = {
+        **settings.INPUT_LIMITS,
+        "MAX_COLUMNS": 50,
+        "MAX_ROWS": 200,
+        "MAX_CELLS": 2_000,
+        "WORKBOOK_MAX_CELLS": 500,
+    }
     return settings.INPUT_LIMITS
 
 
@@ -132,7 +137,8 @@ def test_no_dataset_past_the_limits_is_stored(conversation, small_limits):
 
 
 def test_a_workbook_with_more_cells_than_openpyxl_may_load_is_a_hint(conversation, small_limits, in_conversation):
-    generated = register_export(TENANT, conversation.id, "big.xlsx", workbook(rows=30, columns=20), EXCEL_MIME,
-                                source_tool="upload")
+    generated = register_export(
+        TENANT, conversation.id, "big.xlsx", workbook(rows=30, columns=20), EXCEL_MIME, source_tool="upload"
+    )
     result = in_conversation("manipulate_excel", file_id=generated["file_id"])
     assert result.content.startswith("⚠ schema hint") and "EUNICE_WORKBOOK_MAX_CELLS" in result.content

@@ -75,10 +75,16 @@ def alive(pid: int) -> bool:
 
 def environment(**extra: str) -> dict[str, str]:
     """A server or cluster on the test's database, with the test's signing key, offline."""
-    env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
-           "DJANGO_SETTINGS_MODULE": "eunice.settings", "ALLOWED_HOSTS": "127.0.0.1",
-           "EUNICE_PRELOAD_TOOL_SEARCH": "0", "EUNICE_LOG_FLUSH_SECONDS": "0",
-           "EUNICE_SANDBOX_SCRATCH": os.environ.get("EUNICE_SANDBOX_SCRATCH", "/tmp/eunice-sandbox")}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "DJANGO_SETTINGS_MODULE": "eunice.settings",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "EUNICE_PRELOAD_TOOL_SEARCH": "0",
+        "EUNICE_LOG_FLUSH_SECONDS": "0",
+        "EUNICE_SANDBOX_SCRATCH": os.environ.get("EUNICE_SANDBOX_SCRATCH", "/tmp/eunice-sandbox"),
+    }
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EUNICE_DEFAULT_MODEL", "REDIS_URL"):
         env.pop(name, None)
     env.update(extra)
@@ -92,8 +98,9 @@ class Process:
         LOGS.mkdir(parents=True, exist_ok=True)
         self.log_path = LOGS / f"{name}.log"
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop)
-        self.popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+        self.popen = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.pid = self.popen.pid
 
     def log(self) -> str:
@@ -165,9 +172,12 @@ class Server(Process):
 
     @contextmanager
     def socket(self, conversation_id: str, cookie: str):
-        with connect(f"ws://127.0.0.1:{self.port}/ws/conversations/{conversation_id}/",
-                     additional_headers={"Cookie": cookie, "Origin": self.url}, open_timeout=30,
-                     max_size=None) as ws:
+        with connect(
+            f"ws://127.0.0.1:{self.port}/ws/conversations/{conversation_id}/",
+            additional_headers={"Cookie": cookie, "Origin": self.url},
+            open_timeout=30,
+            max_size=None,
+        ) as ws:
             yield ws
 
 
@@ -198,8 +208,11 @@ class Redis(Process):
         self._start()
 
     def _start(self) -> None:
-        super().__init__(f"redis-{self.port}", [REDIS_SERVER, "--port", str(self.port), "--save", "",
-                                                "--appendonly", "no", "--bind", "127.0.0.1"], dict(os.environ))
+        super().__init__(
+            f"redis-{self.port}",
+            [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"],
+            dict(os.environ),
+        )
         if not wait_for(self._answers, 30):
             raise AssertionError(f"redis-server did not start:\n{self.log()}")
 

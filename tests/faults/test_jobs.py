@@ -25,8 +25,7 @@ def clusters():
 
     def start(**env) -> Process:
         broker = {"REDIS_URL": settings.REDIS_URL} if settings.REDIS_URL else {}
-        cluster = Process(f"jobs-{len(started)}", [sys.executable, "manage.py", "jobs"],
-                          environment(**broker, **env))
+        cluster = Process(f"jobs-{len(started)}", [sys.executable, "manage.py", "jobs"], environment(**broker, **env))
         started.append(cluster)
         return cluster
 
@@ -110,8 +109,14 @@ def test_sigterm_stops_a_cluster_busy_with_a_job_within_its_bound_and_the_job_re
 
 
 def test_a_tool_build_left_building_is_failed_with_the_reason_when_the_cluster_starts(clusters):
-    job = ToolJob.objects.create(tool_name="half_built", job_type=JobType.BUILD, tenant_id="acme",
-                                 status=JobStatus.BUILDING, progress_pct=40, spec={"request": "add one"})
+    job = ToolJob.objects.create(
+        tool_name="half_built",
+        job_type=JobType.BUILD,
+        tenant_id="acme",
+        status=JobStatus.BUILDING,
+        progress_pct=40,
+        spec={"request": "add one"},
+    )
 
     clusters()
 

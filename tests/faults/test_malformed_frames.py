@@ -41,8 +41,9 @@ def chat():
 
 
 @pytest.mark.parametrize(("frame", "complaint"), MALFORMED)
-def test_a_malformed_frame_is_answered_with_an_error_naming_it_and_the_socket_stays_open(server, chat, frame,
-                                                                                         complaint):
+def test_a_malformed_frame_is_answered_with_an_error_naming_it_and_the_socket_stays_open(
+    server, chat, frame, complaint
+):
     conversation, cookie = chat
     with server.socket(conversation.pk, cookie) as ws:
         ws.send(frame)

@@ -9,7 +9,16 @@ from websockets.exceptions import ConnectionClosed
 from conversations.models import Conversation
 from registry.models import TenantMembership
 from tests.conftest import TENANT
-from tests.faults.operator import REDIS_SERVER, Redis, Server, cookie_for, environment, receive_json, receive_until, wait_for
+from tests.faults.operator import (
+    REDIS_SERVER,
+    Redis,
+    Server,
+    cookie_for,
+    environment,
+    receive_json,
+    receive_until,
+    wait_for,
+)
 
 pytestmark = [
     pytest.mark.faults,
@@ -63,8 +72,12 @@ def test_with_redis_down_health_is_503_naming_what_is_down_and_giving_nothing_aw
     assert status == 503, body
     assert body["status"] == "down"
     assert {"channel_layer", "cache", "job_broker"} <= set(body["down"])
-    assert body["checks"]["channel_layer"] == {**body["checks"]["channel_layer"], "status": "down",
-                                               "reason": "unreachable", "required": True}
+    assert body["checks"]["channel_layer"] == {
+        **body["checks"]["channel_layer"],
+        "status": "down",
+        "reason": "unreachable",
+        "required": True,
+    }
     assert body["checks"]["database"]["status"] == "ok"
     printed = json.dumps(body)
     assert "redis://" not in printed and str(redis.port) not in printed and "127.0.0.1" not in printed

@@ -17,7 +17,6 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
-from llm.scripted import ScriptedMessagesServer
 from conversations.models import (
     ChatMessage,
     Conversation,
@@ -26,6 +25,7 @@ from conversations.models import (
 )
 from conversations.replay import replay
 from llm.models import ModelConfig
+from llm.scripted import ScriptedMessagesServer
 from registry.models import TenantMembership
 from tests.conftest import TENANT
 from tests.test_background_jobs import database_url
@@ -55,20 +55,46 @@ class Server:
     def __init__(self, model_url: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
-                    "DJANGO_SETTINGS_MODULE": "eunice.test_settings", "ALLOWED_HOSTS": "127.0.0.1",
-                    "EUNICE_TEST_SCRIPTED_MODEL_URL": model_url, "EUNICE_LLM_MAX_RETRIES": "0",
-                    "EUNICE_CLOSE_DEAD_TURNS_AT_START_UP": "1",
-                    "EUNICE_PRELOAD_TOOL_SEARCH": "0", "EUNICE_PRELOAD_SANDBOX": "0"}
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "SECRET_KEY": settings.SECRET_KEY,
+            "DJANGO_SETTINGS_MODULE": "eunice.test_settings",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "EUNICE_TEST_SCRIPTED_MODEL_URL": model_url,
+            "EUNICE_LLM_MAX_RETRIES": "0",
+            "EUNICE_CLOSE_DEAD_TURNS_AT_START_UP": "1",
+            "EUNICE_PRELOAD_TOOL_SEARCH": "0",
+            "EUNICE_PRELOAD_SANDBOX": "0",
+        }
         self.process: subprocess.Popen | None = None
         (ROOT / "var").mkdir(exist_ok=True)
         self.log = open(ROOT / "var" / "fault-server.log", "a")  # noqa: SIM115 (closed by stop)
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(self.port), "--loop", "uvloop",
-             "--http", "httptools", "--ws", "websockets", "--lifespan", "off", "eunice.asgi:application"],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=self.log,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--ws",
+                "websockets",
+                "--lifespan",
+                "off",
+                "eunice.asgi:application",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=self.log,
         )
 
         def listening() -> bool:
@@ -108,10 +134,12 @@ def user_and_conversation():
 
 def test_a_server_killed_mid_turn_leaves_an_interrupted_turn_and_the_next_message_is_answered(user_and_conversation):
     token, conversation = user_and_conversation
-    model = ScriptedMessagesServer([
-        {"text": ["Let me ", "think ", "about ", "that."], "pause_after": 4},  # streams a word, then hangs
-        {"text": ["Back again."]},
-    ]).start()
+    model = ScriptedMessagesServer(
+        [
+            {"text": ["Let me ", "think ", "about ", "that."], "pause_after": 4},  # streams a word, then hangs
+            {"text": ["Back again."]},
+        ]
+    ).start()
     server = Server(model.url)
     headers = {"Authorization": f"Token {token}"}
     messages = f"/api/conversations/{conversation.pk}/messages/"
@@ -136,8 +164,9 @@ def test_a_server_killed_mid_turn_leaves_an_interrupted_turn_and_the_next_messag
 
         record = TurnRecord.objects.get(conversation=conversation, turn=1)
         assert record.status == "interrupted" and "server stopped" in record.interrupted_reason
-        events = requests.get(server.url + f"/api/conversations/{conversation.pk}/events/", headers=headers,
-                              timeout=60).json()["results"]
+        events = requests.get(
+            server.url + f"/api/conversations/{conversation.pk}/events/", headers=headers, timeout=60
+        ).json()["results"]
         assert [(e["turn"], e["event_type"]) for e in events] == [(1, "user_message"), (1, "interrupted")]
 
         answer = requests.post(server.url + messages, json={"text": "are you there?"}, headers=headers, timeout=120)
@@ -148,9 +177,14 @@ def test_a_server_killed_mid_turn_leaves_an_interrupted_turn_and_the_next_messag
         server.stop()
         model.stop()
     assert list(ChatMessage.objects.filter(conversation=conversation).values_list("role", "text")) == [
-        ("user", "first"), ("user", "are you there?"), ("assistant", "Back again.")]
+        ("user", "first"),
+        ("user", "are you there?"),
+        ("assistant", "Back again."),
+    ]
     assert list(TurnRecord.objects.filter(conversation=conversation).values_list("turn", "status")) == [
-        (1, "interrupted"), (2, "finished")]
+        (1, "interrupted"),
+        (2, "finished"),
+    ]
     assert ConversationEvent.objects.filter(conversation=conversation, turn=2, event_type="done").exists()
     report = replay(conversation)
     assert report.identical, report.first_difference

@@ -93,11 +93,13 @@ def test_sigterm_to_every_process_at_once_as_systemd_sends_it_still_stops_within
     assert wait_for(lambda: not any(alive(pid) for pid in family), 5), "processes outlived the server"
 
 
-def test_a_turn_running_at_sigterm_finishes_within_the_grace_and_its_socket_gets_the_whole_answer(
-        servers, model, chat):
+def test_a_turn_running_at_sigterm_finishes_within_the_grace_and_its_socket_gets_the_whole_answer(servers, model, chat):
     conversation, cookie = chat
-    server = servers(**model({"text": ["Stopping ", "is ", "graceful."], "delay": 1.0}),
-                     EUNICE_SHUTDOWN_GRACE_SECONDS="20", EUNICE_JOBS="0")
+    server = servers(
+        **model({"text": ["Stopping ", "is ", "graceful."], "delay": 1.0}),
+        EUNICE_SHUTDOWN_GRACE_SECONDS="20",
+        EUNICE_JOBS="0",
+    )
     with server.socket(conversation.pk, cookie) as ws:
         ws.send(json.dumps({"type": "message", "text": "stop gracefully"}))
         receive_until(ws, "text_delta")
@@ -110,15 +112,17 @@ def test_a_turn_running_at_sigterm_finishes_within_the_grace_and_its_socket_gets
     assert answer.endswith("is graceful."), frames
     assert closed.value.rcvd.code == 1012  # service restart: the page knows to come back
     assert server.wait(STOP_BOUND) == 0
-    assert ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT,
-                                      text__contains="graceful").exists()
+    assert ChatMessage.objects.filter(
+        conversation=conversation, role=ChatMessage.Role.ASSISTANT, text__contains="graceful"
+    ).exists()
 
 
 def test_a_turn_still_running_after_the_grace_is_interrupted_and_the_server_exits_on_time(servers, model, chat):
     conversation, cookie = chat
     # The model streams its first words, then hangs (the scripted server resumes after 10 s).
-    server = servers(**model({"text": ["Never ", "finished"], "pause_after": 4}),
-                     EUNICE_SHUTDOWN_GRACE_SECONDS="2", EUNICE_JOBS="0")
+    server = servers(
+        **model({"text": ["Never ", "finished"], "pause_after": 4}), EUNICE_SHUTDOWN_GRACE_SECONDS="2", EUNICE_JOBS="0"
+    )
     with server.socket(conversation.pk, cookie) as ws:
         ws.send(json.dumps({"type": "message", "text": "hang"}))
         receive_until(ws, "text_delta")
@@ -131,8 +135,9 @@ def test_a_turn_still_running_after_the_grace_is_interrupted_and_the_server_exit
 
 def test_no_new_turn_starts_while_the_server_drains(servers, model, chat):
     conversation, cookie = chat
-    server = servers(**model({"text": ["Slow ", "answer"], "pause_after": 4}),
-                     EUNICE_SHUTDOWN_GRACE_SECONDS="5", EUNICE_JOBS="0")
+    server = servers(
+        **model({"text": ["Slow ", "answer"], "pause_after": 4}), EUNICE_SHUTDOWN_GRACE_SECONDS="5", EUNICE_JOBS="0"
+    )
     with server.socket(conversation.pk, cookie) as ws:
         ws.send(json.dumps({"type": "message", "text": "first"}))
         receive_until(ws, "text_delta")

@@ -1,9 +1,8 @@
 """Files under a per-test directory and empty per-process search caches."""
 
-from registry.context import ToolContext
-
 import pytest
 
+from registry.context import ToolContext
 from tools.lib import entity_store, passages
 
 
@@ -33,6 +32,8 @@ def tool(registry):
     """tool(name, inputs, tenant=..., context=...) for inputs `call` cannot take as keywords (a `name` field)."""
 
     def run(name, inputs, tenant="acme", context=None):
-        return registry.execute_tool(name, inputs, ToolContext(**{"tenant_id": tenant, "user_id": "u1", **(context or {})}))
+        return registry.execute_tool(
+            name, inputs, ToolContext(**{"tenant_id": tenant, "user_id": "u1", **(context or {})})
+        )
 
     return run

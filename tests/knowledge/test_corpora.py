@@ -25,8 +25,13 @@ def test_each_supported_format_is_extracted_and_indexed(call, corpus, upload):
     result = call("index_content", corpus=corpus, items=items)
     assert result.error is None, result.content
     formats = dict(Document.objects.values_list("title", "format"))
-    assert formats == {"Solar farm report": "html", "wind.pdf": "pdf", "hydro.docx": "docx",
-                       "Notes": "markdown", "Geothermal": "text"}
+    assert formats == {
+        "Solar farm report": "html",
+        "wind.pdf": "pdf",
+        "hydro.docx": "docx",
+        "Notes": "markdown",
+        "Geothermal": "text",
+    }
     html = Document.objects.get(format="html").text
     assert "4.2 GWh" in html and "- Operator: Helios SA" in html and "var x" not in html and "color:red" not in html
     assert "14 turbines" in Document.objects.get(format="pdf").text
@@ -52,10 +57,14 @@ def test_a_changed_document_replaces_its_passages(call, corpus, upload):
 
 
 def test_search_finds_passages_by_meaning_and_labels_them_for_citation(call, corpus):
-    call("index_content", corpus=corpus, items=[
-        {"text": "The Brest wind park has 14 turbines and produced 60 GWh.", "title": "Wind"},
-        {"text": "Our cafeteria menu changes every Monday.", "title": "Cafeteria"},
-    ])
+    call(
+        "index_content",
+        corpus=corpus,
+        items=[
+            {"text": "The Brest wind park has 14 turbines and produced 60 GWh.", "title": "Wind"},
+            {"text": "Our cafeteria menu changes every Monday.", "title": "Cafeteria"},
+        ],
+    )
     result = call("search_documents", query="how many turbines are there in the wind park?")
     assert result.error is None
     first = text(result).split("\n\n")[0]
@@ -124,5 +133,6 @@ def test_another_tenant_never_sees_or_reads_a_tenants_documents(call, corpus):
     assert "no documents" in call("search_documents", query="turbines", tenant=OTHER_TENANT).content
     assert call("get_document_text", document_id=document.pk, tenant=OTHER_TENANT).content.startswith("⚠ schema hint")
     assert call("index_content", tenant=OTHER_TENANT, corpus=corpus, items=[{"text": "x"}]).content.startswith(
-        "⚠ schema hint: corpus 'reports' does not exist")
+        "⚠ schema hint: corpus 'reports' does not exist"
+    )
     assert Document.objects.filter(tenant_id=TENANT).count() == 1

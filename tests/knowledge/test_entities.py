@@ -12,11 +12,23 @@ CONTEXT = {"conversation_id": "conv-1", "tool_use_id": "toolu_42"}
 
 
 def test_a_fact_is_recorded_with_its_provenance(call):
-    result = call("record_fact", context=CONTEXT, entity="Helios SA", entity_type="company",
-                  attribute="headquarters", value="Lyon", source="annual report")
+    result = call(
+        "record_fact",
+        context=CONTEXT,
+        entity="Helios SA",
+        entity_type="company",
+        attribute="headquarters",
+        value="Lyon",
+        source="annual report",
+    )
     assert result.error is None and "New entity" in result.content
     fact = Fact.objects.get()
-    assert (fact.tenant_id, fact.conversation_id, fact.tool_call_id, fact.source) == (TENANT, "conv-1", "toolu_42", "annual report")
+    assert (fact.tenant_id, fact.conversation_id, fact.tool_call_id, fact.source) == (
+        TENANT,
+        "conv-1",
+        "toolu_42",
+        "annual report",
+    )
     assert fact.recorded_at is not None
 
 
@@ -66,7 +78,9 @@ def test_links_show_on_both_entities(call):
     assert call("link_entities", source="Helios SA", target="Lyon solar farm", relation="operates").error is None
     assert "→ operates Lyon solar farm (site)" in call("get_entity", entity="Helios SA").content
     assert "← Helios SA (company) operates this" in call("get_entity", entity="Lyon solar farm").content
-    assert call("link_entities", source="Helios SA", target="Nowhere", relation="owns").content.startswith("⚠ schema hint")
+    assert call("link_entities", source="Helios SA", target="Nowhere", relation="owns").content.startswith(
+        "⚠ schema hint"
+    )
 
 
 def test_list_entities_pages_and_hints_at_the_known_types(call):
@@ -78,19 +92,32 @@ def test_list_entities_pages_and_hints_at_the_known_types(call):
 
 
 def test_ingest_entities_reads_a_dataset_of_the_conversation(call, tool):
-    frame = pd.DataFrame({"name": ["Lyon", "Brest", "Lyon "], "output": [4.2, 6.0, None], "kind": ["solar", "wind", "solar"]})
-    result = call("ingest_entities", context={"datasets": {"sites": frame}}, dataset="sites", name_column="name", entity_type="site")
+    frame = pd.DataFrame(
+        {"name": ["Lyon", "Brest", "Lyon "], "output": [4.2, 6.0, None], "kind": ["solar", "wind", "solar"]}
+    )
+    result = call(
+        "ingest_entities",
+        context={"datasets": {"sites": frame}},
+        dataset="sites",
+        name_column="name",
+        entity_type="site",
+    )
     assert result.error is None, result.content
     assert Entity.objects.filter(entity_type="site").count() == 2
     assert Fact.objects.filter(attribute="output").count() == 2  # the missing value is not a fact
     assert Fact.objects.first().source == "dataset 'sites'"
-    table = tool("define_entity_projection", {"name": "site_table", "entity_type": "site", "attributes": ["kind", "output"]})
+    table = tool(
+        "define_entity_projection", {"name": "site_table", "entity_type": "site", "attributes": ["kind", "output"]}
+    )
     assert table.error is None and "site_table" in table.datasets
     assert sorted(table.datasets["site_table"]["entity"]) == ["Brest", "Lyon"]
 
 
 def test_ingest_hints_at_the_datasets_and_columns_there_are(call):
-    assert "sites" in call("ingest_entities", context={"datasets": {"sites": []}}, dataset="site", name_column="name").content
+    assert (
+        "sites"
+        in call("ingest_entities", context={"datasets": {"sites": []}}, dataset="site", name_column="name").content
+    )
     result = call("ingest_entities", rows=[{"title": "x"}], name_column="name")
     assert result.content.startswith("⚠ schema hint: name_column 'name'") and "title" in result.content
 

@@ -5,8 +5,6 @@ plain user of tenant B. Every path that lists, reads, indexes, searches, moves o
 overwrites an upload or a document is tried by each of them.
 """
 
-from registry.context import ToolContext
-
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from conversations.models import GeneratedFile
+from registry.context import ToolContext
 from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT
 from tools.models import Document
@@ -32,8 +31,12 @@ def cast():
         TenantMembership.objects.create(user=user, tenant_id=tenant)
         return user
 
-    return {"staff": person("staff_a", TENANT, is_staff=True), "ann": person("ann", TENANT),
-            "cole": person("cole", TENANT), "bob": person("bob", OTHER_TENANT)}
+    return {
+        "staff": person("staff_a", TENANT, is_staff=True),
+        "ann": person("ann", TENANT),
+        "cole": person("cole", TENANT),
+        "bob": person("bob", OTHER_TENANT),
+    }
 
 
 def api(user) -> APIClient:
@@ -58,7 +61,9 @@ def as_(cast, registry):
 
     def run(who, tool_name, **inputs):
         user = cast[who]
-        return registry.execute_tool(tool_name, inputs, ToolContext(tenant_id=user.tenant_membership.tenant_id, user_id=str(user.pk)))
+        return registry.execute_tool(
+            tool_name, inputs, ToolContext(tenant_id=user.tenant_membership.tenant_id, user_id=str(user.pk))
+        )
 
     return run
 
@@ -70,8 +75,12 @@ def indexed(cast, as_):
     assert as_("ann", "create_corpus", name="team").error is None
     assert as_("ann", "index_content", corpus="team", items=[{"upload": "notes.md"}]).error is None
     assert as_("cole", "index_content", corpus="team", items=[{"upload": "notes.md"}]).error is None
-    return {"ann": Document.objects.get(owner=cast["ann"]), "cole": Document.objects.get(owner=cast["cole"]),
-            "ann_file": anns, "cole_file": coles}
+    return {
+        "ann": Document.objects.get(owner=cast["ann"]),
+        "cole": Document.objects.get(owner=cast["cole"]),
+        "ann_file": anns,
+        "cole_file": coles,
+    }
 
 
 def test_a_colleagues_upload_of_the_same_name_is_a_separate_file(cast):
@@ -121,12 +130,16 @@ def test_a_colleagues_upload_cannot_be_indexed_by_name(cast, as_):
     assert "only-ann" not in result.content.split("does not exist", 1)[1]  # no hint names her file
 
 
-@pytest.mark.parametrize(("who", "sees_ann", "sees_cole"), [
-    ("ann", True, False), ("cole", False, True), ("staff", True, True), ("bob", False, False)])
+@pytest.mark.parametrize(
+    ("who", "sees_ann", "sees_cole"),
+    [("ann", True, False), ("cole", False, True), ("staff", True, True), ("bob", False, False)],
+)
 def test_search_finds_only_the_documents_you_may_read(as_, indexed, who, sees_ann, sees_cole):
     # Each document's own words, which the queries do not echo.
-    for query, marker, expected in (("wind park in Brest", "fourteen turbines", sees_ann),
-                                    ("the dam at Grenoble", "eighty million", sees_cole)):
+    for query, marker, expected in (
+        ("wind park in Brest", "fourteen turbines", sees_ann),
+        ("the dam at Grenoble", "eighty million", sees_cole),
+    ):
         result = as_(who, "search_documents", query=query)
         assert (marker in result.content) is expected, (who, query, result.content[:300])
 

@@ -19,8 +19,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 DOCUMENTS = [
     {"text": "The Brest wind park has 14 turbines and produced 60 GWh in 2025.", "title": "Wind park"},
-    {"text": "<html><body><h1>Solar</h1><p>The Lyon solar farm produced 4.2 GWh in 2025.</p></body></html>",
-     "title": "Solar farm", "format": "html"},
+    {
+        "text": "<html><body><h1>Solar</h1><p>The Lyon solar farm produced 4.2 GWh in 2025.</p></body></html>",
+        "title": "Solar farm",
+        "format": "html",
+    },
     {"text": "# Storage\n\nThe Nantes battery holds 30 MWh.", "title": "Storage", "format": "markdown"},
 ]
 
@@ -49,8 +52,12 @@ def index(conversation):
     """Two turns: on PostgreSQL, a corpus created by an inline call was not yet visible to a
     sequential call later in the same turn (see the report); one call per turn avoids it here."""
     turn(conversation, "Make a corpus.", [block("create_corpus", 1, name="energy")], "Created.")
-    results, _ = turn(conversation, "Index.", [block("index_content", 2, corpus="energy", items=DOCUMENTS)],
-                      "Indexed three documents.")
+    results, _ = turn(
+        conversation,
+        "Index.",
+        [block("index_content", 2, corpus="energy", items=DOCUMENTS)],
+        "Indexed three documents.",
+    )
     assert results[0].result.error is None and "3 item(s)" in results[0].result.content
 
 
@@ -58,7 +65,8 @@ def test_index_three_documents_ask_and_get_a_cited_answer(conversation):
     index(conversation)
     wind = Chunk.objects.get(document__title="Wind park")
     results, message = turn(
-        conversation, "How many turbines does the wind park have?",
+        conversation,
+        "How many turbines does the wind park have?",
         [block("search_documents", 3, query="number of turbines in the wind park", limit=2)],
         f"The Brest wind park has 14 turbines [p{wind.pk}]. It made 60 GWh in 2025 [p{wind.pk}, p999999].",
     )
@@ -78,24 +86,43 @@ def test_an_answer_that_cites_nothing_gets_no_cited_answer_card(conversation):
 
 
 def test_record_facts_then_recall_them_in_a_later_turn(conversation):
-    turn(conversation, "Remember Helios.", [
-        block("record_fact", 1, entity="Helios SA", entity_type="company", attribute="operates", value="Lyon solar farm"),
-        block("record_fact", 2, entity="Helios SA", attribute="employees", value=135),
-    ], "Noted.")
-    results, _ = turn(conversation, "What do we know about Helios?",
-                      [block("recall_entities", 3, query="Helios SA")], "Helios operates the Lyon farm.")
+    turn(
+        conversation,
+        "Remember Helios.",
+        [
+            block(
+                "record_fact",
+                1,
+                entity="Helios SA",
+                entity_type="company",
+                attribute="operates",
+                value="Lyon solar farm",
+            ),
+            block("record_fact", 2, entity="Helios SA", attribute="employees", value=135),
+        ],
+        "Noted.",
+    )
+    results, _ = turn(
+        conversation,
+        "What do we know about Helios?",
+        [block("recall_entities", 3, query="Helios SA")],
+        "Helios operates the Lyon farm.",
+    )
     content = results[0].result.content
     assert "employees=135" in content and "operates='Lyon solar farm'" in content
     from tools.models import Fact
 
     assert set(Fact.objects.values_list("conversation_id", "tool_call_id")) == {
-        (conversation.pk, "toolu_record_fact_1"), (conversation.pk, "toolu_record_fact_2")}
+        (conversation.pk, "toolu_record_fact_1"),
+        (conversation.pk, "toolu_record_fact_2"),
+    }
 
 
 def test_generate_a_pdf_report_of_the_conversation(conversation, files_dir):
     index(conversation)
-    results, message = turn(conversation, "Write me a PDF report.", [block("document_conversation", 3, format="pdf")],
-                            "Here is the report.")
+    results, message = turn(
+        conversation, "Write me a PDF report.", [block("document_conversation", 3, format="pdf")], "Here is the report."
+    )
     assert results[0].result.error is None, results[0].result.content
     generated = GeneratedFile.objects.get(conversation=conversation)
     assert generated.filename.endswith(".pdf") and generated.source_tool == "document_conversation"
@@ -109,8 +136,14 @@ def test_generate_a_pdf_report_of_the_conversation(conversation, files_dir):
 
 @pytest.mark.parametrize("fmt", ["pdf", "docx", "markdown"])
 def test_generate_document_writes_each_format(call, fmt, files_dir):
-    sections = [{"heading": "Output", "paragraphs": ["Lyon — 4.2 GWh"], "bullets": ["wind", "solar"],
-                 "table": {"columns": ["site", "GWh"], "rows": [["Lyon", 4.2], ["Brest", 60]]}}]
+    sections = [
+        {
+            "heading": "Output",
+            "paragraphs": ["Lyon — 4.2 GWh"],
+            "bullets": ["wind", "solar"],
+            "table": {"columns": ["site", "GWh"], "rows": [["Lyon", 4.2], ["Brest", 60]]},
+        }
+    ]
     result = call("generate_document", title="Energy 2025", format=fmt, sections=sections)
     assert result.error is None, result.content
     [export] = result.exports.values()
@@ -139,13 +172,28 @@ def test_another_tenant_cannot_report_on_a_conversation(call, conversation):
 def test_the_tools_work_from_call_tool(files_dir):
     out = io.StringIO()
     call_command("call_tool", "create_corpus", input='{"name": "cli"}', tenant=TENANT, stdout=out)
-    call_command("call_tool", "index_content", input='{"corpus": "cli", "items": [{"text": "Fourteen turbines in Brest."}]}',
-                 tenant=TENANT, stdout=out)
+    call_command(
+        "call_tool",
+        "index_content",
+        input='{"corpus": "cli", "items": [{"text": "Fourteen turbines in Brest."}]}',
+        tenant=TENANT,
+        stdout=out,
+    )
     call_command("call_tool", "search_documents", input='{"query": "turbines"}', tenant=TENANT, stdout=out)
-    call_command("call_tool", "record_fact", input='{"entity": "Brest", "attribute": "turbines", "value": 14}',
-                 tenant=TENANT, stdout=out)
-    call_command("call_tool", "generate_document", input='{"title": "CLI", "sections": [{"paragraphs": ["hi"]}]}',
-                 tenant=TENANT, stdout=out)
+    call_command(
+        "call_tool",
+        "record_fact",
+        input='{"entity": "Brest", "attribute": "turbines", "value": 14}',
+        tenant=TENANT,
+        stdout=out,
+    )
+    call_command(
+        "call_tool",
+        "generate_document",
+        input='{"title": "CLI", "sections": [{"paragraphs": ["hi"]}]}',
+        tenant=TENANT,
+        stdout=out,
+    )
     text = out.getvalue()
     assert "Created corpus 'cli'" in text and "Fourteen turbines in Brest." in text
     assert "Recorded Brest" in text and "Generated CLI.pdf" in text

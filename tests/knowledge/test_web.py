@@ -13,15 +13,40 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # Each is refused: loopback, private, link-local, unique-local, mapped, reserved,
 # decimal/hex/octal encodings, credentials and other schemes.
 REFUSED = [
-    "http://127.0.0.1/", "http://127.1/", "http://0/", "http://0.0.0.0/", "http://2130706433/",
-    "http://0x7f000001/", "http://0x7f.0.0.1/", "http://0177.0.0.1/", "http://017700000001/",
-    "http://127.000.000.001/", "http://[::1]/", "http://[::]/", "http://[::ffff:127.0.0.1]/",
-    "http://[::ffff:7f00:1]/", "http://[0:0:0:0:0:ffff:127.0.0.1]/", "http://[2002:7f00:1::]/",
-    "http://10.0.0.1/", "http://172.16.0.1/", "http://192.168.1.1/", "http://169.254.169.254/latest/meta-data/",
-    "http://[fe80::1]/", "http://[fc00::1]/", "http://[fd12:3456::1]/", "http://100.64.0.1/",
-    "http://224.0.0.1/", "http://255.255.255.255/", "http://192.0.2.1/", "http://localhost/",
-    "http://LOCALHOST./", "http://user:pw@example.com/", "ftp://example.com/file", "file:///etc/passwd",
-    "gopher://127.0.0.1:70/", "http://[::ffff:169.254.169.254]/",
+    "http://127.0.0.1/",
+    "http://127.1/",
+    "http://0/",
+    "http://0.0.0.0/",
+    "http://2130706433/",
+    "http://0x7f000001/",
+    "http://0x7f.0.0.1/",
+    "http://0177.0.0.1/",
+    "http://017700000001/",
+    "http://127.000.000.001/",
+    "http://[::1]/",
+    "http://[::]/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://[::ffff:7f00:1]/",
+    "http://[0:0:0:0:0:ffff:127.0.0.1]/",
+    "http://[2002:7f00:1::]/",
+    "http://10.0.0.1/",
+    "http://172.16.0.1/",
+    "http://192.168.1.1/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[fe80::1]/",
+    "http://[fc00::1]/",
+    "http://[fd12:3456::1]/",
+    "http://100.64.0.1/",
+    "http://224.0.0.1/",
+    "http://255.255.255.255/",
+    "http://192.0.2.1/",
+    "http://localhost/",
+    "http://LOCALHOST./",
+    "http://user:pw@example.com/",
+    "ftp://example.com/file",
+    "file:///etc/passwd",
+    "gopher://127.0.0.1:70/",
+    "http://[::ffff:169.254.169.254]/",
 ]
 
 release = threading.Event()
@@ -51,7 +76,9 @@ class Site(BaseHTTPRequestHandler):
             release.wait(10)  # bounded: the test releases it as soon as the tool gave up
             self._send(200, {"Content-Type": "text/plain"}, b"late")
         elif self.path.startswith("/search"):
-            body = json.dumps({"results": [{"title": "Helios SA", "url": "https://helios.example/", "content": "Solar farms."}]})
+            body = json.dumps(
+                {"results": [{"title": "Helios SA", "url": "https://helios.example/", "content": "Solar farms."}]}
+            )
             self._send(200, {"Content-Type": "application/json"}, body.encode())
         else:
             self._send(404, {"Content-Type": "text/plain"}, b"no")
@@ -89,7 +116,9 @@ def private_allowed(settings):
 @pytest.mark.parametrize("url", REFUSED)
 def test_an_internal_or_encoded_address_is_refused(call, url):
     result = call("fetch_url", url=url)
-    assert result.content.startswith(("✗ error (FetchRefused): refused", "⚠ schema hint: url: only http and https")), result.content
+    assert result.content.startswith(("✗ error (FetchRefused): refused", "⚠ schema hint: url: only http and https")), (
+        result.content
+    )
 
 
 def test_the_list_covers_at_least_25_address_forms():
@@ -151,7 +180,11 @@ def test_web_search_uses_a_searxng_backend(call, site, settings):
 
 
 def fake_backend(query, limit):
-    return [] if query == "nothing" else [{"title": f"About {query}", "url": "https://example.com/", "snippet": "…"}][:limit]
+    return (
+        []
+        if query == "nothing"
+        else [{"title": f"About {query}", "url": "https://example.com/", "snippet": "…"}][:limit]
+    )
 
 
 def test_web_search_takes_any_backend_by_dotted_path(call, settings):

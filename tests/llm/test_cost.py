@@ -8,8 +8,11 @@ from llm.models import ModelConfig
 
 def priced(input_price: str, output_price: str) -> ModelConfig:
     return ModelConfig(
-        role="chat", provider="anthropic", model="m",
-        input_price_per_mtok=Decimal(input_price), output_price_per_mtok=Decimal(output_price),
+        role="chat",
+        provider="anthropic",
+        model="m",
+        input_price_per_mtok=Decimal(input_price),
+        output_price_per_mtok=Decimal(output_price),
     )
 
 
@@ -32,8 +35,11 @@ def test_cost_is_a_float_in_usd_and_zero_for_an_unpriced_model():
 @pytest.mark.django_db
 def test_a_stored_rows_decimal_prices_give_the_cost(scripted, provider_for):
     ModelConfig.objects.create(
-        role="chat", provider="anthropic", model="claude-test",
-        input_price_per_mtok=Decimal("3.0000"), output_price_per_mtok=Decimal("15.0000"),
+        role="chat",
+        provider="anthropic",
+        model="claude-test",
+        input_price_per_mtok=Decimal("3.0000"),
+        output_price_per_mtok=Decimal("15.0000"),
     )
     from llm.roles import get_model_for_role
     from tests.llm.conftest import request

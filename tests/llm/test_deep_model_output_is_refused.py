@@ -16,9 +16,16 @@ DEPTH = 100_000
 def tool_block_events(partial_json: str) -> list[dict]:
     return [
         {"type": "message_start", "message": {"id": "m1", "model": "claude-test", "usage": {"input_tokens": 1}}},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "tool_use", "id": "t1", "name": "weather", "input": {}}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": partial_json}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "weather", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": partial_json},
+        },
         {"type": "content_block_stop", "index": 0},
     ]
 
@@ -45,5 +52,7 @@ def test_a_deep_stream_event_is_a_response_error_not_a_recursion_error():
 
 def test_the_offline_provider_answers_deep_slash_arguments_naming_the_limit():
     text = "/weather " + '{"city": ' + "[" * 15_000 + "]" * 15_000 + "}"
-    reply = OfflineProvider().complete(LLMRequest(model="offline", system="", messages=[{"role": "user", "content": text}], max_tokens=100))
+    reply = OfflineProvider().complete(
+        LLMRequest(model="offline", system="", messages=[{"role": "user", "content": text}], max_tokens=100)
+    )
     assert reply.stop_reason == "end_turn" and "EUNICE_JSON_MAX_DEPTH" in reply.content[0].text

@@ -24,9 +24,15 @@ def migrate(targets: list) -> MigrationExecutor:
 def test_a_row_written_before_the_move_is_read_after_it():
     executor = migrate(BEFORE_THE_MOVE)
     old = executor.loader.project_state(BEFORE_THE_MOVE[:1]).apps.get_model("registry", "ModelConfig")
-    row = old.objects.create(role="chat", provider="anthropic", model="claude-x", max_output_tokens=777,
-                             input_price_per_mtok="3.0000", output_price_per_mtok="15.0000",
-                             capabilities={"web_search": True})
+    row = old.objects.create(
+        role="chat",
+        provider="anthropic",
+        model="claude-x",
+        max_output_tokens=777,
+        input_price_per_mtok="3.0000",
+        output_price_per_mtok="15.0000",
+        capabilities={"web_search": True},
+    )
     migrate([])
     moved = ModelConfig.objects.get(pk=row.pk)
     assert (moved.role, moved.provider, moved.model, moved.max_output_tokens) == ("chat", "anthropic", "claude-x", 777)
@@ -40,7 +46,8 @@ def test_a_permission_granted_on_the_old_model_applies_to_the_moved_one():
     ContentType.objects.filter(app_label="llm", model="modelconfig").delete()
     old_type, _ = ContentType.objects.get_or_create(app_label="registry", model="modelconfig")
     change, _ = Permission.objects.get_or_create(
-        content_type=old_type, codename="change_modelconfig", defaults={"name": "Can change model config"})
+        content_type=old_type, codename="change_modelconfig", defaults={"name": "Can change model config"}
+    )
     operators = Group.objects.create(name="operators")
     operators.permissions.add(change)
     migrate([])
@@ -48,5 +55,6 @@ def test_a_permission_granted_on_the_old_model_applies_to_the_moved_one():
     moved_type = ContentType.objects.get_for_model(ModelConfig)
     assert moved_type.pk == old_type.pk and moved_type.app_label == "llm"
     assert list(operators.permissions.values_list("content_type__app_label", "codename")) == [
-        ("llm", "change_modelconfig")]
+        ("llm", "change_modelconfig")
+    ]
     assert not ContentType.objects.filter(app_label="registry", model="modelconfig").exists()

@@ -61,7 +61,9 @@ def test_a_row_for_anthropic_without_a_key_answers_offline_and_says_why():
     row()
     client = create_llm_client_for_role("chat")
     assert isinstance(client, OfflineProvider)
-    text = client.complete(LLMRequest(model="x", system="", messages=[{"role": "user", "content": "hi"}], max_tokens=9)).text
+    text = client.complete(
+        LLMRequest(model="x", system="", messages=[{"role": "user", "content": "hi"}], max_tokens=9)
+    ).text
     assert "anthropic/claude-row" in text and "ANTHROPIC_API_KEY is not set" in text
 
 
@@ -100,10 +102,13 @@ def test_eunice_default_model_is_read_as_provider_and_model(monkeypatch):
     assert env_model_ref("EUNICE_DEFAULT_MODEL", ("anthropic", "offline")) == ("offline", "offline")
 
 
-@pytest.mark.parametrize("value, complaint", [
-    ("openai/gpt", "unknown provider 'openai'"),
-    ("anthropic", "names no model; expected anthropic/MODEL"),
-])
+@pytest.mark.parametrize(
+    "value, complaint",
+    [
+        ("openai/gpt", "unknown provider 'openai'"),
+        ("anthropic", "names no model; expected anthropic/MODEL"),
+    ],
+)
 def test_a_bad_default_model_stops_the_process_naming_the_variable(monkeypatch, value, complaint):
     monkeypatch.setenv("EUNICE_DEFAULT_MODEL", value)
     with pytest.raises(ImproperlyConfigured, match=f"EUNICE_DEFAULT_MODEL=.*{complaint}"):

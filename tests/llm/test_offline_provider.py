@@ -8,7 +8,9 @@ TOOLS = [{"name": "search_tools", "description": "Find tools.", "input_schema": 
 
 
 def answer(text, tools=TOOLS):
-    return OfflineProvider().complete(request({"role": "user", "content": [{"type": "text", "text": text}, state_block()]}, tools=tools))
+    return OfflineProvider().complete(
+        request({"role": "user", "content": [{"type": "text", "text": text}, state_block()]}, tools=tools)
+    )
 
 
 def test_without_a_model_it_says_so_and_how_to_configure_one():
@@ -48,12 +50,18 @@ def test_json_that_is_not_an_object_is_refused():
 
 def test_after_the_tool_ran_the_reply_is_its_result_and_the_turn_ends():
     first = answer('/search_tools {"query": "x"}')
-    result = {"type": "tool_result", "tool_use_id": first.tool_uses[0].id,
-              "content": [{"type": "text", "text": "✓ ok. 3 tools found"}]}
-    response = OfflineProvider().complete(request(
-        {"role": "user", "content": '/search_tools {"query": "x"}'}, first.to_message(),
-        {"role": "user", "content": [result, state_block()]},
-    ))
+    result = {
+        "type": "tool_result",
+        "tool_use_id": first.tool_uses[0].id,
+        "content": [{"type": "text", "text": "✓ ok. 3 tools found"}],
+    }
+    response = OfflineProvider().complete(
+        request(
+            {"role": "user", "content": '/search_tools {"query": "x"}'},
+            first.to_message(),
+            {"role": "user", "content": [result, state_block()]},
+        )
+    )
     assert response.stop_reason == "end_turn" and response.text == "✓ ok. 3 tools found"
 
 

@@ -32,7 +32,10 @@ def test_after_tool_calls_the_breakpoint_is_on_the_last_tool_result(scripted, pr
     history = [
         {"role": "user", "content": "Plan"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "plan", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "planned"}, state_block()]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "planned"}, state_block()],
+        },
     ]
     provider_for(server).stream(request(*history)).__next__()
     server.resume()
@@ -40,21 +43,27 @@ def test_after_tool_calls_the_breakpoint_is_on_the_last_tool_result(scripted, pr
 
 
 def test_a_state_only_user_message_puts_the_breakpoint_on_the_previous_message():
-    params = build_params(request(
-        {"role": "user", "content": "Hi"},
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "x", "signature": "s"},
-                                          {"type": "text", "text": "Hello"}]},
-        {"role": "user", "content": [state_block()]},
-    ))
+    params = build_params(
+        request(
+            {"role": "user", "content": "Hi"},
+            {
+                "role": "assistant",
+                "content": [{"type": "thinking", "thinking": "x", "signature": "s"}, {"type": "text", "text": "Hello"}],
+            },
+            {"role": "user", "content": [state_block()]},
+        )
+    )
     assert marked(params) == [{"type": "text", "text": "Hello", "cache_control": EPHEMERAL}]
 
 
 def test_thinking_blocks_never_carry_the_breakpoint():
-    params = build_params(request(
-        {"role": "user", "content": "Hi"},
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "x", "signature": "s"}]},
-        {"role": "user", "content": [state_block()]},
-    ))
+    params = build_params(
+        request(
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "x", "signature": "s"}]},
+            {"role": "user", "content": [state_block()]},
+        )
+    )
     assert marked(params) == [{"type": "text", "text": "Hi", "cache_control": EPHEMERAL}]
 
 

@@ -50,14 +50,24 @@ def test_the_provider_never_shows_its_key_in_its_repr():
 
 
 def test_a_rate_limit_is_retried_by_the_sdk_and_then_succeeds(scripted, provider_for):
-    rate_limited = {"status": 429, "type": "rate_limit_error", "message": "slow down", "headers": {"retry-after-ms": "1"}}
+    rate_limited = {
+        "status": 429,
+        "type": "rate_limit_error",
+        "message": "slow down",
+        "headers": {"retry-after-ms": "1"},
+    }
     server = scripted([{"error": rate_limited}, {"text": "ok"}])
     assert provider_for(server, max_retries=1).complete(request("Hi")).text == "ok"
     assert len(server.requests) == 2
 
 
 def test_a_rate_limit_that_outlasts_the_retries_is_a_typed_rate_limit_error(scripted, provider_for):
-    rate_limited = {"status": 429, "type": "rate_limit_error", "message": "slow down", "headers": {"retry-after-ms": "1"}}
+    rate_limited = {
+        "status": 429,
+        "type": "rate_limit_error",
+        "message": "slow down",
+        "headers": {"retry-after-ms": "1"},
+    }
     server = scripted([{"error": rate_limited}, {"error": rate_limited}])
     with pytest.raises(LLMRateLimitError):
         provider_for(server, max_retries=1).complete(request("Hi"))

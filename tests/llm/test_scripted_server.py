@@ -71,7 +71,17 @@ def test_the_fake_model_server_command_serves_a_script_file(tmp_path):
     script = tmp_path / "demo.json"
     script.write_text(json.dumps({"turns": [{"text": ["Hello ", "from the script."]}]}))
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.test_settings", "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "manage.py", "fake_model_server", "--script", str(script), "--port", "0", "--max-requests", "1"]
+    command = [
+        sys.executable,
+        "manage.py",
+        "fake_model_server",
+        "--script",
+        str(script),
+        "--port",
+        "0",
+        "--max-requests",
+        "1",
+    ]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first_line = process.stdout.readline()

@@ -10,10 +10,10 @@ DELTA = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","
 
 def test_events_split_across_reads_come_out_whole_and_in_order():
     buffer = SSEBuffer()
-    stream = b"event: content_block_delta\ndata: " + DELTA + b"\n\n" + b"event: ping\ndata: {\"type\": \"ping\"}\n\n"
+    stream = b"event: content_block_delta\ndata: " + DELTA + b"\n\n" + b'event: ping\ndata: {"type": "ping"}\n\n'
     events = []
     for n in range(0, len(stream), 7):
-        events += buffer.push(stream[n:n + 7])
+        events += buffer.push(stream[n : n + 7])
     assert events == [json.loads(DELTA), {"type": "ping"}]
 
 
@@ -25,7 +25,9 @@ def test_a_crlf_split_between_two_reads_is_one_line_end():
     stream = b'data: {"type": "content_block_delta",\r\ndata: "index": 0}\r\n\r\n'
     for cut in range(1, len(stream)):
         buffer = SSEBuffer()
-        assert buffer.push(stream[:cut]) + buffer.push(stream[cut:]) == [{"type": "content_block_delta", "index": 0}], cut
+        assert buffer.push(stream[:cut]) + buffer.push(stream[cut:]) == [{"type": "content_block_delta", "index": 0}], (
+            cut
+        )
 
 
 def test_what_the_fast_parser_refuses_is_still_read_as_json_reads_it():

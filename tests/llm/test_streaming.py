@@ -67,7 +67,11 @@ def test_usage_updates_end_with_the_turns_totals(scripted, provider_for):
     events = list(provider_for(server).stream(request("Hi")))
     updates = [e.usage for e in events if isinstance(e, UsageUpdate)]
     assert updates[0].output_tokens == 1  # message_start reports a placeholder
-    assert (updates[-1].input_tokens, updates[-1].output_tokens, updates[-1].cache_read_input_tokens) == (1200, 80, 9000)
+    assert (updates[-1].input_tokens, updates[-1].output_tokens, updates[-1].cache_read_input_tokens) == (
+        1200,
+        80,
+        9000,
+    )
     assert events[-1].response.usage == updates[-1]
 
 
@@ -82,10 +86,12 @@ def test_deltas_reach_the_caller_while_the_server_is_still_streaming(scripted, p
 
 
 def test_a_tool_result_round_trip_meets_the_scripts_expectation(scripted, provider_for):
-    server = scripted([
-        {"tool_uses": [{"name": "echo", "input": {"text": "hi"}}]},
-        {"text": "Done.", "expect": {"tool_result_contains": "echoed: hi", "tools_include": ["echo"]}},
-    ])
+    server = scripted(
+        [
+            {"tool_uses": [{"name": "echo", "input": {"text": "hi"}}]},
+            {"text": "Done.", "expect": {"tool_result_contains": "echoed: hi", "tools_include": ["echo"]}},
+        ]
+    )
     provider = provider_for(server)
     tools = [{"name": "echo", "description": "Echo.", "input_schema": {"type": "object"}}]
     first = provider.complete(request("Echo hi", tools=tools))

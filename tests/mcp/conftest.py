@@ -62,8 +62,9 @@ def reviewer(username: str = "rita", tenant: str = TENANT):
     user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True})
     if created:
         TenantMembership.objects.create(user=user, tenant_id=tenant)
-        user.user_permissions.add(*Permission.objects.filter(
-            codename__in=["approve_mcp_tool", "view_mcpserver", "change_mcpserver"]))
+        user.user_permissions.add(
+            *Permission.objects.filter(codename__in=["approve_mcp_tool", "view_mcpserver", "change_mcpserver"])
+        )
     return get_user_model().objects.get(pk=user.pk)  # a fresh object: permissions are cached per instance
 
 
@@ -78,8 +79,12 @@ def approve(registered_name: str) -> None:
 
 def entry(name: str, description: str = "", **fields) -> dict:
     """A raw tools/list entry for the shifting server."""
-    return {"name": name, "description": description or f"The {name} tool.", "inputSchema": {"type": "object"},
-            **fields}
+    return {
+        "name": name,
+        "description": description or f"The {name} tool.",
+        "inputSchema": {"type": "object"},
+        **fields,
+    }
 
 
 def shifting_server(name: str = "shifty", tools: list | None = None, **fields) -> MCPServer:
@@ -114,7 +119,9 @@ def http_demo():
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, DEMO, "http", str(port)],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
@@ -128,10 +135,17 @@ def http_demo():
         process.stderr.close()
 
 
-LISTING = {"servers": [{"server": {
-    "name": "io.example/weather", "description": "Weather forecasts.",
-    "packages": [{"registryType": "pypi", "identifier": "example-weather-mcp", "version": "1.4.2"}],
-}}]}
+LISTING = {
+    "servers": [
+        {
+            "server": {
+                "name": "io.example/weather",
+                "description": "Weather forecasts.",
+                "packages": [{"registryType": "pypi", "identifier": "example-weather-mcp", "version": "1.4.2"}],
+            }
+        }
+    ]
+}
 
 
 class FakeRegistry(BaseHTTPRequestHandler):

@@ -47,7 +47,10 @@ def test_disconnect_retires_the_tools_and_refresh_brings_them_back(admin_client,
     assert "demo: refreshed" in act(admin_client, "refresh_servers", server)
     assert text(call(mcp("add"), a=1, b=2)) == "3"
     assert list(MCPAuditLog.objects.filter(server_name="demo").values_list("action", flat=True).order_by("id")) == [
-        "connect", "disconnect", "refresh"]
+        "connect",
+        "disconnect",
+        "refresh",
+    ]
 
 
 def test_a_failed_connect_shows_the_error_in_the_list(admin_client):
@@ -59,7 +62,8 @@ def test_a_failed_connect_shows_the_error_in_the_list(admin_client):
 
 
 def test_a_quarantined_tool_shows_old_and_new_definitions_side_by_side_and_can_be_re_approved(
-        admin_client, manager, call):
+    admin_client, manager, call
+):
     server = add_server()
     act(admin_client, "connect_servers", server)
     before = manager.sync_count(server_id())
@@ -67,8 +71,8 @@ def test_a_quarantined_tool_shows_old_and_new_definitions_side_by_side_and_can_b
     assert manager.wait_synced(server_id(), before, WAIT)
 
     page = admin_client.get(f"{CHANGELIST}{server.pk}/tools/").content.decode()
-    row = page[page.index(f"<td>{mcp('echo')}</td>"):]
-    row = row[:row.index("</tr>")]
+    row = page[page.index(f"<td>{mcp('echo')}</td>") :]
+    row = row[: row.index("</tr>")]
     assert "quarantined" in row
     approved, current = row.split("<pre>")[1], row.split("<pre>")[2]
     assert "evil.example" not in approved and "evil.example" in current
@@ -81,7 +85,7 @@ def test_a_quarantined_tool_shows_old_and_new_definitions_side_by_side_and_can_b
     assert echo.status == ToolStatus.APPROVED
     assert text(call(mcp("echo"), text="back")) == "back"
     page = admin_client.get(f"{CHANGELIST}{server.pk}/tools/").content.decode()
-    assert "Approve as shown" not in page[page.index(f"<td>{mcp('echo')}</td>"):].split("</tr>")[0]
+    assert "Approve as shown" not in page[page.index(f"<td>{mcp('echo')}</td>") :].split("</tr>")[0]
 
 
 def test_a_tenants_staff_never_see_another_tenants_connection(client):

@@ -11,9 +11,21 @@ ADD = "/admin/registry/mcpserver/add/"
 
 
 def form(**fields) -> dict:
-    return {"name": "web", "tenant_id": "acme", "transport": "streamable_http", "command": "", "args": "[]",
-            "env": "", "url": "https://example.com/mcp", "headers": "", "approval_policy": "manual",
-            "call_timeout_seconds": "120", "idempotent_tools": "[]", "enabled": "on", **fields}
+    return {
+        "name": "web",
+        "tenant_id": "acme",
+        "transport": "streamable_http",
+        "command": "",
+        "args": "[]",
+        "env": "",
+        "url": "https://example.com/mcp",
+        "headers": "",
+        "approval_policy": "manual",
+        "call_timeout_seconds": "120",
+        "idempotent_tools": "[]",
+        "enabled": "on",
+        **fields,
+    }
 
 
 def test_a_loopback_url_is_a_form_error_on_the_url_and_the_form_is_kept(admin_client):
@@ -46,7 +58,8 @@ def test_a_rule_of_who_may_do_what_is_a_form_error_too(admin_client, django_user
 def test_a_valid_change_still_saves_through_the_services(admin_client):
     server = add_server("web", transport="streamable_http", command="", args=[], url="https://example.com/mcp")
     # An address, not a name: nothing here resolves names off this machine.
-    response = admin_client.post(f"/admin/registry/mcpserver/{server.pk}/change/",
-                                 form(url="https://1.1.1.1/mcp"), follow=True)
+    response = admin_client.post(
+        f"/admin/registry/mcpserver/{server.pk}/change/", form(url="https://1.1.1.1/mcp"), follow=True
+    )
     assert response.status_code == 200
     assert MCPServer.objects.get(pk=server.pk).url == "https://1.1.1.1/mcp"

@@ -17,10 +17,10 @@ def test_annotations_are_on_the_review_page_and_in_the_api(manager, client):
     staff = reviewer()
     client.force_login(staff)
     page = client.get(f"/admin/registry/mcpserver/{server.pk}/tools/").content.decode()
-    wipe = page[page.index(f"<td>{mcp('wipe', 'shifty')}</td>"):].split("</tr>")[0]
+    wipe = page[page.index(f"<td>{mcp('wipe', 'shifty')}</td>") :].split("</tr>")[0]
     for words in ("<li>destructive</li>", "<li>may change things</li>", "<li>idempotent</li>", "<li>closed world</li>"):
         assert words in wipe
-    peek = page[page.index(f"<td>{mcp('peek', 'shifty')}</td>"):].split("</tr>")[0]
+    peek = page[page.index(f"<td>{mcp('peek', 'shifty')}</td>") :].split("</tr>")[0]
     assert "<li>destructive (default)</li>" in peek  # the spec's default when a server says nothing
 
     api = APIClient()

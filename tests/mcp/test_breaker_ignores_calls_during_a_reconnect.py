@@ -22,7 +22,9 @@ def test_calls_during_a_reconnect_are_not_counted_and_name_the_reconnect(manager
 
     answers = []
     deadline = time.monotonic() + WAIT
-    while not manager.wait_connected(server.pk, 0) and len(answers) <= FAILURE_THRESHOLD and time.monotonic() < deadline:
+    while (
+        not manager.wait_connected(server.pk, 0) and len(answers) <= FAILURE_THRESHOLD and time.monotonic() < deadline
+    ):
         answers.append(manager.call_tool(server.pk, "add", {}))
     if len(answers) <= FAILURE_THRESHOLD:
         pytest.skip(f"the server came back before enough calls were made during its reconnect: {answers}")

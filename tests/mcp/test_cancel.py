@@ -5,10 +5,9 @@ import time
 
 import pytest
 
-from tests.mcp.conftest import mcp
-
 from conversations.state import CancelToken
 from tests.conftest import text
+from tests.mcp.conftest import mcp
 from tests.mcp.test_stdio_lifecycle import connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,6 +27,8 @@ def test_a_cancelled_call_returns_within_100_ms_and_the_session_stays_usable(man
     threading.Thread(target=cancel_soon).start()
     result = call(mcp("slow"), context={"cancel": token}, seconds=30)
     latency = time.monotonic() - cancelled_at["t"]
-    assert result.content.startswith("✗ error (Cancelled): cancelled by the user; MCP server 'demo' was told to stop 'slow'")
+    assert result.content.startswith(
+        "✗ error (Cancelled): cancelled by the user; MCP server 'demo' was told to stop 'slow'"
+    )
     assert latency < 0.1, f"stopped waiting {latency * 1000:.0f} ms after the cancel"
     assert text(call(mcp("add"), a=1, b=2)) == "3"

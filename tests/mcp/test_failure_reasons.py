@@ -28,7 +28,10 @@ def test_a_server_that_exits_at_start_up_shows_its_last_stderr_lines(manager):
     with pytest.raises(MCPError) as failed:
         manager.connect(failing(script))
     message = str(failed.value)
-    assert "the server process exited with code 3; its last stderr lines:\nloading config\nerror: GITHUB_TOKEN is not set" in message
+    assert (
+        "the server process exited with code 3; its last stderr lines:\nloading config\nerror: GITHUB_TOKEN is not set"
+        in message
+    )
     assert "Connection closed" not in message
     row = MCPServer.objects.get(name="broken")
     assert row.status == "failed" and "error: GITHUB_TOKEN is not set" in row.last_error
@@ -84,7 +87,9 @@ def test_a_server_that_writes_much_to_stderr_is_drained_and_keeps_answering(mana
     """A megabyte on stderr before it serves: a pipe left full would stall it at start-up."""
     from tests.mcp.conftest import DEMO
 
-    script = ("import runpy, sys\nfor _ in range(1000): print('x' * 1000, file=sys.stderr)\n"
-              f"sys.argv = [{DEMO!r}]\nrunpy.run_path({DEMO!r}, run_name='__main__')")
+    script = (
+        "import runpy, sys\nfor _ in range(1000): print('x' * 1000, file=sys.stderr)\n"
+        f"sys.argv = [{DEMO!r}]\nrunpy.run_path({DEMO!r}, run_name='__main__')"
+    )
     manager.connect(ServerConfig.from_model(add_server("demo", args=["-c", script])))
     assert "42" in call(mcp("add"), a=20, b=22).content

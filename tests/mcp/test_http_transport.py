@@ -83,8 +83,7 @@ def test_a_redirect_is_not_followed(manager):
     redirect = serve(307, {"Location": elsewhere}, [])
     try:
         with pytest.raises(MCPError) as refused:
-            manager.connect(http_server(url=f"http://127.0.0.1:{redirect.server_port}/mcp",
-                                        allow_private_network=True))
+            manager.connect(http_server(url=f"http://127.0.0.1:{redirect.server_port}/mcp", allow_private_network=True))
     finally:
         for server in (redirect, target):
             server.shutdown()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from registry.context import ToolContext
-
 import json
 import os
 import subprocess
@@ -23,6 +21,7 @@ from conversations.models import ChatMessage, Conversation, ConversationEvent
 from conversations.replay import replay
 from eunice.asgi import application
 from registry.approvals import ApprovalConflict, ApprovalNotFound
+from registry.context import ToolContext
 from registry.models import (
     ApprovalPolicy,
     ApprovalStatus,
@@ -34,9 +33,9 @@ from registry.models import (
     ToolStatus,
 )
 from tests.conftest import OTHER_TENANT, TENANT
-from tests.test_background_jobs import database_url
 from tests.mcp.conftest import WAIT, mcp
 from tests.mcp.conftest import approve as approve_listed
+from tests.test_background_jobs import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,10 +89,17 @@ def test_the_models_call_only_asks_the_person_and_says_it_cannot_approve(registr
     assert (row.status, row.user, row.conversation_id) == (ApprovalStatus.PENDING, conversation.user, conversation.pk)
     assert row.shown["command"] == [sys.executable, "-m", "mcp_server_time"]
     assert row.shown["package"] == "mcp-server-time" and "(installed here)" in row.shown["version"]
-    assert result.cards == [{
-        "type": "approval", "approval_id": str(row.pk), "args_hash": row.args_hash, "tool": "install_mcp_server",
-        "status": "pending", "shown": row.shown, "expires_at": row.expires_at.isoformat(),
-    }]
+    assert result.cards == [
+        {
+            "type": "approval",
+            "approval_id": str(row.pk),
+            "args_hash": row.args_hash,
+            "tool": "install_mcp_server",
+            "status": "pending",
+            "shown": row.shown,
+            "expires_at": row.expires_at.isoformat(),
+        }
+    ]
 
 
 def test_asking_again_for_the_same_call_keeps_one_pending_approval(registry, conversation):
@@ -203,7 +209,9 @@ def test_an_approval_runs_only_its_own_arguments(registry, conversation, staff):
     PendingApproval.objects.filter(pk=row.pk).update(status=ApprovalStatus.APPROVED, decided_by=staff)
     context = ToolContext(tenant_id=TENANT, user_id=str(staff.pk), approval_id=str(row.pk))
     result = registry.execute_tool("install_mcp_server", {"id": "time", "name": "other"}, context)
-    assert result.content == "✗ error (ApprovalConflict): not installed: these are not the arguments the person approved"
+    assert (
+        result.content == "✗ error (ApprovalConflict): not installed: these are not the arguments the person approved"
+    )
     assert not MCPServer.objects.exists()
 
 
@@ -235,7 +243,9 @@ print("status", decide(card["approval_id"], "approve", acting_user=owner, expect
 get_manager().stop()
 """
     env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "eunice.test_settings"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT * 4)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT * 4
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"pending ['{row.pk}']" in done.stdout and "status approved" in done.stdout
     assert MCPServer.objects.filter(name="time").exists()
@@ -259,8 +269,9 @@ async def open_socket(conversation, user) -> WebsocketCommunicator:
 
 async def click_approve(ws: WebsocketCommunicator, row) -> dict:
     """The card's Approve button: the decision over the socket, and the first answer."""
-    await ws.send_json_to({"type": "approval", "approval_id": str(row.pk), "decision": "approve",
-                           "args_hash": row.args_hash})
+    await ws.send_json_to(
+        {"type": "approval", "approval_id": str(row.pk), "decision": "approve", "args_hash": row.args_hash}
+    )
     return await ws.receive_json_from(timeout=WAIT)
 
 
@@ -290,7 +301,9 @@ def test_pending_approvals_are_listed_over_rest_and_decided_there(registry, conv
     assert listed["results"][0]["shown"]["launch"] == row.shown["launch"]
     refused = client.post(f"/api/approvals/{row.pk}/approve/", {"args_hash": "f" * 64}, content_type="application/json")
     assert refused.status_code == 409
-    done = client.post(f"/api/approvals/{row.pk}/approve/", {"args_hash": row.args_hash}, content_type="application/json")
+    done = client.post(
+        f"/api/approvals/{row.pk}/approve/", {"args_hash": row.args_hash}, content_type="application/json"
+    )
     assert done.status_code == 200 and done.json()["status"] == "approved"
     other = Client()
     other.force_login(person("eve", tenant=OTHER_TENANT))
@@ -305,7 +318,7 @@ def test_the_chat_page_shows_a_pending_approval_again_after_a_reload(registry, c
     client.force_login(staff)
     page = client.get(f"/c/{conversation.pk}/").content.decode()
     start = page.index('<script id="pending-approvals" type="application/json">')
-    cards = json.loads(page[page.index(">", start) + 1:page.index("</script>", start)])
+    cards = json.loads(page[page.index(">", start) + 1 : page.index("</script>", start)])
     assert [card["approval_id"] for card in cards] == [str(row.pk)]
 
 

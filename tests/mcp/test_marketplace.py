@@ -1,12 +1,11 @@
 """The marketplace: a registry search (a local HTTP server here), the bundled catalog, chat tools."""
 
-from registry.context import ToolContext
-
 import sys
 
 import pytest
 from django.contrib.auth import get_user_model
 
+from registry.context import ToolContext
 from registry.mcp import marketplace
 from registry.models import MCPServer, PendingApproval
 
@@ -15,6 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def install(registry, user_id="u1", **inputs):
     return registry.execute_tool("install_mcp_server", inputs, ToolContext(tenant_id="acme", user_id=user_id))
+
 
 def test_search_finds_registry_servers_with_their_launch_command(registry_url, call):
     result = call("search_mcp_marketplace", query="weather")
@@ -45,8 +45,9 @@ def test_search_says_which_listings_can_run_here_and_offers_those_first(registry
 
 
 def test_a_listing_whose_python_package_is_missing_names_the_package():
-    listing = marketplace.Listing("x", "X", "", command=[sys.executable, "-m", "no_such_module_here"],
-                                  package="no-such-package")
+    listing = marketplace.Listing(
+        "x", "X", "", command=[sys.executable, "-m", "no_such_module_here"], package="no-such-package"
+    )
     assert listing.missing() == "the Python package no-such-package is not installed here (pip install no-such-package)"
 
 

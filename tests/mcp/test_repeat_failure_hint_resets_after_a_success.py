@@ -29,6 +29,7 @@ def test_a_success_resets_the_count_of_an_identical_call(make_tool):
     runtime = begin_turn(conversation, user=user, user_message="go")
     state = DispatchState.for_conversation(conversation)
     try:
+
         def once(index):
             block = {"id": f"toolu_{index}", "name": "fetch_quotes", "input": {"symbol": "X"}}
             # A different call in between keeps the loop guard (identical calls in a row) out of it.

@@ -64,8 +64,12 @@ def test_the_openapi_schema_and_its_ui_are_served_locally():
 def tools_of(server, *statuses):
     for n, status in enumerate(statuses):
         ToolDefinition.objects.create(
-            name=f"mcp_{server.name}_t{n}", description="d", tool_type=ToolType.MCP, status=status,
-            created_by=server.created_by_tag, implementation=f"mcp:{server.pk}:t{n}",
+            name=f"mcp_{server.name}_t{n}",
+            description="d",
+            tool_type=ToolType.MCP,
+            status=status,
+            created_by=server.created_by_tag,
+            implementation=f"mcp:{server.pk}:t{n}",
         )
 
 
@@ -98,15 +102,18 @@ def test_the_admin_list_counts_approved_and_held_tools_in_one_query(admin_client
 
 def test_a_wrong_choice_lists_the_valid_ones_and_the_closest():
     response = client_for("sam", staff=True).post(
-        "/api/mcp/servers/", {"name": "x", "transport": "stdoi", "command": "true"}, format="json")
+        "/api/mcp/servers/", {"name": "x", "transport": "stdoi", "command": "true"}, format="json"
+    )
     assert (response.status_code, response.json()) == (
-        400, {"transport": ['"stdoi" is not one of: stdio, streamable_http (did you mean stdio?)']})
+        400,
+        {"transport": ['"stdoi" is not one of: stdio, streamable_http (did you mean stdio?)']},
+    )
 
 
 def test_a_misspelt_field_is_refused_not_dropped():
     response = client_for("sam", staff=True).post(
-        "/api/mcp/servers/", {"name": "x", "transport": "stdio", "command": "true", "enabeld": False},
-        format="json")
+        "/api/mcp/servers/", {"name": "x", "transport": "stdio", "command": "true", "enabeld": False}, format="json"
+    )
     assert response.status_code == 400
     assert response.json()["enabeld"][0].startswith("unknown field; the fields are: name, transport, command")
     assert not MCPServer.objects.filter(name="x").exists()

@@ -43,8 +43,9 @@ def test_the_migration_seals_rows_stored_in_clear():
     executor = MigrationExecutor(connection)
     executor.migrate([("registry", "0005_mcp_servers")])
     old = executor.loader.project_state([("registry", "0005_mcp_servers")]).apps.get_model("registry", "MCPServer")
-    row = old.objects.create(name="legacy", tenant_id="acme", transport="stdio", command="x",
-                             env={"TOKEN": SECRET}, headers={})
+    row = old.objects.create(
+        name="legacy", tenant_id="acme", transport="stdio", command="x", env={"TOKEN": SECRET}, headers={}
+    )
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())

@@ -44,28 +44,48 @@ def test_a_non_staff_user_may_not_change_a_stdio_servers_command():
 
 def test_a_non_staff_user_may_not_store_a_command_on_an_http_server_to_switch_to_stdio_later():
     ursula = client_for("ursula")
-    created = ursula.post("/api/mcp/servers/", {"name": "x1", "transport": "streamable_http",
-                                                "url": "https://example.com/mcp", "command": "/bin/sh",
-                                                "args": ["-c", "id"]}, format="json")
+    created = ursula.post(
+        "/api/mcp/servers/",
+        {
+            "name": "x1",
+            "transport": "streamable_http",
+            "url": "https://example.com/mcp",
+            "command": "/bin/sh",
+            "args": ["-c", "id"],
+        },
+        format="json",
+    )
     assert (created.status_code, created.json()["detail"]) == (
-        403, "only staff may set args, command: they define a process to start")
+        403,
+        "only staff may set args, command: they define a process to start",
+    )
     assert not MCPServer.objects.filter(name="x1").exists()
 
 
 def test_a_non_staff_user_may_not_switch_a_server_to_stdio():
-    server = add_server("web", transport="streamable_http", url="https://example.com/mcp", command="",
-                        staff_owned=False)
+    server = add_server(
+        "web", transport="streamable_http", url="https://example.com/mcp", command="", staff_owned=False
+    )
     response = client_for("ursula").patch(f"/api/mcp/servers/{server.pk}/", {"transport": "stdio"}, format="json")
     assert (response.status_code, response.json()["detail"]) == (
-        403, "only staff may create a stdio server or switch a server to stdio")
+        403,
+        "only staff may create a stdio server or switch a server to stdio",
+    )
     assert MCPServer.objects.get(pk=server.pk).transport == "streamable_http"
 
 
 def test_a_non_staff_user_may_not_repoint_a_server_allowed_on_private_addresses():
-    server = add_server("lan", transport="streamable_http", url="http://10.0.0.5/mcp", command="",
-                        allow_private_network=True, staff_owned=False)
-    response = client_for("ursula").patch(f"/api/mcp/servers/{server.pk}/", {"url": "http://10.0.0.9/mcp"},
-                                          format="json")
+    server = add_server(
+        "lan",
+        transport="streamable_http",
+        url="http://10.0.0.5/mcp",
+        command="",
+        allow_private_network=True,
+        staff_owned=False,
+    )
+    response = client_for("ursula").patch(
+        f"/api/mcp/servers/{server.pk}/", {"url": "http://10.0.0.9/mcp"}, format="json"
+    )
     assert response.status_code == 403 and "only staff may change its url" in response.json()["detail"]
 
 
@@ -89,7 +109,8 @@ def test_staff_may_create_a_stdio_server_and_its_env_is_never_echoed():
 
 def test_a_url_pointing_at_a_private_address_is_refused_by_the_api():
     response = client_for("ursula").post(
-        "/api/mcp/servers/", {"name": "meta", "transport": "streamable_http",
-                              "url": "http://169.254.169.254/latest"}, format="json",
+        "/api/mcp/servers/",
+        {"name": "meta", "transport": "streamable_http", "url": "http://169.254.169.254/latest"},
+        format="json",
     )
     assert response.status_code == 403 and "link-local" in response.content.decode()  # docs/api.md

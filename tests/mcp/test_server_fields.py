@@ -36,8 +36,9 @@ def test_args_as_a_list_are_stored_as_given():
 
 def test_the_model_refuses_a_string_for_args_whoever_calls():
     with pytest.raises(ValidationError) as refused:
-        services.create_server(acting_user=Operator(), tenant_id="acme", name="demo", transport="stdio",
-                               command=sys.executable, args="a b")
+        services.create_server(
+            acting_user=Operator(), tenant_id="acme", name="demo", transport="stdio", command=sys.executable, args="a b"
+        )
     assert "args" in refused.value.message_dict
     assert "must be a list of strings" in refused.value.message_dict["args"][0]
 

@@ -42,9 +42,16 @@ def test_a_plain_user_may_not_switch_a_server_to_auto_approval(staff_server):
 
 
 def test_a_plain_user_may_not_create_a_server_that_approves_itself():
-    response = api(user("ursula")).post("/api/mcp/servers/", {
-        "name": "mine", "transport": "streamable_http", "url": "https://93.184.215.14/mcp", "approval_policy": "auto",
-    }, format="json")
+    response = api(user("ursula")).post(
+        "/api/mcp/servers/",
+        {
+            "name": "mine",
+            "transport": "streamable_http",
+            "url": "https://93.184.215.14/mcp",
+            "approval_policy": "auto",
+        },
+        format="json",
+    )
     assert response.status_code == 403 and "approval_policy" in response.json()["detail"]
     assert not MCPServer.objects.filter(name="mine").exists()
 
@@ -74,8 +81,11 @@ def test_a_plain_user_may_not_touch_a_server_staff_created(staff_server, verb):
 def test_the_creator_is_recorded_and_a_plain_users_server_is_his_to_manage():
     ursula = user("ursula")
     client = api(ursula)
-    created = client.post("/api/mcp/servers/", {"name": "mine", "transport": "streamable_http",
-                                                "url": "https://93.184.215.14/mcp"}, format="json")
+    created = client.post(
+        "/api/mcp/servers/",
+        {"name": "mine", "transport": "streamable_http", "url": "https://93.184.215.14/mcp"},
+        format="json",
+    )
     assert created.status_code == 201, created.content
     server = MCPServer.objects.get(name="mine")
     assert (server.created_by_id, server.staff_owned) == (ursula.pk, False)
@@ -86,13 +96,20 @@ def test_the_creator_is_recorded_and_a_plain_users_server_is_his_to_manage():
 def test_two_tenants_may_each_have_a_server_of_one_name_and_neither_learns_of_the_other(manager, call):
     theirs = shifting_server("github", tools=[entry("search")], tenant_id=OTHER_TENANT, approval_policy="auto")
     manager.connect(ServerConfig.from_model(theirs))
-    created = api(user("sam", staff=True)).post("/api/mcp/servers/", {
-        "name": "github", "transport": "streamable_http", "url": "https://93.184.215.14/mcp",
-    }, format="json")
+    created = api(user("sam", staff=True)).post(
+        "/api/mcp/servers/",
+        {
+            "name": "github",
+            "transport": "streamable_http",
+            "url": "https://93.184.215.14/mcp",
+        },
+        format="json",
+    )
     assert created.status_code == 201, created.content  # no "already exists": nothing to learn
     ours = MCPServer.objects.get(name="github", tenant_id=TENANT)
     MCPServer.objects.filter(pk=ours.pk).update(
-        transport="stdio", command=theirs.command, args=theirs.args, approval_policy="auto", url="")
+        transport="stdio", command=theirs.command, args=theirs.args, approval_policy="auto", url=""
+    )
     manager.connect(ServerConfig.from_model(MCPServer.objects.get(pk=ours.pk)))
     assert text(call(mcp("search", "github"))) == "search ran"
     assert text(call(mcp("search", "github", OTHER_TENANT), tenant=OTHER_TENANT)) == "search ran"

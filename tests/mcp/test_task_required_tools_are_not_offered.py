@@ -13,8 +13,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_task_required_tool_is_held_as_unsupported_even_under_auto_approval(manager, call, registry, admin_client):
-    server = shifting_server(tools=[entry("report", execution={"taskSupport": "required"}),
-                                    entry("quick", execution={"taskSupport": "optional"})], approval_policy="auto")
+    server = shifting_server(
+        tools=[
+            entry("report", execution={"taskSupport": "required"}),
+            entry("quick", execution={"taskSupport": "optional"}),
+        ],
+        approval_policy="auto",
+    )
     manager.connect(ServerConfig.from_model(server))
     row = ToolDefinition.objects.get(name=mcp("report", "shifty"))
     assert row.status == ToolStatus.TESTING and row.status_message.startswith("unsupported: it must run as an MCP task")

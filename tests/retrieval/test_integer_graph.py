@@ -55,7 +55,10 @@ def test_every_widening_weight_product_runs_in_integers_and_the_narrowing_ones_s
     assert all(initializers[node.input[1]].data_type == TensorProto.INT8 for node in integer)
     # The narrowing feed-forward product of each layer, as shipped.
     assert len(float_weight_products) == 6
-    assert {tuple(initializers[producers[producers[node.input[1]].input[0]].input[0]].dims) for node in float_weight_products} == {(1536, 384)}
+    assert {
+        tuple(initializers[producers[producers[node.input[1]].input[0]].input[0]].dims)
+        for node in float_weight_products
+    } == {(1536, 384)}
 
 
 def test_nothing_the_rewrite_replaced_is_left_behind() -> None:

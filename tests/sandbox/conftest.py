@@ -21,8 +21,15 @@ def _no_tools(name: str, inputs: dict) -> str:
     return f"called {name}"
 
 
-def run(code: str, *, inputs: dict | None = None, df: pd.DataFrame | None = None,
-        language: bool = True, call_tool=_no_tools, **limits) -> RunOutcome:
+def run(
+    code: str,
+    *,
+    inputs: dict | None = None,
+    df: pd.DataFrame | None = None,
+    language: bool = True,
+    call_tool=_no_tools,
+    **limits,
+) -> RunOutcome:
     """One run in a jailed child, with the deployment's limits unless overridden."""
     chosen = dataclasses.replace(service.limits(), **limits)
     datasets = {"default": df} if df is not None else {}
@@ -55,8 +62,12 @@ def make_reviewer(username: str, tenant: str = "acme", *, shared: bool = True):
 
     user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
     TenantMembership.objects.create(user=user, tenant_id=tenant)
-    codenames = ["approve_tooldefinition", "view_tooldefinition", "change_tooldefinition",
-                 *(["review_shared_tooldefinition"] if shared else [])]
+    codenames = [
+        "approve_tooldefinition",
+        "view_tooldefinition",
+        "change_tooldefinition",
+        *(["review_shared_tooldefinition"] if shared else []),
+    ]
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label="registry", codename__in=codenames))
     return get_user_model().objects.get(pk=user.pk)  # a fresh object: no stale permission cache
 
@@ -85,9 +96,14 @@ def approved_tool(staff, custom_tools_on):
     from registry.custom_tools import approve_custom_tool, register_custom_tool
 
     def make(name: str, code: str, schema: dict | None = None, tenant: str = "acme", dependencies=()):
-        tool = register_custom_tool(name=name, code=code, description=f"Custom tool {name}.",
-                                    input_schema=schema or {"type": "object", "properties": {}},
-                                    tenant_id=tenant, dependencies=dependencies)
+        tool = register_custom_tool(
+            name=name,
+            code=code,
+            description=f"Custom tool {name}.",
+            input_schema=schema or {"type": "object", "properties": {}},
+            tenant_id=tenant,
+            dependencies=dependencies,
+        )
         reviewer = staff if tenant in ("acme", "*") else make_reviewer(f"reviewer-{tenant}", tenant)
         # Hostile code fails the static audit; these tests show the runtime holds anyway.
         override = "" if tool.test_results.get("passed") else "a test of the runtime's own refusal"

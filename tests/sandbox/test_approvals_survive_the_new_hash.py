@@ -15,8 +15,13 @@ migration = importlib.import_module("registry.migrations.0006_review_scope")
 
 def approved_before_the_migration(name: str, staff) -> ToolDefinition:
     """An approved tool whose hashes are what the previous code computed."""
-    tool = register_custom_tool(name=name, code="result = 40 + 2", description="Answers.", tenant_id="acme",
-                                input_schema={"type": "object", "properties": {}})
+    tool = register_custom_tool(
+        name=name,
+        code="result = 40 + 2",
+        description="Answers.",
+        tenant_id="acme",
+        input_schema={"type": "object", "properties": {}},
+    )
     tool = approve_custom_tool(tool, acting_user=staff)
     old = migration._hash(tool, migration.OLD_FIELDS)
     ToolDefinition.objects.filter(pk=tool.pk).update(definition_hash=old, approved_hash=old)
@@ -46,4 +51,3 @@ def test_going_back_restores_the_old_hashes(staff, custom_tools_on):
     migration.backwards(apps, None)
     tool.refresh_from_db()
     assert tool.approved_hash == tool.definition_hash == migration._hash(tool, migration.OLD_FIELDS)
-

@@ -17,16 +17,24 @@ pytestmark = pytest.mark.django_db
 
 
 def custom(name="adds_one", tenant=TENANT):
-    return register_custom_tool(name=name, code="result = inputs.get('n', 0) + 1", description="Adds one.",
-                                input_schema={"type": "object", "properties": {}}, tenant_id=tenant)
+    return register_custom_tool(
+        name=name,
+        code="result = inputs.get('n', 0) + 1",
+        description="Adds one.",
+        input_schema={"type": "object", "properties": {}},
+        tenant_id=tenant,
+    )
 
 
 def staff_without_the_permission(tenant=TENANT):
     """Staff of ``tenant`` who may view and change tools in the admin, but not approve them."""
     user = get_user_model().objects.create_user("looker", password="pw", is_staff=True)
     TenantMembership.objects.create(user=user, tenant_id=tenant)
-    user.user_permissions.add(*Permission.objects.filter(
-        content_type__app_label="registry", codename__in=["view_tooldefinition", "change_tooldefinition"]))
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="registry", codename__in=["view_tooldefinition", "change_tooldefinition"]
+        )
+    )
     return user
 
 

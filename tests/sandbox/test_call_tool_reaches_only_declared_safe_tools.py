@@ -46,6 +46,7 @@ def test_a_declared_tool_that_sandboxed_code_may_call_runs(approved_tool, call, 
 
 @pytest.mark.django_db(transaction=True)  # analyze_data runs on a worker thread: it must see the staff user
 def test_a_staff_members_run_does_not_act_as_staff(approved_tool, call, as_staff):
-    approved_tool("analyst", "result = call_tool('analyze_data', {'code': 'result = 1'})",
-                  dependencies=["analyze_data"])
+    approved_tool(
+        "analyst", "result = call_tool('analyze_data', {'code': 'result = 1'})", dependencies=["analyze_data"]
+    )
     assert "limited to staff" in text(call("analyst", context=as_staff))

@@ -34,10 +34,14 @@ def test_a_result_over_the_cap_is_refused_with_a_clear_error():
 
 
 def test_the_host_refuses_an_oversized_frame_without_reading_it():
-    code = ("import os, socket, stat, struct\n"
-            "fd = next(f for f in range(3, 64) if _is_socket(f))\ns = socket.socket(fileno=fd)\n"
-            "s.sendall(struct.pack('!I', 500 * 1024 * 1024))\nimport time\ntime.sleep(5)")
-    finder = ("def _is_socket(f):\n    try:\n        return stat.S_ISSOCK(os.fstat(f).st_mode)\n"
-              "    except OSError:\n        return False\n")
+    code = (
+        "import os, socket, stat, struct\n"
+        "fd = next(f for f in range(3, 64) if _is_socket(f))\ns = socket.socket(fileno=fd)\n"
+        "s.sendall(struct.pack('!I', 500 * 1024 * 1024))\nimport time\ntime.sleep(5)"
+    )
+    finder = (
+        "def _is_socket(f):\n    try:\n        return stat.S_ISSOCK(os.fstat(f).st_mode)\n"
+        "    except OSError:\n        return False\n"
+    )
     outcome = run(code.replace("fd = next", finder + "fd = next"), language=False)
     assert outcome.stopped_by == "result_cap"

@@ -18,9 +18,14 @@ pytestmark = pytest.mark.django_db
 
 
 def make(**overrides):
-    fields = {"name": "fresh", "code": "result = inputs.get('n', 1) + 1", "description": "Adds one.",
-              "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}, "tenant_id": TENANT,
-              "test_cases": [{"inputs": {"n": 1}, "expect": "2"}]}
+    fields = {
+        "name": "fresh",
+        "code": "result = inputs.get('n', 1) + 1",
+        "description": "Adds one.",
+        "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "tenant_id": TENANT,
+        "test_cases": [{"inputs": {"n": 1}, "expect": "2"}],
+    }
     return register_custom_tool(**{**fields, **overrides})
 
 

@@ -79,7 +79,9 @@ def test_the_caller_context_of_call_tool_reads_the_same_conversation(approved_to
     assert text(result).strip() == "5"
 
 
-def test_another_user_of_the_tenant_does_not_get_the_owners_datasets(approved_tool, call, conversation, django_user_model):
+def test_another_user_of_the_tenant_does_not_get_the_owners_datasets(
+    approved_tool, call, conversation, django_user_model
+):
     stranger = django_user_model.objects.create_user("stranger", password="pw")
     approved_tool("peek", "result = 'df is ' + ('none' if df is None else 'given') + ', ' + str(len(datasets))")
     result = call("peek", context={"conversation_id": conversation.id, "user_id": str(stranger.pk)})

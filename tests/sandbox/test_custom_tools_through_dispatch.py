@@ -10,8 +10,11 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_dataframe_result_is_rendered_as_a_table(approved_tool, call):
-    approved_tool("by_region", "d = pd.DataFrame({'region': ['north', 'south', 'north'], 'units': [10, 4, 7]})\n"
-                               "result = d.groupby('region')['units'].sum()")
+    approved_tool(
+        "by_region",
+        "d = pd.DataFrame({'region': ['north', 'south', 'north'], 'units': [10, 4, 7]})\n"
+        "result = d.groupby('region')['units'].sum()",
+    )
     result = call("by_region")
     assert result.error is None
     assert "north    17" in text(result)
@@ -57,7 +60,7 @@ def test_a_failure_names_the_layer_and_never_a_traceback(approved_tool, call):
     approved_tool("bad", "result = pd.io.common.os.system('id')")
     result = call("bad")
     assert "[stopped by: language]" in result.error
-    assert "Traceback" not in result.content and "File \"" not in result.content
+    assert "Traceback" not in result.content and 'File "' not in result.content
 
 
 def test_each_run_records_the_layers_that_were_active(approved_tool, call):

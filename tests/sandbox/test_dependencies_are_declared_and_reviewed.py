@@ -20,15 +20,31 @@ def cli(*args) -> str:
 
 
 def make(name="charts", dependencies=("create_chart",), tenant=TENANT):
-    return register_custom_tool(name=name, code="result = 1", description="Draws.", tenant_id=tenant,
-                                input_schema={"type": "object", "properties": {}}, dependencies=dependencies)
+    return register_custom_tool(
+        name=name,
+        code="result = 1",
+        description="Draws.",
+        tenant_id=tenant,
+        input_schema={"type": "object", "properties": {}},
+        dependencies=dependencies,
+    )
 
 
 def test_the_cli_records_dependencies_and_the_review_page_shows_them(tmp_path, client, staff):
     source = tmp_path / "tool.py"
     source.write_text("result = call_tool('create_chart', {})")
-    cli("create_custom_tool", "charts", "--code-file", str(source), "--description", "Draws.",
-        "--tenant", TENANT, "--dependencies", "create_chart,search_tools")
+    cli(
+        "create_custom_tool",
+        "charts",
+        "--code-file",
+        str(source),
+        "--description",
+        "Draws.",
+        "--tenant",
+        TENANT,
+        "--dependencies",
+        "create_chart,search_tools",
+    )
     tool = ToolDefinition.objects.get(name="charts")
     assert tool.dependencies == ["create_chart", "search_tools"]
     client.force_login(staff)
@@ -39,10 +55,23 @@ def test_the_cli_records_dependencies_and_the_review_page_shows_them(tmp_path, c
 def test_an_unknown_dependency_is_refused_naming_the_closest_tools(tmp_path):
     source = tmp_path / "tool.py"
     source.write_text("result = 1")
-    with pytest.raises(CommandError, match=r"no tool named 'creat_chart' is available to tenant 'acme'; "
-                                           r"did you mean create_chart"):
-        cli("create_custom_tool", "charts", "--code-file", str(source), "--description", "Draws.",
-            "--tenant", TENANT, "--dependencies", "creat_chart")
+    with pytest.raises(
+        CommandError,
+        match=r"no tool named 'creat_chart' is available to tenant 'acme'; "
+        r"did you mean create_chart",
+    ):
+        cli(
+            "create_custom_tool",
+            "charts",
+            "--code-file",
+            str(source),
+            "--description",
+            "Draws.",
+            "--tenant",
+            TENANT,
+            "--dependencies",
+            "creat_chart",
+        )
     assert not ToolDefinition.objects.filter(name="charts").exists()
 
 

@@ -36,8 +36,14 @@ def dispatch(turn, name):
 
 
 def finance_only(tool_name):
-    PolicyRule.objects.create(name="finance only", tool_name=tool_name, kind="requires_capability",
-                              parameter="group:finance", action="block", tenant_id=TENANT)
+    PolicyRule.objects.create(
+        name="finance only",
+        tool_name=tool_name,
+        kind="requires_capability",
+        parameter="group:finance",
+        action="block",
+        tenant_id=TENANT,
+    )
 
 
 def test_a_programs_inner_call_is_refused_by_the_policy_that_refuses_the_model(approved_tool, turn):

@@ -27,17 +27,30 @@ TRIPWIRE = "sbx_tripwire"
 
 
 def _samples() -> dict[str, object]:
-    frame = pd.DataFrame({"r": ["a", "b", "a"], "u": [1, 2, 3], "s": ["x", "y", "z"],
-                          "t": pd.date_range("2024-01-01", periods=3)})
+    frame = pd.DataFrame(
+        {"r": ["a", "b", "a"], "u": [1, 2, 3], "s": ["x", "y", "z"], "t": pd.date_range("2024-01-01", periods=3)}
+    )
     return {
-        "DataFrame": frame, "Series": frame["u"], "Index": frame.index, "DatetimeIndex": pd.DatetimeIndex(frame["t"]),
-        "MultiIndex": pd.MultiIndex.from_frame(frame[["r", "s"]]), "Categorical": pd.Categorical(["a"]),
-        "DataFrameGroupBy": frame.groupby("r"), "SeriesGroupBy": frame.groupby("r")["u"],
-        "Resampler": frame.set_index("t").resample("D"), "Rolling": frame[["u"]].rolling(2),
-        "Expanding": frame[["u"]].expanding(), "ExponentialMovingWindow": frame[["u"]].ewm(com=0.5),
-        "RollingGroupby": frame.groupby("r")["u"].rolling(2), "ResamplerGroupby": frame.set_index("t").groupby("r").resample("D"),
-        "StringMethods": frame["s"].str, "DatetimeProperties": frame["t"].dt, "CategoricalAccessor": frame["s"].astype("category").cat,
-        "Timestamp": pd.Timestamp("2024-01-01"), "Timedelta": pd.Timedelta(days=1), "ndarray": np.arange(3),
+        "DataFrame": frame,
+        "Series": frame["u"],
+        "Index": frame.index,
+        "DatetimeIndex": pd.DatetimeIndex(frame["t"]),
+        "MultiIndex": pd.MultiIndex.from_frame(frame[["r", "s"]]),
+        "Categorical": pd.Categorical(["a"]),
+        "DataFrameGroupBy": frame.groupby("r"),
+        "SeriesGroupBy": frame.groupby("r")["u"],
+        "Resampler": frame.set_index("t").resample("D"),
+        "Rolling": frame[["u"]].rolling(2),
+        "Expanding": frame[["u"]].expanding(),
+        "ExponentialMovingWindow": frame[["u"]].ewm(com=0.5),
+        "RollingGroupby": frame.groupby("r")["u"].rolling(2),
+        "ResamplerGroupby": frame.set_index("t").groupby("r").resample("D"),
+        "StringMethods": frame["s"].str,
+        "DatetimeProperties": frame["t"].dt,
+        "CategoricalAccessor": frame["s"].astype("category").cat,
+        "Timestamp": pd.Timestamp("2024-01-01"),
+        "Timedelta": pd.Timedelta(days=1),
+        "ndarray": np.arange(3),
         "Generator": np.random.default_rng(0),
     }
 
@@ -72,9 +85,7 @@ def _code_taking_methods() -> dict[str, dict[str, set[str]]]:
 
 
 FOUND = _code_taking_methods()
-ENGINE_ONLY = sorted(
-    name for name, where in FOUND.items() if all(hits == {"engine"} for hits in where.values())
-)
+ENGINE_ONLY = sorted(name for name, where in FOUND.items() if all(hits == {"engine"} for hits in where.values()))
 TAKES_CODE = sorted(set(FOUND) - set(ENGINE_ONLY))
 
 
@@ -87,7 +98,8 @@ def test_the_walk_finds_the_known_entry_points():
 def test_each_method_taking_code_is_vetted_or_only_calls_what_it_is_given(name):
     assert name in policy.ENTRY_POINTS or name in policy.NEVER_LOOKED_UP, (
         f"{name} takes {FOUND[name]}: add it to policy.ENTRY_POINTS (vetted) or, if pandas only "
-        "ever calls that argument, to policy.NEVER_LOOKED_UP")
+        "ever calls that argument, to policy.NEVER_LOOKED_UP"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(policy.ENTRY_POINTS))
@@ -196,7 +208,8 @@ def test_a_method_pandas_adds_tomorrow_is_caught_by_the_walk(monkeypatch):
 
     monkeypatch.setattr(pd.DataFrame, "summarise", summarise, raising=False)
     unclassified = {
-        name for name in _code_taking_methods()
+        name
+        for name in _code_taking_methods()
         if name not in policy.ENTRY_POINTS and name not in policy.NEVER_LOOKED_UP and name not in ENGINE_ONLY
     }
     assert unclassified == {"summarise"}

@@ -40,9 +40,7 @@ ATTACKS = {
     "backtick in a string literal, the answer in an error": (
         f"result = d.eval(\"['`', a.__class__.__init__.__globals__.__getitem__({IMPORT_OS}.getuid()), '`']\")\n"
     ),
-    "backtick in a string literal in query": (
-        f"result = d.query(\"a > 0 or ['`', {IMPORT_OS}.getcwd(), '`']\")\n"
-    ),
+    "backtick in a string literal in query": (f"result = d.query(\"a > 0 or ['`', {IMPORT_OS}.getcwd(), '`']\")\n"),
     "a dunder attribute without any backtick": "result = d.eval('a.__class__')\n",
     "a private attribute": "result = d.eval('a._mgr')\n",
     "a method call outside the allowlist": "result = d.eval('a.to_csv()')\n",
@@ -75,7 +73,9 @@ EXPRESSIONS = {
     "a comparison": ("result = d.query('a > 1')", "y"),
     "and/or with a string literal": ("result = d.query('a >= 1 and name == \"y\"')", "y"),
     "a backtick-quoted column": (
-        "e = d.rename(columns={'a': 'unit price'})\nresult = e.query('`unit price` > 1')", "y"),
+        "e = d.rename(columns={'a': 'unit price'})\nresult = e.query('`unit price` > 1')",
+        "y",
+    ),
     "a backtick inside a string literal": ("result = d.query(\"name != '`'\")", "x"),
     "an @ inside a string literal": ("result = d.query(\"name != '@'\")", "x"),
     "in with a list": ("result = d.query('name in [\"x\"]')", "x"),

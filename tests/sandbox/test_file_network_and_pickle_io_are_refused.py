@@ -27,9 +27,7 @@ OS = {
     "write outside scratch": "open('/tmp/escaped.txt', 'w').write('x')",
     "a TCP connection": "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM).connect(('127.0.0.1', 5432))",
     "a unix socket": "import socket\nsocket.socket(socket.AF_UNIX).connect('/var/run/postgresql/.s.PGSQL.5432')",
-    "pickle round trip through a file": (
-        "import pickle\nopen('/tmp/p.pkl', 'wb').write(pickle.dumps(1))"
-    ),
+    "pickle round trip through a file": ("import pickle\nopen('/tmp/p.pkl', 'wb').write(pickle.dumps(1))"),
 }
 
 

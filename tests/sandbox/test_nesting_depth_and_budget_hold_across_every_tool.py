@@ -29,11 +29,13 @@ def test_custom_to_analyze_data_to_custom_stops_at_the_depth_cap(approved_tool, 
     assert SandboxRun.objects.filter(stopped_by="policy").count() == 1
 
 
-def test_analyze_data_called_from_a_custom_tool_may_call_only_what_that_tool_declares(
-        approved_tool, in_conversation):
+def test_analyze_data_called_from_a_custom_tool_may_call_only_what_that_tool_declares(approved_tool, in_conversation):
     approved_tool("private", "result = 'private ran'")
-    approved_tool("via_analysis", "result = call_tool('analyze_data', {'code': \"result = call_tool('private', {})\"})",
-                  dependencies=["analyze_data"])
+    approved_tool(
+        "via_analysis",
+        "result = call_tool('analyze_data', {'code': \"result = call_tool('private', {})\"})",
+        dependencies=["analyze_data"],
+    )
     result = in_conversation("via_analysis")
     assert "does not declare 'private'" in result.content
     assert not SandboxRun.objects.filter(tool_name="private").exists()
@@ -50,12 +52,10 @@ def test_every_run_in_a_call_tree_shares_one_call_budget(approved_tool, call, se
     assert calls_made == 5
 
 
-def test_a_nested_run_gets_only_the_wall_time_its_tree_has_left(approved_tool, call, settings,
-                                                               language_layer_bypassed):
+def test_a_nested_run_gets_only_the_wall_time_its_tree_has_left(approved_tool, call, settings, language_layer_bypassed):
     settings.SANDBOX = {**settings.SANDBOX, "WALL_SECONDS": 4.0}
     approved_tool("sleeper", "import time\ntime.sleep(60)")
-    approved_tool("spender", "import time\ntime.sleep(2)\nresult = call_tool('sleeper', {})",
-                  dependencies=["sleeper"])
+    approved_tool("spender", "import time\ntime.sleep(2)\nresult = call_tool('sleeper', {})", dependencies=["sleeper"])
     answer = call("spender").content
     # The sleeper is stopped when the tree's 4 s are up, not 4 s after it started,
     # so the spender lives to report it.

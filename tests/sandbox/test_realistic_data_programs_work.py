@@ -36,37 +36,49 @@ PROGRAMS = {
 by_region = df.groupby('region').agg(orders=('units', 'size'), units=('units', 'sum'),
                                      avg_price=('price', 'mean'))
 result = by_region.sort_values('units', ascending=False)
-""", "north"),
+""",
+        "north",
+    ),
     "merge with a second dataset": (
         """
 sold = df.groupby('region', as_index=False)['units'].sum()
 both = sold.merge(datasets['targets'], on='region', how='left')
 both['gap'] = both['target'] - both['units']
 result = both[['region', 'units', 'target', 'gap']]
-""", "gap"),
+""",
+        "gap",
+    ),
     "pivot_table with margins": (
         """
 result = df.pivot_table(index='region', columns='product', values='units', aggfunc='sum',
                         fill_value=0, margins=True)
-""", "All"),
+""",
+        "All",
+    ),
     "resample by month": (
         """
 d = df.assign(day=pd.to_datetime(df['day'])).set_index('day')
 d['revenue'] = d['units'] * d['price']
 result = d.resample('ME')['revenue'].sum().round(2)
-""", "2024-03-31"),
+""",
+        "2024-03-31",
+    ),
     "a rolling mean over weeks": (
         """
 d = df.assign(day=pd.to_datetime(df['day'])).set_index('day').sort_index()
 weekly = d['units'].resample('W').sum()
 result = weekly.rolling(3, min_periods=1).mean().round(2).tail(4)
-""", "2024-"),
+""",
+        "2024-",
+    ),
     "mixed date formats": (
         """
 raw = pd.Series(['2024-01-05', '05/02/2024', 'March 3, 2024', '2024-04-01T10:30:00'])
 parsed = pd.to_datetime(raw, format='mixed', dayfirst=False)
 result = parsed.dt.strftime('%Y-%m-%d').tolist()
-""", "2024-03-03"),
+""",
+        "2024-03-03",
+    ),
     "least squares with np.linalg": (
         """
 x = df['price'].to_numpy(dtype=float)
@@ -74,7 +86,9 @@ y = df['units'].to_numpy(dtype=float)
 A = np.vstack([x, np.ones(len(x))]).T
 (slope, intercept), *_ = np.linalg.lstsq(A, y, rcond=None)
 result = f"units = {slope:.3f} * price + {intercept:.3f}"
-""", "units = "),
+""",
+        "units = ",
+    ),
     "string methods": (
         """
 reps = df['rep'].str.split(' ', expand=True)
@@ -82,21 +96,27 @@ reps.columns = ['first', 'last']
 reps['initials'] = reps['first'].str[0] + reps['last'].str[0]
 reps['is_ann'] = df['rep'].str.contains('ann', case=False)
 result = reps.drop_duplicates().sort_values('last')
-""", "AL"),
+""",
+        "AL",
+    ),
     "describe": ("result = df[['units', 'price']].describe().round(2)", "mean"),
     "melt and crosstab": (
         """
 long = df.melt(id_vars=['region', 'product'], value_vars=['units', 'price'], var_name='measure')
 counts = pd.crosstab(df['region'], df['product'], margins=True)
 result = {'message': f"{len(long)} long rows", 'crosstab': counts.to_dict()}
-""", "18 long rows"),
+""",
+        "18 long rows",
+    ),
     "cumsum and rank": (
         """
 d = df.sort_values('day').copy()
 d['running'] = d.groupby('region')['units'].cumsum()
 d['rank'] = d['units'].rank(ascending=False, method='min').astype(int)
 result = d[['day', 'region', 'units', 'running', 'rank']]
-""", "running"),
+""",
+        "running",
+    ),
     "apply and map with lambdas": (
         """
 d = df.copy()
@@ -104,41 +124,55 @@ d['size'] = d['units'].apply(lambda n: 'big' if n >= 7 else 'small')
 d['zone'] = d['region'].map({'north': 'N', 'south': 'S', 'east': 'E'})
 d['label'] = d.apply(lambda row: f"{row['zone']}-{row['product'][:2]}", axis=1)
 result = d[['label', 'size']].value_counts().sort_index()
-""", "N-ap"),
+""",
+        "N-ap",
+    ),
     "a DataFrame of the top rows": (
         """
 d = df.assign(revenue=df['units'] * df['price'])
 result = d.nlargest(3, 'revenue')[['region', 'product', 'revenue']]
-""", "plums"),
+""",
+        "plums",
+    ),
     "a full response dict": (
         """
 revenue = float((df['units'] * df['price']).sum())
 best = df.groupby('product')['units'].sum().idxmax()
 result = {'message': f"Revenue {revenue:.2f}; best seller {best}", 'revenue': revenue}
-""", "Revenue 255.00; best seller apples"),
+""",
+        "Revenue 255.00; best seller apples",
+    ),
     "query and eval": (
         """
 d = df.eval('revenue = units * price')
 result = d.query('revenue > 20 and region != "east"')[['region', 'revenue']]
-""", "north"),
+""",
+        "north",
+    ),
     "binning with cut and qcut": (
         """
 d = df.copy()
 d['band'] = pd.cut(d['price'], bins=[0, 3, 5, 20], labels=['low', 'mid', 'high'])
 d['quartile'] = pd.qcut(d['units'], 2, labels=['lower', 'upper'])
 result = d.groupby(['band', 'quartile'], observed=True)['units'].sum()
-""", "high"),
+""",
+        "high",
+    ),
     "a correlation matrix": (
         """
 m = np.corrcoef(df['units'].to_numpy(float), df['price'].to_numpy(float))
 result = pd.DataFrame(m, index=['units', 'price'], columns=['units', 'price']).round(3)
-""", "1.0"),
+""",
+        "1.0",
+    ),
     "month over month growth": (
         """
 d = df.assign(month=pd.to_datetime(df['day']).dt.to_period('M').astype(str))
 monthly = d.groupby('month')['units'].sum()
 result = (monthly.pct_change() * 100).round(1).fillna(0)
-""", "2024-02"),
+""",
+        "2024-02",
+    ),
 }
 
 
@@ -176,7 +210,9 @@ result = {'message': answer}
 def test_a_program_draws_a_chart_through_call_tool(approved_tool, registry, conversation):
     # Where custom tools declare the tools they call (the host layer's dependencies),
     # this one declares create_chart; before that the keyword does not exist.
-    declared = {"dependencies": ["create_chart"]} if "dependencies" in inspect.signature(approved_tool).parameters else {}
+    declared = (
+        {"dependencies": ["create_chart"]} if "dependencies" in inspect.signature(approved_tool).parameters else {}
+    )
     approved_tool("chart_units", CHART.strip(), **declared)
     result = _in_conversation(registry, conversation, "chart_units")
     assert result.error is None, result.error

@@ -34,8 +34,7 @@ def test_a_cpu_loop_is_stopped_by_the_cpu_limit(approved_tool, call, settings):
 
 
 @pytest.mark.parametrize(("code", "plain", "says", "layer"), BOMBS.values(), ids=BOMBS.keys())
-def test_a_bomb_is_stopped_with_a_clear_error(approved_tool, call, tight_limits, monkeypatch,
-                                              code, plain, says, layer):
+def test_a_bomb_is_stopped_with_a_clear_error(approved_tool, call, tight_limits, monkeypatch, code, plain, says, layer):
     from registry.sandbox import service
 
     monkeypatch.setattr(service, "LANGUAGE_LAYER", not plain)

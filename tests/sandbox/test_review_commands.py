@@ -18,8 +18,18 @@ def test_a_tool_created_reviewed_and_called_from_the_cli(tmp_path, staff, custom
     source = tmp_path / "tool.py"
     source.write_text("result = inputs['n'] + 1")
     schema = '{"type": "object", "properties": {"n": {"type": "integer"}}}'
-    assert "testing" in cli("create_custom_tool", "plus_one", "--code-file", str(source),
-                            "--schema", schema, "--description", "Adds one.", "--tenant", "acme")
+    assert "testing" in cli(
+        "create_custom_tool",
+        "plus_one",
+        "--code-file",
+        str(source),
+        "--schema",
+        schema,
+        "--description",
+        "Adds one.",
+        "--tenant",
+        "acme",
+    )
     assert "approved" in cli("review_tool", "plus_one", "--approve", "--as", "reviewer")
     assert cli("call_tool", "plus_one", "--input", '{"n": 41}', "--tenant", "acme").strip().endswith("42")
 

@@ -11,8 +11,12 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def tool():
-    return register_custom_tool(name="reviewed", code="result = inputs.get('n', 0) + 1",
-                                input_schema={"type": "object", "properties": {}}, description="Adds one.")
+    return register_custom_tool(
+        name="reviewed",
+        code="result = inputs.get('n', 0) + 1",
+        input_schema={"type": "object", "properties": {}},
+        description="Adds one.",
+    )
 
 
 @pytest.fixture

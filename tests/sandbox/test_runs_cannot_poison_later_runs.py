@@ -18,8 +18,9 @@ def test_poisoning_shared_state_is_stopped_by_the_language_layer(code):
 
 
 def test_a_patched_pandas_dies_with_its_run_when_the_language_layer_is_off():
-    patched = run("import pandas\npandas.DataFrame.sum = lambda self, *a, **k: 'poisoned'\nresult = 'done'",
-                  language=False)
+    patched = run(
+        "import pandas\npandas.DataFrame.sum = lambda self, *a, **k: 'poisoned'\nresult = 'done'", language=False
+    )
     assert patched.ok
     assert "poisoned" not in output(run("result = df['units'].sum()", df=SALES))
 

@@ -49,8 +49,13 @@ def test_a_run_cannot_find_signal_or_relimit_another_run_or_the_zygote():
         return "released"
 
     def victim_run() -> None:
-        victim["outcome"] = run("import os\nresult = (os.getuid(), call_tool('hold', {'uid': os.getuid()}))", language=False,
-                                call_tool=hold, wall_seconds=WAIT, cpu_seconds=5)
+        victim["outcome"] = run(
+            "import os\nresult = (os.getuid(), call_tool('hold', {'uid': os.getuid()}))",
+            language=False,
+            call_tool=hold,
+            wall_seconds=WAIT,
+            cpu_seconds=5,
+        )
 
     thread = threading.Thread(target=victim_run)
     thread.start()

@@ -36,7 +36,14 @@ result = repr(seen)
 
 def test_nothing_outside_the_runs_own_root_can_be_seen_or_watched(approved_tool, call, settings):
     secret = settings.VAR_DIR / "secret_key"
-    paths = [str(settings.VAR_DIR), str(secret), str(settings.BASE_DIR / "manage.py"), "/etc/passwd", "/home", "/proc/1/exe"]
+    paths = [
+        str(settings.VAR_DIR),
+        str(secret),
+        str(settings.BASE_DIR / "manage.py"),
+        "/etc/passwd",
+        "/home",
+        "/proc/1/exe",
+    ]
     schema = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}}
     approved_tool("peek", PROBE, schema)
     seen = eval(text(call("peek", paths=paths)))  # noqa: S307 - a repr written by the probe
@@ -48,13 +55,14 @@ def test_nothing_outside_the_runs_own_root_can_be_seen_or_watched(approved_tool,
     assert seen["write /x"] == "EROFS" and seen["write scratch"] == "done"
 
 
-def test_the_python_installation_is_there_and_read_only_and_landlock_still_refuses_reading_it(
-        approved_tool, call):
-    probe = ("import errno, os, sys\nlib = os.path.dirname(os.__file__)\n"
-             "def attempt(action):\n    try:\n        action()\n        return 'done'\n"
-             "    except OSError as exc:\n        return errno.errorcode[exc.errno]\n"
-             "result = repr((attempt(lambda: os.stat(lib)), attempt(lambda: open(os.__file__).read(1)),"
-             " attempt(lambda: open(lib + '/x.py', 'w'))))")
+def test_the_python_installation_is_there_and_read_only_and_landlock_still_refuses_reading_it(approved_tool, call):
+    probe = (
+        "import errno, os, sys\nlib = os.path.dirname(os.__file__)\n"
+        "def attempt(action):\n    try:\n        action()\n        return 'done'\n"
+        "    except OSError as exc:\n        return errno.errorcode[exc.errno]\n"
+        "result = repr((attempt(lambda: os.stat(lib)), attempt(lambda: open(os.__file__).read(1)),"
+        " attempt(lambda: open(lib + '/x.py', 'w'))))"
+    )
     approved_tool("stdlib", probe)
     stat, read, write = eval(text(call("stdlib")))  # noqa: S307
     assert stat == "done" and read == "EACCES" and write in ("EROFS", "EACCES")

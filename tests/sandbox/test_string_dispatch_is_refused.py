@@ -39,8 +39,10 @@ def test_a_vetted_query_runs_on_numexpr():
 # Through the real path: an approved custom tool, called with execute_tool. Each
 # names a function pandas would look up with getattr (to_csv writes into the
 # run's scratch directory; any other name reaches any method of the receiver).
-FRAME = ("d = pd.DataFrame({'region': ['n', 's', 'n'], 'units': [1, 2, 3],\n"
-         "                  'day': pd.to_datetime(['2024-01-01', '2024-01-02', '2024-01-05'])})\n")
+FRAME = (
+    "d = pd.DataFrame({'region': ['n', 's', 'n'], 'units': [1, 2, 3],\n"
+    "                  'day': pd.to_datetime(['2024-01-01', '2024-01-02', '2024-01-05'])})\n"
+)
 REAL_PATH_DISPATCH = {
     "NamedAgg (no longer a tuple)": "result = d.groupby('region').agg(x=pd.NamedAgg('units', 'to_csv'))",
     "NamedAgg by keyword": "result = d.groupby('region').agg(x=pd.NamedAgg(column='units', aggfunc='to_json'))",
@@ -79,8 +81,14 @@ def test_string_dispatch_through_the_real_path_is_refused(approved_tool, call, c
 
 
 REAL_PATH_ORDINARY = {
-    "named aggregation": ("result = d.groupby('region').agg(total=('units', 'sum'), n=pd.NamedAgg('units', 'count'))", "total"),
-    "a groupby's (label, function) pairs": ("result = d.groupby('region')['units'].agg([('top', 'max'), ('low', 'min')])", "top"),
+    "named aggregation": (
+        "result = d.groupby('region').agg(total=('units', 'sum'), n=pd.NamedAgg('units', 'count'))",
+        "total",
+    ),
+    "a groupby's (label, function) pairs": (
+        "result = d.groupby('region')['units'].agg([('top', 'max'), ('low', 'min')])",
+        "top",
+    ),
     "a lambda": ("result = d.groupby('region')['units'].agg(lambda s: s.max() - s.min())", "2"),
     "a dict of names": ("result = d.agg({'units': ['sum', 'mean']})", "mean"),
     "pivot_table with a column as values": ("result = d.pivot_table('units', index='region', aggfunc='sum')", "4"),
@@ -98,4 +106,3 @@ def test_ordinary_dispatch_through_the_real_path_works(approved_tool, call, code
     result = call("ordinary")
     assert result.error is None, result.error
     assert expected in text(result)
-

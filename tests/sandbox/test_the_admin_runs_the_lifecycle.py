@@ -17,11 +17,26 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}}
 
 def form(**overrides) -> dict:
     """The add/change form's fields for a custom tool of the test tenant."""
-    fields = {"name": "from_admin", "description": "Adds one.", "tool_type": "custom", "status": "draft",
-              "enabled": "on", "category": "custom", "tenant_id": TENANT, "input_schema": json.dumps(SCHEMA),
-              "implementation": "result = inputs.get('n', 0) + 1", "handler_path": "", "dependencies": "[]",
-              "status_message": "", "domain": "", "replaced_by_model_capability": "", "parent_tool": "",
-              "created_by": "admin", "rejection_reason": "", "deleted_at": ""}
+    fields = {
+        "name": "from_admin",
+        "description": "Adds one.",
+        "tool_type": "custom",
+        "status": "draft",
+        "enabled": "on",
+        "category": "custom",
+        "tenant_id": TENANT,
+        "input_schema": json.dumps(SCHEMA),
+        "implementation": "result = inputs.get('n', 0) + 1",
+        "handler_path": "",
+        "dependencies": "[]",
+        "status_message": "",
+        "domain": "",
+        "replaced_by_model_capability": "",
+        "parent_tool": "",
+        "created_by": "admin",
+        "rejection_reason": "",
+        "deleted_at": "",
+    }
     return {**fields, **overrides}
 
 
@@ -59,26 +74,36 @@ def test_a_draft_from_the_admin_is_submitted_audited_and_approved_there(admin):
     tool.refresh_from_db()
     assert tool.status == ToolStatus.APPROVED
     assert [r.action for r in tool.reviews.order_by("id")] == [
-        ReviewAction.CREATE, ReviewAction.SUBMIT, ReviewAction.AUDIT, ReviewAction.APPROVE]
+        ReviewAction.CREATE,
+        ReviewAction.SUBMIT,
+        ReviewAction.AUDIT,
+        ReviewAction.APPROVE,
+    ]
 
 
 def test_the_changelist_action_submits_drafts_for_testing(admin, staff):
-    tool = register_custom_tool(name="drafted", code="result = 1", description="One.", input_schema=SCHEMA,
-                                tenant_id=TENANT, submit=False)
+    tool = register_custom_tool(
+        name="drafted", code="result = 1", description="One.", input_schema=SCHEMA, tenant_id=TENANT, submit=False
+    )
     admin.post("/admin/registry/tooldefinition/", {"action": "submit_for_testing", "_selected_action": [tool.pk]})
     tool.refresh_from_db()
     assert tool.status == ToolStatus.TESTING and "passed" in tool.test_results
 
 
 def approved(staff, **fields):
-    tool = register_custom_tool(name="live_one", code="result = inputs.get('n', 0) + 1", description="Adds one.",
-                                input_schema=SCHEMA, tenant_id=TENANT, **fields)
+    tool = register_custom_tool(
+        name="live_one",
+        code="result = inputs.get('n', 0) + 1",
+        description="Adds one.",
+        input_schema=SCHEMA,
+        tenant_id=TENANT,
+        **fields,
+    )
     return approve_custom_tool(tool, acting_user=staff)
 
 
 def change(admin, tool, **overrides):
-    return admin.post(f"/admin/registry/tooldefinition/{tool.pk}/change/",
-                      form(name=tool.name, **overrides))
+    return admin.post(f"/admin/registry/tooldefinition/{tool.pk}/change/", form(name=tool.name, **overrides))
 
 
 def test_an_admin_edit_of_the_code_is_a_history_row_and_needs_a_new_approval(admin, staff):
@@ -87,7 +112,11 @@ def test_an_admin_edit_of_the_code_is_a_history_row_and_needs_a_new_approval(adm
     tool.refresh_from_db()
     edit = tool.reviews.filter(action=ReviewAction.EDIT).get()
     assert tool.status == ToolStatus.TESTING and tool.approved_hash != tool.definition_hash
-    assert (edit.acting_user, edit.reason, edit.implementation) == (staff, "changed implementation", "result = 'changed'")
+    assert (edit.acting_user, edit.reason, edit.implementation) == (
+        staff,
+        "changed implementation",
+        "result = 'changed'",
+    )
 
 
 def test_an_admin_edit_of_a_setting_is_a_history_row_too(admin, staff):
@@ -129,8 +158,9 @@ def test_the_add_form_names_an_unknown_dependency(admin):
 
 
 def test_running_the_auditor_again_clears_a_stale_report(admin, staff):
-    tool = register_custom_tool(name="bulk_edited", code="result = 1", description="One.", input_schema=SCHEMA,
-                                tenant_id=TENANT)
+    tool = register_custom_tool(
+        name="bulk_edited", code="result = 1", description="One.", input_schema=SCHEMA, tenant_id=TENANT
+    )
     ToolDefinition.objects.filter(pk=tool.pk).update(implementation="result = 2")
     assert "Run the auditor" in admin.get(review_url(tool)).content.decode()
     admin.post(review_url(tool), {"submit": "1"})

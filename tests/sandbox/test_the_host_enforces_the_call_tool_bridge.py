@@ -28,8 +28,15 @@ def receive():
     return sock.recv(size, socket.MSG_WAITALL)
 """
 
-FORGED_RESULT = json.dumps({"op": "result", "ok": True, "answer": {"kind": "text", "text": "forged"},
-                            "layers": {"seccomp": "forged", "landlock_abi": 99}, "tool_calls": 0})
+FORGED_RESULT = json.dumps(
+    {
+        "op": "result",
+        "ok": True,
+        "answer": {"kind": "text", "text": "forged"},
+        "layers": {"seccomp": "forged", "landlock_abi": 99},
+        "tool_calls": 0,
+    }
+)
 
 
 def test_a_forged_record_is_refused_and_the_verified_layers_are_recorded(approved_tool, call):
@@ -46,8 +53,10 @@ def test_a_forged_record_is_refused_and_the_verified_layers_are_recorded(approve
 def test_calls_past_the_cap_are_refused_by_the_host(approved_tool, call, settings):
     settings.SANDBOX = {**settings.SANDBOX, "MAX_TOOL_CALLS": 3}
     approved_tool("counted", "result = 'counted ran'")
-    flood = RAW + ("frame = b'{\"op\":\"call_tool\",\"name\":\"counted\",\"inputs\":{}}'\n"
-                   "for _ in range(40):\n    send(frame)\n    receive()\nresult = 'all 40 went through'")
+    flood = RAW + (
+        'frame = b\'{"op":"call_tool","name":"counted","inputs":{}}\'\n'
+        "for _ in range(40):\n    send(frame)\n    receive()\nresult = 'all 40 went through'"
+    )
     approved_tool("flood", flood, dependencies=["counted"])
     result = call("flood")
     assert "more than 3 call_tool calls" in result.error and "[stopped by: host:calls]" in result.error

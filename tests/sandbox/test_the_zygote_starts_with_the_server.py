@@ -15,11 +15,18 @@ STARTED_WITH_THE_APP = (
 
 def zygote_up_after_start(tmp_path, **env: str) -> str:
     """Load the app in a fresh process, as a server does; whether the zygote is running."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.settings", "SECRET_KEY": "test-only",
-           "EUNICE_PRELOAD_TOOL_SEARCH": "0", "EUNICE_SANDBOX_SCRATCH": str(tmp_path / "scratch"),
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", **env}
-    result = subprocess.run([sys.executable, "-c", STARTED_WITH_THE_APP], capture_output=True, text=True,
-                            env=env, cwd=ROOT, timeout=180)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "eunice.settings",
+        "SECRET_KEY": "test-only",
+        "EUNICE_PRELOAD_TOOL_SEARCH": "0",
+        "EUNICE_SANDBOX_SCRATCH": str(tmp_path / "scratch"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        **env,
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", STARTED_WITH_THE_APP], capture_output=True, text=True, env=env, cwd=ROOT, timeout=180
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout.strip().splitlines()[-1]
 

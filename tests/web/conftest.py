@@ -20,8 +20,15 @@ from tests.test_background_jobs import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--disable-quic"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def free_port() -> int:
@@ -40,15 +47,24 @@ def model_env():
 def server(model_env):
     """The real ASGI app under daphne, on the test database."""
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url(), "SECRET_KEY": settings.SECRET_KEY,
-           "DJANGO_SETTINGS_MODULE": "eunice.test_settings", "ALLOWED_HOSTS": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "DJANGO_SETTINGS_MODULE": "eunice.test_settings",
+        "ALLOWED_HOSTS": "127.0.0.1",
+    }
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EUNICE_DEFAULT_MODEL"):
         env.pop(name, None)
     env.update(model_env)
     log = open(ROOT / "var" / "test-server.log", "w")  # the server's own account, for a failing test
-    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                "eunice.asgi:application"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=log)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "eunice.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     # Generous: on a loaded shared machine daphne's start-up alone has taken over 30 s.
     deadline = time.monotonic() + 120
     while True:
@@ -81,8 +97,14 @@ def browser_page(request):
         errors = []  # uncaught exceptions and unhandled rejections in the page's scripts
         page.on("pageerror", lambda error: errors.append(error))
         # Content-Security-Policy refusals (Chromium reports each one on the console).
-        page.on("console", lambda message: errors.append(f"{page.url}: {message.text}")
-                if "Content Security Policy" in message.text or message.text.startswith("Refused to") else None)
+        page.on(
+            "console",
+            lambda message: (
+                errors.append(f"{page.url}: {message.text}")
+                if "Content Security Policy" in message.text or message.text.startswith("Refused to")
+                else None
+            ),
+        )
         yield page
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
@@ -90,7 +112,6 @@ def browser_page(request):
             page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
         browser.close()
         assert not errors, f"the page's scripts failed or broke its Content-Security-Policy: {errors}"
-
 
 
 @pytest.fixture

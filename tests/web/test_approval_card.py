@@ -25,8 +25,10 @@ def install_rows() -> tuple[list, list]:
     from django.db import close_old_connections
 
     try:
-        return (list(MCPServer.objects.values_list("name", "command", "args")),
-                list(PendingApproval.objects.values_list("status", "decided_by__username")))
+        return (
+            list(MCPServer.objects.values_list("name", "command", "args")),
+            list(PendingApproval.objects.values_list("status", "decided_by__username")),
+        )
     finally:
         close_old_connections()
 

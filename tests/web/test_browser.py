@@ -52,8 +52,8 @@ def test_a_user_signs_in_and_runs_a_tool_from_the_chat_page(server, conversation
 @pytest.fixture
 def scripted_model(model_env):
     """A scripted Messages API server the product's chat role talks to."""
-    from llm.scripted import ScriptedMessagesServer
     from llm.models import ModelConfig
+    from llm.scripted import ScriptedMessagesServer
 
     holder = {}
 
@@ -75,12 +75,18 @@ def talkative(scripted_model, conversation):
     from conversations.models import WorkingSetEntry
 
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="plan")
-    return scripted_model([
-        {"thinking": ["The user wants a plan."],
-         "tool_uses": [{"name": "plan", "input": {"steps": [{"title": "Pack"}, {"title": "Go"}]}, "id": "toolu_1"}]},
-        {"text": ["Here ", "is ", "your ", "plan."]},
-        {"text": [f"word{n} " for n in range(300)], "delay": 0.05},
-    ])
+    return scripted_model(
+        [
+            {
+                "thinking": ["The user wants a plan."],
+                "tool_uses": [
+                    {"name": "plan", "input": {"steps": [{"title": "Pack"}, {"title": "Go"}]}, "id": "toolu_1"}
+                ],
+            },
+            {"text": ["Here ", "is ", "your ", "plan."]},
+            {"text": [f"word{n} " for n in range(300)], "delay": 0.05},
+        ]
+    )
 
 
 def test_a_tool_call_streams_in_and_a_long_answer_can_be_cancelled(talkative, server, conversation, browser_page):
@@ -144,8 +150,13 @@ def approved_custom_tool(model_env, name: str, code: str):
     from tests.sandbox.conftest import make_reviewer
 
     reviewer = make_reviewer("reviewer", TENANT)
-    tool = register_custom_tool(name=name, code=code, description=f"The {name} test tool.",
-                                input_schema={"type": "object", "properties": {}}, tenant_id=TENANT)
+    tool = register_custom_tool(
+        name=name,
+        code=code,
+        description=f"The {name} test tool.",
+        input_schema={"type": "object", "properties": {}},
+        tenant_id=TENANT,
+    )
     return approve_custom_tool(tool, acting_user=reviewer)
 
 
@@ -187,8 +198,9 @@ def hostile_tool(model_env):
     return approved_custom_tool(model_env, "hostile_cards", HOSTILE_TOOL)
 
 
-def test_a_cards_label_is_shown_as_text_and_its_link_stays_on_the_site(hostile_tool, server, conversation,
-                                                                        browser_page):
+def test_a_cards_label_is_shown_as_text_and_its_link_stays_on_the_site(
+    hostile_tool, server, conversation, browser_page
+):
     page = browser_page
     sign_in(page, server)
     open_conversation(page, server, conversation)
@@ -227,8 +239,16 @@ def superuser():
 
 
 # Every kind of page: ours, the admin's and the API's browsable schema.
-PAGES = ("/", "/playground/", "/playground/search_tools/", "/telemetry/", "/admin/",
-         "/admin/registry/tooldefinition/", "/admin/auth/user/add/", "/api/schema/ui/")
+PAGES = (
+    "/",
+    "/playground/",
+    "/playground/search_tools/",
+    "/telemetry/",
+    "/admin/",
+    "/admin/registry/tooldefinition/",
+    "/admin/auth/user/add/",
+    "/api/schema/ui/",
+)
 
 
 @pytest.fixture

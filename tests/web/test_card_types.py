@@ -22,8 +22,8 @@ APP_PACKAGES = ("conversations", "registry", "tools")
 def _function(js: str, name: str) -> str:
     """The source of the top-level-in-the-IIFE function ``name`` (up to the next one)."""
     start = js.index(f"function {name}(")
-    following = re.search(r"\n  function ", js[start + 1:])
-    return js[start: start + 1 + following.start()] if following else js[start:]
+    following = re.search(r"\n  function ", js[start + 1 :])
+    return js[start : start + 1 + following.start()] if following else js[start:]
 
 
 def _compared_types(js: str) -> set[str]:
@@ -44,7 +44,7 @@ def _server_card_types() -> dict[str, str]:
             if "migrations" in path.parts:
                 continue
             for node in _card_dicts(ast.parse(path.read_text(encoding="utf-8"))):
-                for key, value in zip(node.keys, node.values):
+                for key, value in zip(node.keys, node.values, strict=True):
                     if isinstance(key, ast.Constant) and key.value == "type" and isinstance(value, ast.Constant):
                         found.setdefault(value.value, f"{path.relative_to(ROOT)}:{node.lineno}")
     return found
@@ -56,12 +56,16 @@ def _card_dicts(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "card" for t in node.targets):
             yield from _dicts(node.value)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append"
-              and getattr(node.func.value, "id", "") == "cards"):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append"
+            and getattr(node.func.value, "id", "") == "cards"
+        ):
             for arg in node.args:
                 yield from _dicts(arg)
         elif isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values):
+            for key, value in zip(node.keys, node.values, strict=True):
                 if isinstance(key, ast.Constant) and key.value == "card":
                     yield from _dicts(value)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "card" in node.name:

@@ -152,8 +152,13 @@ def test_the_playground_keeps_staff_to_their_own_tenant(client, staff, settings)
 
     settings.FEATURE_FLAGS = {**settings.FEATURE_FLAGS, "custom_tools_enabled": True}
     boss = get_user_model().objects.create_user("root", is_staff=True, is_superuser=True)
-    tool = register_custom_tool(name="their_secret", code="result = 'globex data'", description="Theirs.",
-                                input_schema={"type": "object", "properties": {}}, tenant_id=OTHER_TENANT)
+    tool = register_custom_tool(
+        name="their_secret",
+        code="result = 'globex data'",
+        description="Theirs.",
+        input_schema={"type": "object", "properties": {}},
+        tenant_id=OTHER_TENANT,
+    )
     approve_custom_tool(tool, acting_user=boss)
     assert "their_secret" not in client.get("/playground/").content.decode()
     response = client.post("/playground/their_secret/", {"inputs": "{}", "tenant": OTHER_TENANT})

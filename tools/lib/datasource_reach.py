@@ -86,7 +86,9 @@ def postgres_target(location: dict) -> PostgresTarget:
         address = pinned_address(host.strip("[]"), port, allow_private=settings.DATA["DATASOURCE_ALLOW_PRIVATE"])
     except UnsafeURL as exc:
         private = "resolves to" in str(exc)
-        raise SourceRefused(f"{exc}{' (private hosts need EUNICE_DATASOURCE_ALLOW_PRIVATE)' if private else ''}") from None
+        raise SourceRefused(
+            f"{exc}{' (private hosts need EUNICE_DATASOURCE_ALLOW_PRIVATE)' if private else ''}"
+        ) from None
     if _is_app_postgres(address, port, database):
         raise SourceRefused(f"{host}:{port}/{database} is the app's own database")
     return PostgresTarget(host=host.strip("[]"), address=address, port=port, database=database, user=user)
@@ -95,7 +97,8 @@ def postgres_target(location: dict) -> PostgresTarget:
 def check_connected(connection: Any) -> None:
     """Judge a fresh datasource connection (psycopg) by who answered it. Raises SourceRefused."""
     database, server_address, server_port, reads_server_files, may_identify = connection.execute(
-        _WHO_ANSWERED_SQL).fetchone()
+        _WHO_ANSWERED_SQL
+    ).fetchone()
     if server_address is not None and _is_app_postgres(server_address, int(server_port or 0), database):
         raise SourceRefused("the server answering is the app's own database")
     if may_identify:
@@ -103,8 +106,10 @@ def check_connected(connection: Any) -> None:
         if (system_identifier, database) in _app_identities():
             raise SourceRefused("the server answering is the app's own database")
     if reads_server_files:
-        raise SourceRefused("the datasource's role can read the database server's files (a superuser or a "
-                            "member of pg_read_server_files); register a role that may only SELECT")
+        raise SourceRefused(
+            "the datasource's role can read the database server's files (a superuser or a "
+            "member of pg_read_server_files); register a role that may only SELECT"
+        )
 
 
 def tenant_file(tenant_id: str, path: str) -> Path:
@@ -133,8 +138,12 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _app_sqlite_files() -> list[Path]:
     names = [str(db.get("NAME") or "") for db in settings.DATABASES.values() if "sqlite" in db.get("ENGINE", "")]
-    return [Path(name + side) for name in names if name and not name.startswith("file:") and name != ":memory:"
-            for side in _SQLITE_SIDE_FILES]
+    return [
+        Path(name + side)
+        for name in names
+        if name and not name.startswith("file:") and name != ":memory:"
+        for side in _SQLITE_SIDE_FILES
+    ]
 
 
 def _is_app_postgres(address: str, port: int, database: str) -> bool:

@@ -38,8 +38,12 @@ class Provenance:
         )
 
     def fields(self) -> dict:
-        return {"conversation_id": self.conversation_id, "tool_call_id": self.tool_call_id,
-                "recorded_by": self.recorded_by, "source": self.source}
+        return {
+            "conversation_id": self.conversation_id,
+            "tool_call_id": self.tool_call_id,
+            "recorded_by": self.recorded_by,
+            "source": self.source,
+        }
 
 
 def find_by_name(tenant_id: str, name: str, entity_type: str | None = None) -> list[Entity]:
@@ -52,8 +56,11 @@ def find_by_name(tenant_id: str, name: str, entity_type: str | None = None) -> l
 
 def add_aliases(entity: Entity, names: Iterable[str]) -> None:
     EntityAlias.objects.bulk_create(
-        [EntityAlias(tenant_id=entity.tenant_id, entity=entity, alias=n.strip(), key=alias_key(n))
-         for n in names if n and n.strip()],
+        [
+            EntityAlias(tenant_id=entity.tenant_id, entity=entity, alias=n.strip(), key=alias_key(n))
+            for n in names
+            if n and n.strip()
+        ],
         ignore_conflicts=True,
     )
 
@@ -78,10 +85,12 @@ def json_value(value):
 @transaction.atomic
 def record_facts(entity: Entity, facts: dict, provenance: Provenance) -> list[Fact]:
     """Append facts (attribute -> value) to ``entity`` and mark it changed; earlier facts stay as history."""
-    rows = Fact.objects.bulk_create([
-        Fact(tenant_id=entity.tenant_id, entity=entity, attribute=attribute, value=value, **provenance.fields())
-        for attribute, value in facts.items()
-    ])
+    rows = Fact.objects.bulk_create(
+        [
+            Fact(tenant_id=entity.tenant_id, entity=entity, attribute=attribute, value=value, **provenance.fields())
+            for attribute, value in facts.items()
+        ]
+    )
     entity.save(update_fields=["updated_at"])
     return rows
 
@@ -112,8 +121,15 @@ def recall(tenant_id: str, query: str, limit: int, entity_type: str | None) -> l
     if len(index) and len(found) < limit:
         allowed = None
         if entity_type:
-            allowed = {str(pk) for pk in Entity.objects.for_tenant(tenant_id).filter(entity_type=entity_type).values_list("id", flat=True)}
-        hits = index.search(query, limit + len(found), allowed, min_similarity=MIN_SIMILARITY) if allowed != set() else []
+            allowed = {
+                str(pk)
+                for pk in Entity.objects.for_tenant(tenant_id)
+                .filter(entity_type=entity_type)
+                .values_list("id", flat=True)
+            }
+        hits = (
+            index.search(query, limit + len(found), allowed, min_similarity=MIN_SIMILARITY) if allowed != set() else []
+        )
         seen = {e.pk for e, _, _ in found}
         by_pk = Entity.objects.for_tenant(tenant_id).in_bulk([int(h.key) for h in hits if int(h.key) not in seen])
         found.extend((by_pk[int(h.key)], h.score, "meaning") for h in hits if int(h.key) in by_pk)

@@ -10,14 +10,25 @@ from tools.lib.html_text import html_to_text
 FORMATS = ("text", "markdown", "html", "pdf", "docx")
 
 _BY_EXTENSION = {
-    ".txt": "text", ".text": "text", ".csv": "text", ".log": "text",
-    ".md": "markdown", ".markdown": "markdown",
-    ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".pdf": "pdf", ".docx": "docx",
+    ".txt": "text",
+    ".text": "text",
+    ".csv": "text",
+    ".log": "text",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
 }
 _BY_MIME = {
-    "text/plain": "text", "text/csv": "text", "text/markdown": "markdown", "text/html": "html",
-    "application/xhtml+xml": "html", "application/pdf": "pdf",
+    "text/plain": "text",
+    "text/csv": "text",
+    "text/markdown": "markdown",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "application/pdf": "pdf",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
 }
 

@@ -6,10 +6,33 @@ import re
 from html.parser import HTMLParser
 
 _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head", "iframe", "object"})
-_BLOCK = frozenset({
-    "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "br", "hr",
-    "table", "tr", "ul", "ol", "dl", "dt", "dd", "blockquote", "pre", "figure", "figcaption", "form",
-})
+_BLOCK = frozenset(
+    {
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "header",
+        "footer",
+        "aside",
+        "nav",
+        "br",
+        "hr",
+        "table",
+        "tr",
+        "ul",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "blockquote",
+        "pre",
+        "figure",
+        "figcaption",
+        "form",
+    }
+)
 _HEADINGS = {"h1": "# ", "h2": "## ", "h3": "### ", "h4": "#### ", "h5": "##### ", "h6": "###### "}
 _VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "wbr"})
 

@@ -62,16 +62,34 @@ def store_document(
             document.conversation_id = conversation_id or ""
             document.save()
         else:
-            document, status = Document.objects.create(
-                tenant_id=corpus.tenant_id, corpus=corpus, title=loaded.title, source=loaded.source,
-                format=loaded.format, content_hash=digest, text=loaded.text, owner=owner,
-                conversation_id=conversation_id or "", tool_call_id=tool_call_id,
-            ), "indexed"
-        Chunk.objects.bulk_create([
-            Chunk(tenant_id=corpus.tenant_id, document=document, position=n, text=text,
-                  embedding=fresh[str(n)][0], embedding_model=fresh[str(n)][1])
-            for n, text in enumerate(passages)
-        ])
+            document, status = (
+                Document.objects.create(
+                    tenant_id=corpus.tenant_id,
+                    corpus=corpus,
+                    title=loaded.title,
+                    source=loaded.source,
+                    format=loaded.format,
+                    content_hash=digest,
+                    text=loaded.text,
+                    owner=owner,
+                    conversation_id=conversation_id or "",
+                    tool_call_id=tool_call_id,
+                ),
+                "indexed",
+            )
+        Chunk.objects.bulk_create(
+            [
+                Chunk(
+                    tenant_id=corpus.tenant_id,
+                    document=document,
+                    position=n,
+                    text=text,
+                    embedding=fresh[str(n)][0],
+                    embedding_model=fresh[str(n)][1],
+                )
+                for n, text in enumerate(passages)
+            ]
+        )
     return document, status
 
 
@@ -87,8 +105,13 @@ class PassageHit:
     def as_card_entry(self) -> dict:
         document = self.chunk.document
         return {
-            "id": self.label, "document_id": document.pk, "title": document.title, "source": document.source,
-            "corpus": document.corpus.name, "position": self.chunk.position, "text": self.chunk.text,
+            "id": self.label,
+            "document_id": document.pk,
+            "title": document.title,
+            "source": document.source,
+            "corpus": document.corpus.name,
+            "position": self.chunk.position,
+            "text": self.chunk.text,
             "score": round(self.score, 4),
         }
 
@@ -111,8 +134,8 @@ def search_passages(documents: QuerySet, query: str, limit: int) -> list[Passage
     if len(index) == 0 or not allowed:
         return []
     hits = index.search(query, limit, allowed, min_similarity=MIN_SIMILARITY)
-    chunks = Chunk.objects.for_tenant(tenant_id).select_related("document__corpus").in_bulk(
-        [int(hit.key) for hit in hits]
+    chunks = (
+        Chunk.objects.for_tenant(tenant_id).select_related("document__corpus").in_bulk([int(hit.key) for hit in hits])
     )
     return [PassageHit(chunks[int(hit.key)], hit.score) for hit in hits if int(hit.key) in chunks]
 

@@ -75,8 +75,24 @@ def _docx(outline: dict, path: Path) -> None:
 
 # The PDF core fonts are Latin-1; these common characters get their nearest
 # Latin-1 spelling and anything else a "?", rather than failing the document.
-_LATIN1 = str.maketrans({"—": "-", "–": "-", "‘": "'", "’": "'", "“": '"', "”": '"', "…": "...", "•": "-",
-                         "→": "->", "←": "<-", "✓": "v", "✗": "x", "⚠": "!", "€": "EUR"})
+_LATIN1 = str.maketrans(
+    {
+        "—": "-",
+        "–": "-",
+        "‘": "'",
+        "’": "'",
+        "“": '"',
+        "”": '"',
+        "…": "...",
+        "•": "-",
+        "→": "->",
+        "←": "<-",
+        "✓": "v",
+        "✗": "x",
+        "⚠": "!",
+        "€": "EUR",
+    }
+)
 
 
 def _latin1(text: str) -> str:

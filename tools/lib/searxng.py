@@ -21,8 +21,10 @@ def searxng_search(query: str, limit: int) -> list[dict]:
         raise SearchBackendError("EUNICE_WEB_SEARCH_BACKEND=searxng needs EUNICE_WEB_SEARCH_URL")
     try:
         response = httpx2.get(
-            f"{settings.WEB_SEARCH_URL}/search", params={"q": query, "format": "json"},
-            timeout=settings.WEB_FETCH_TIMEOUT_SECONDS, trust_env=False,
+            f"{settings.WEB_SEARCH_URL}/search",
+            params={"q": query, "format": "json"},
+            timeout=settings.WEB_FETCH_TIMEOUT_SECONDS,
+            trust_env=False,
         )
         response.raise_for_status()
         results = response.json().get("results", [])
@@ -30,5 +32,6 @@ def searxng_search(query: str, limit: int) -> list[dict]:
         raise SearchBackendError(f"the search backend failed: {type(error).__name__}") from None
     return [
         {"title": r.get("title", ""), "url": r.get("url", ""), "snippet": r.get("content", "")}
-        for r in results[:limit] if isinstance(r, dict)
+        for r in results[:limit]
+        if isinstance(r, dict)
     ]

@@ -35,8 +35,11 @@ def load_item(item: dict, context: ToolContext) -> LoadedDocument:
         raise HintException(
             "schema",
             f"each item needs exactly one of upload, file_id or text; got {given or 'none'}",
-            [{"label": '{"upload": "report.pdf"}', "score": 0.9}, {"label": '{"file_id": 12}', "score": 0.8},
-             {"label": '{"text": "…", "title": "Notes", "format": "markdown"}', "score": 0.7}],
+            [
+                {"label": '{"upload": "report.pdf"}', "score": 0.9},
+                {"label": '{"file_id": 12}', "score": 0.8},
+                {"label": '{"text": "…", "title": "Notes", "format": "markdown"}', "score": 0.7},
+            ],
         )
     if "upload" in item:
         data, name, mime, source = _upload(item["upload"], context)
@@ -49,17 +52,20 @@ def load_item(item: dict, context: ToolContext) -> LoadedDocument:
         fmt = item.get("format") or detect_format(name, mime, data)
         found_title, text = extract_text(data, fmt)
     except UnsupportedFormat as error:
-        raise HintException("schema", f"{name or 'item'}: {error}", [{"label": f, "score": 0.5} for f in FORMATS]) from None
+        raise HintException(
+            "schema", f"{name or 'item'}: {error}", [{"label": f, "score": 0.5} for f in FORMATS]
+        ) from None
     except RefusedDocument as error:
         raise HintException("schema", f"{name or 'item'}: {error}") from None
     except UnreadableDocument as error:
-        raise HintException("schema", f"{name or 'item'}: {error}; upload a text, Markdown, HTML, PDF or DOCX file") from None
-    if not text.strip():
         raise HintException(
-            "schema", f"{name or source} contains no extractable text (a scanned PDF needs OCR first)"
-        )
-    return LoadedDocument(source=source, title=(item.get("title") or found_title or name or source)[:300],
-                          format=fmt, text=text)
+            "schema", f"{name or 'item'}: {error}; upload a text, Markdown, HTML, PDF or DOCX file"
+        ) from None
+    if not text.strip():
+        raise HintException("schema", f"{name or source} contains no extractable text (a scanned PDF needs OCR first)")
+    return LoadedDocument(
+        source=source, title=(item.get("title") or found_title or name or source)[:300], format=fmt, text=text
+    )
 
 
 def _upload(name: str, context: ToolContext) -> tuple[bytes, str, str, str]:
@@ -78,7 +84,8 @@ def _upload(name: str, context: ToolContext) -> tuple[bytes, str, str, str]:
         raise HintException("schema", f"upload: {error}") from None
     except FileNotFoundError:
         raise HintException(
-            "schema", f"upload {name!r} does not exist in your uploads folder",
+            "schema",
+            f"upload {name!r} does not exist in your uploads folder",
             _closest(name, upload_names(context)),
         ) from None
     return path.read_bytes(), path.name, "", f"upload:{name}"
@@ -113,4 +120,6 @@ def _closest(name: str, known: list[str]) -> list[dict]:
     import difflib
 
     matches = difflib.get_close_matches(name, known, n=5, cutoff=0.3)
-    return [{"label": match, "score": round(difflib.SequenceMatcher(None, name, match).ratio(), 3)} for match in matches]
+    return [
+        {"label": match, "score": round(difflib.SequenceMatcher(None, name, match).ratio(), 3)} for match in matches
+    ]

@@ -63,7 +63,9 @@ async def _follow(url: str, max_bytes: int, allow_private: bool) -> Fetched:
                     url = urljoin(pinned.url, response.headers["location"])
                     continue
                 if response.status_code >= 400:
-                    raise FetchFailed(f"{_show(pinned.url)} answered HTTP {response.status_code} {response.reason_phrase}")
+                    raise FetchFailed(
+                        f"{_show(pinned.url)} answered HTTP {response.status_code} {response.reason_phrase}"
+                    )
                 body = await _read_capped(response, max_bytes)
                 return Fetched(pinned.url, response.status_code, response.headers.get("content-type", ""), body, hop)
         except httpx2.HTTPError as error:
@@ -74,7 +76,9 @@ async def _follow(url: str, max_bytes: int, allow_private: bool) -> Fetched:
 async def _read_capped(response, max_bytes: int) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        raise TooLarge(f"the page is {int(declared):,} bytes, over the {max_bytes:,}-byte limit (EUNICE_FETCH_MAX_BYTES)")
+        raise TooLarge(
+            f"the page is {int(declared):,} bytes, over the {max_bytes:,}-byte limit (EUNICE_FETCH_MAX_BYTES)"
+        )
     chunks, size = [], 0
     async for chunk in response.aiter_bytes():
         size += len(chunk)

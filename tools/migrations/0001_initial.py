@@ -5,164 +5,196 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Entity',
+            name="Entity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('entity_type', models.CharField(max_length=64)),
-                ('name', models.CharField(max_length=300)),
-                ('embedding', models.BinaryField(null=True)),
-                ('embedding_model', models.CharField(blank=True, max_length=128)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("entity_type", models.CharField(max_length=64)),
+                ("name", models.CharField(max_length=300)),
+                ("embedding", models.BinaryField(null=True)),
+                ("embedding_model", models.CharField(blank=True, max_length=128)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'db_table': 'entities',
-                'ordering': ['entity_type', 'name'],
+                "db_table": "entities",
+                "ordering": ["entity_type", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Corpus',
+            name="Corpus",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('name', models.CharField(max_length=120)),
-                ('description', models.TextField(blank=True)),
-                ('created_by', models.CharField(blank=True, max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("name", models.CharField(max_length=120)),
+                ("description", models.TextField(blank=True)),
+                ("created_by", models.CharField(blank=True, max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'db_table': 'knowledge_corpora',
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(fields=('tenant_id', 'name'), name='corpus_name_unique')],
+                "db_table": "knowledge_corpora",
+                "ordering": ["name"],
+                "constraints": [models.UniqueConstraint(fields=("tenant_id", "name"), name="corpus_name_unique")],
             },
         ),
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('title', models.CharField(max_length=300)),
-                ('source', models.CharField(max_length=500)),
-                ('format', models.CharField(max_length=16)),
-                ('content_hash', models.CharField(max_length=64)),
-                ('text', models.TextField()),
-                ('conversation_id', models.CharField(blank=True, max_length=64)),
-                ('tool_call_id', models.CharField(blank=True, max_length=128)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('corpus', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='tools.corpus')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("title", models.CharField(max_length=300)),
+                ("source", models.CharField(max_length=500)),
+                ("format", models.CharField(max_length=16)),
+                ("content_hash", models.CharField(max_length=64)),
+                ("text", models.TextField()),
+                ("conversation_id", models.CharField(blank=True, max_length=64)),
+                ("tool_call_id", models.CharField(blank=True, max_length=128)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "corpus",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="documents", to="tools.corpus"
+                    ),
+                ),
             ],
             options={
-                'db_table': 'knowledge_documents',
-                'ordering': ['id'],
+                "db_table": "knowledge_documents",
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Chunk',
+            name="Chunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('position', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('embedding', models.BinaryField(null=True)),
-                ('embedding_model', models.CharField(blank=True, max_length=128)),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='tools.document')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("position", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                ("embedding", models.BinaryField(null=True)),
+                ("embedding_model", models.CharField(blank=True, max_length=128)),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="chunks", to="tools.document"
+                    ),
+                ),
             ],
             options={
-                'db_table': 'knowledge_chunks',
-                'ordering': ['document_id', 'position'],
+                "db_table": "knowledge_chunks",
+                "ordering": ["document_id", "position"],
             },
         ),
         migrations.CreateModel(
-            name='EntityAlias',
+            name="EntityAlias",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(max_length=64)),
-                ('alias', models.CharField(max_length=300)),
-                ('key', models.CharField(max_length=300)),
-                ('entity', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='aliases', to='tools.entity')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(max_length=64)),
+                ("alias", models.CharField(max_length=300)),
+                ("key", models.CharField(max_length=300)),
+                (
+                    "entity",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="aliases", to="tools.entity"
+                    ),
+                ),
             ],
             options={
-                'db_table': 'entity_aliases',
+                "db_table": "entity_aliases",
             },
         ),
         migrations.CreateModel(
-            name='EntityLink',
+            name="EntityLink",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('conversation_id', models.CharField(blank=True, max_length=64)),
-                ('tool_call_id', models.CharField(blank=True, max_length=128)),
-                ('recorded_by', models.CharField(blank=True, max_length=64)),
-                ('source', models.CharField(blank=True, max_length=500)),
-                ('recorded_at', models.DateTimeField(auto_now_add=True)),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('relation', models.CharField(max_length=120)),
-                ('source_entity', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='links_out', to='tools.entity')),
-                ('target_entity', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='links_in', to='tools.entity')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("conversation_id", models.CharField(blank=True, max_length=64)),
+                ("tool_call_id", models.CharField(blank=True, max_length=128)),
+                ("recorded_by", models.CharField(blank=True, max_length=64)),
+                ("source", models.CharField(blank=True, max_length=500)),
+                ("recorded_at", models.DateTimeField(auto_now_add=True)),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("relation", models.CharField(max_length=120)),
+                (
+                    "source_entity",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="links_out", to="tools.entity"
+                    ),
+                ),
+                (
+                    "target_entity",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="links_in", to="tools.entity"
+                    ),
+                ),
             ],
             options={
-                'db_table': 'entity_links',
+                "db_table": "entity_links",
             },
         ),
         migrations.CreateModel(
-            name='EntityProjection',
+            name="EntityProjection",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('name', models.CharField(max_length=120)),
-                ('entity_type', models.CharField(max_length=64)),
-                ('attributes', models.JSONField(default=list)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("name", models.CharField(max_length=120)),
+                ("entity_type", models.CharField(max_length=64)),
+                ("attributes", models.JSONField(default=list)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'db_table': 'entity_projections',
-                'constraints': [models.UniqueConstraint(fields=('tenant_id', 'name'), name='entity_projection_name_unique')],
+                "db_table": "entity_projections",
+                "constraints": [
+                    models.UniqueConstraint(fields=("tenant_id", "name"), name="entity_projection_name_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Fact',
+            name="Fact",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('conversation_id', models.CharField(blank=True, max_length=64)),
-                ('tool_call_id', models.CharField(blank=True, max_length=128)),
-                ('recorded_by', models.CharField(blank=True, max_length=64)),
-                ('source', models.CharField(blank=True, max_length=500)),
-                ('recorded_at', models.DateTimeField(auto_now_add=True)),
-                ('tenant_id', models.CharField(db_index=True, max_length=64)),
-                ('attribute', models.CharField(max_length=120)),
-                ('value', models.JSONField()),
-                ('entity', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='facts', to='tools.entity')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("conversation_id", models.CharField(blank=True, max_length=64)),
+                ("tool_call_id", models.CharField(blank=True, max_length=128)),
+                ("recorded_by", models.CharField(blank=True, max_length=64)),
+                ("source", models.CharField(blank=True, max_length=500)),
+                ("recorded_at", models.DateTimeField(auto_now_add=True)),
+                ("tenant_id", models.CharField(db_index=True, max_length=64)),
+                ("attribute", models.CharField(max_length=120)),
+                ("value", models.JSONField()),
+                (
+                    "entity",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="facts", to="tools.entity"
+                    ),
+                ),
             ],
             options={
-                'db_table': 'entity_facts',
-                'ordering': ['entity_id', 'attribute', 'recorded_at', 'id'],
+                "db_table": "entity_facts",
+                "ordering": ["entity_id", "attribute", "recorded_at", "id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(fields=('corpus', 'source'), name='document_source_unique'),
+            model_name="document",
+            constraint=models.UniqueConstraint(fields=("corpus", "source"), name="document_source_unique"),
         ),
         migrations.AddIndex(
-            model_name='entityalias',
-            index=models.Index(fields=['tenant_id', 'key'], name='entity_alias_lookup'),
+            model_name="entityalias",
+            index=models.Index(fields=["tenant_id", "key"], name="entity_alias_lookup"),
         ),
         migrations.AddConstraint(
-            model_name='entityalias',
-            constraint=models.UniqueConstraint(fields=('entity', 'key'), name='entity_alias_unique'),
+            model_name="entityalias",
+            constraint=models.UniqueConstraint(fields=("entity", "key"), name="entity_alias_unique"),
         ),
         migrations.AddConstraint(
-            model_name='entitylink',
-            constraint=models.UniqueConstraint(fields=('source_entity', 'target_entity', 'relation'), name='entity_link_unique'),
+            model_name="entitylink",
+            constraint=models.UniqueConstraint(
+                fields=("source_entity", "target_entity", "relation"), name="entity_link_unique"
+            ),
         ),
     ]

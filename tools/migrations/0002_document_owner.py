@@ -6,28 +6,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tools', '0001_initial'),
+        ("tools", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='document',
-            name='document_source_unique',
+            model_name="document",
+            name="document_source_unique",
         ),
         migrations.AddField(
-            model_name='document',
-            name='owner',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="document",
+            name="owner",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', False)), fields=('corpus', 'source', 'owner'), name='document_source_unique_per_owner'),
+            model_name="document",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", False)),
+                fields=("corpus", "source", "owner"),
+                name="document_source_unique_per_owner",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('corpus', 'source'), name='document_source_unique_for_tenant'),
+            model_name="document",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", True)),
+                fields=("corpus", "source"),
+                name="document_source_unique_for_tenant",
+            ),
         ),
     ]

@@ -19,9 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--input", default="{}", help="Inputs as a JSON object.")
         parser.add_argument("--tenant", default="default", help="Tenant id (default: default).")
         parser.add_argument("--user", default="cli", help="User id recorded in the log.")
-        parser.add_argument(
-            "--conversation", help="Conversation id; created for the tenant if it does not exist."
-        )
+        parser.add_argument("--conversation", help="Conversation id; created for the tenant if it does not exist.")
 
     def handle(self, *args, **options) -> None:
         try:
@@ -29,7 +27,7 @@ class Command(BaseCommand):
         except json.JSONDecodeError as exc:
             raise CommandError(f"--input is not valid JSON: {exc.msg} at character {exc.pos}") from None
         if not isinstance(inputs, dict):
-            raise CommandError("--input must be a JSON object, e.g. '{\"query\": \"chart\"}'")
+            raise CommandError('--input must be a JSON object, e.g. \'{"query": "chart"}\'')
         conversation_id = None
         if options["conversation"]:
             conversation_id = self._conversation(options["conversation"], options["tenant"])
@@ -46,9 +44,7 @@ class Command(BaseCommand):
     def _conversation(self, conversation_id: str, tenant_id: str) -> str:
         from conversations.models import Conversation
 
-        conversation, _ = Conversation.objects.get_or_create(
-            id=conversation_id, defaults={"tenant_id": tenant_id}
-        )
+        conversation, _ = Conversation.objects.get_or_create(id=conversation_id, defaults={"tenant_id": tenant_id})
         if conversation.tenant_id != tenant_id:
             raise CommandError(f"conversation {conversation_id!r} does not belong to tenant {tenant_id!r}")
         return conversation.id

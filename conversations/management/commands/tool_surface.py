@@ -30,8 +30,11 @@ class Command(BaseCommand):
             raise CommandError("give --conversation or --tenant")
         try:
             entries = compose(
-                get_registry(), tenant, mode=options["mode"],
-                conversation_id=options["conversation"], namespace_id=namespace,
+                get_registry(),
+                tenant,
+                mode=options["mode"],
+                conversation_id=options["conversation"],
+                namespace_id=namespace,
             )
         except ToolSurfaceBudgetError as exc:
             raise CommandError(str(exc)) from exc

@@ -15,7 +15,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--script", required=True, help="JSON file: {\"turns\": [...]}")
+        parser.add_argument("--script", required=True, help='JSON file: {"turns": [...]}')
         parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
         parser.add_argument("--api-key", default=None, help="refuse requests with another x-api-key (401)")
         parser.add_argument("--max-requests", type=int, default=None, help="exit after answering this many")
@@ -24,7 +24,9 @@ class Command(BaseCommand):
         try:
             turns = load_script(str(options["script"]))
             server = ScriptedMessagesServer(
-                turns, port=int(options["port"]), api_key=options["api_key"],  # type: ignore[arg-type]
+                turns,
+                port=int(options["port"]),
+                api_key=options["api_key"],  # type: ignore[arg-type]
                 max_requests=options["max_requests"],  # type: ignore[arg-type]
             )
         except (OSError, ValueError) as exc:

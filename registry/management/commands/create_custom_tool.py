@@ -18,8 +18,9 @@ class Command(BaseCommand):
         parser.add_argument("--description", required=True)
         parser.add_argument("--tenant", default=ALL_TENANTS, help="Owning tenant (default: every tenant).")
         parser.add_argument("--tests", default="[]", help='Test cases: [{"inputs": {...}, "expect": "text"}].')
-        parser.add_argument("--dependencies", default="",
-                            help="Comma-separated names of the tools the code may call with call_tool.")
+        parser.add_argument(
+            "--dependencies", default="", help="Comma-separated names of the tools the code may call with call_tool."
+        )
 
     def handle(self, *args, **options) -> None:
         try:
@@ -28,12 +29,19 @@ class Command(BaseCommand):
         except (OSError, json.JSONDecodeError) as exc:
             raise CommandError(str(exc)) from None
         try:
-            tool = register_custom_tool(name=options["name"], code=code, input_schema=schema,
-                                        description=options["description"], tenant_id=options["tenant"],
-                                        dependencies=[d for d in options["dependencies"].split(",") if d.strip()],
-                                        test_cases=tests, created_by="cli")
+            tool = register_custom_tool(
+                name=options["name"],
+                code=code,
+                input_schema=schema,
+                description=options["description"],
+                tenant_id=options["tenant"],
+                dependencies=[d for d in options["dependencies"].split(",") if d.strip()],
+                test_cases=tests,
+                created_by="cli",
+            )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         audit = (tool.test_results or {}).get("passed")
-        self.stdout.write(f"{tool.name}: {tool.status}, audit {'passed' if audit else 'failed'} "
-                          f"(hash {tool.definition_hash[:12]})")
+        self.stdout.write(
+            f"{tool.name}: {tool.status}, audit {'passed' if audit else 'failed'} (hash {tool.definition_hash[:12]})"
+        )

@@ -29,8 +29,7 @@ class Command(BaseCommand):
         TenantMembership.objects.create(user=user, tenant_id=settings.EUNICE_ADMIN_TENANT)
         if generated:
             self.stdout.write(
-                f"Created staff login {username!r} with password {password!r} "
-                "(shown once; change it in the admin)."
+                f"Created staff login {username!r} with password {password!r} (shown once; change it in the admin)."
             )
         else:
             self.stdout.write(f"Created staff login {username!r} from EUNICE_ADMIN_PASSWORD.")

@@ -34,8 +34,10 @@ class BoundedCluster(Cluster):
 
     def _kill_sentinel(self) -> None:
         if self.sentinel is not None and self.sentinel.is_alive():
-            logger.warning("jobs still running after %.0f s; stopping their workers (the jobs re-run at the next start)",
-                           settings.EUNICE_JOBS_STOP_SECONDS)
+            logger.warning(
+                "jobs still running after %.0f s; stopping their workers (the jobs re-run at the next start)",
+                settings.EUNICE_JOBS_STOP_SECONDS,
+            )
             self.sentinel.kill()
 
 

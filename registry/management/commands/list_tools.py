@@ -22,7 +22,5 @@ class Command(BaseCommand):
             return
         width = max((len(r["name"]) for r in rows), default=4)
         for row in rows:
-            self.stdout.write(
-                f"{row['name']:<{width}}  {row['tool_type']:<6}  {row['status']:<8}  {row['category']}"
-            )
+            self.stdout.write(f"{row['name']:<{width}}  {row['tool_type']:<6}  {row['status']:<8}  {row['category']}")
         self.stdout.write(f"{len(rows)} tool(s)")

@@ -11,7 +11,9 @@ class Command(BaseCommand):
     help = "Add an MCP server (stdio command or Streamable HTTP URL). Connect it with mcp_connect."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("name", help="Connection name, unique in its tenant; tools become mcp_<tenant tag>_<name>_<tool>.")
+        parser.add_argument(
+            "name", help="Connection name, unique in its tenant; tools become mcp_<tenant tag>_<name>_<tool>."
+        )
         how = parser.add_mutually_exclusive_group(required=True)
         how.add_argument("--stdio", metavar="COMMAND", help='The command and its args, e.g. "uvx mcp-server-time".')
         how.add_argument("--url", help="A Streamable HTTP endpoint.")
@@ -19,9 +21,13 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", default="default", help="Tenant id (default: default).")
         parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="Server environment.")
         parser.add_argument("--header", action="append", default=[], metavar="KEY=VALUE", help="HTTP header.")
-        parser.add_argument("--approval", choices=[ApprovalPolicy.MANUAL, ApprovalPolicy.AUTO], default=ApprovalPolicy.MANUAL,
-                            help="manual: each tool waits for staff approval whenever it appears; "
-                                 "auto: tools are approved as first listed (default: manual).")
+        parser.add_argument(
+            "--approval",
+            choices=[ApprovalPolicy.MANUAL, ApprovalPolicy.AUTO],
+            default=ApprovalPolicy.MANUAL,
+            help="manual: each tool waits for staff approval whenever it appears; "
+            "auto: tools are approved as first listed (default: manual).",
+        )
 
     def handle(self, *args, **options) -> None:
         fields: dict = {"allow_private_network": options["allow_private"], "approval_policy": options["approval"]}
@@ -36,7 +42,9 @@ class Command(BaseCommand):
             server = create_server(acting_user=Operator(), tenant_id=options["tenant"], name=options["name"], **fields)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
-        self.stdout.write(f"added {server.name} ({server.transport}); connect it with: manage.py mcp_connect {server.name}")
+        self.stdout.write(
+            f"added {server.name} ({server.transport}); connect it with: manage.py mcp_connect {server.name}"
+        )
 
 
 def _pairs(items: list[str]) -> dict[str, str]:

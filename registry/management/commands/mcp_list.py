@@ -14,8 +14,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         rows = [
             {
-                "name": s.name, "tenant_id": s.tenant_id, "transport": s.transport,
-                "target": s.url or " ".join([s.command, *s.args]), "status": s.status,
+                "name": s.name,
+                "tenant_id": s.tenant_id,
+                "transport": s.transport,
+                "target": s.url or " ".join([s.command, *s.args]),
+                "status": s.status,
                 "tools": ToolDefinition.objects.live().filter(created_by=s.created_by_tag).count(),
                 "last_error": s.last_error,
             }

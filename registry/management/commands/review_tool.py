@@ -7,8 +7,10 @@ from registry.models import ToolDefinition
 
 
 class Command(BaseCommand):
-    help = ("Approve or reject a custom tool in testing, as a staff user with the "
-            "registry.approve_tooldefinition permission and the tool in their tenant.")
+    help = (
+        "Approve or reject a custom tool in testing, as a staff user with the "
+        "registry.approve_tooldefinition permission and the tool in their tenant."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("name")
@@ -16,8 +18,12 @@ class Command(BaseCommand):
         action.add_argument("--approve", action="store_true")
         action.add_argument("--reject", action="store_true")
         parser.add_argument("--reason", default="", help="Required with --reject.")
-        parser.add_argument("--override", default="", metavar="REASON",
-                            help="With --approve: approve although the current audit did not pass, saying why.")
+        parser.add_argument(
+            "--override",
+            default="",
+            metavar="REASON",
+            help="With --approve: approve although the current audit did not pass, saying why.",
+        )
         parser.add_argument("--as", dest="username", required=True, help="The staff user acting.")
 
     def handle(self, *args, **options) -> None:

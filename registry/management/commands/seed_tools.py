@@ -19,12 +19,8 @@ class Command(BaseCommand):
                 if names:
                     self.stdout.write(f"{label}: {', '.join(names)}")
         for name in report.unknown:
-            self.stderr.write(
-                self.style.WARNING(f"unknown system tool left alone (not in this code): {name}")
-            )
+            self.stderr.write(self.style.WARNING(f"unknown system tool left alone (not in this code): {name}"))
         for name in report.conflicts:
-            self.stderr.write(
-                self.style.ERROR(f"not seeded: {name} collides with a non-system tool of that name")
-            )
+            self.stderr.write(self.style.ERROR(f"not seeded: {name} collides with a non-system tool of that name"))
         if options["verbosity"] > 0:
             self.stdout.write(report.line())

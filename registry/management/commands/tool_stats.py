@@ -27,7 +27,5 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"{'tool':<32} {'ok':>7} {'hint':>7} {'err':>7}  kinds")
         for tool, tally in tallies.items():
-            kinds = ", ".join(
-                f"{kind}×{n}" for kind, n in {**tally["hint_kinds"], **tally["err_kinds"]}.items()
-            )
+            kinds = ", ".join(f"{kind}×{n}" for kind, n in {**tally["hint_kinds"], **tally["err_kinds"]}.items())
             self.stdout.write(f"{tool:<32} {tally['ok']:>7} {tally['hint']:>7} {tally['err']:>7}  {kinds}")

@@ -21,8 +21,10 @@ def write_bad_line(params, message_id):
     if params["name"] == "deep":
         depth = int(params.get("arguments", {}).get("depth", 150))
         structured = '{"v": ' + "[" * depth + "]" * depth + "}"
-        sys.stdout.write('{"jsonrpc": "2.0", "id": ' + json.dumps(message_id) + ', "result": {"content": '
-                         '[{"type": "text", "text": "deep"}], "structuredContent": ' + structured + '}}\n')
+        sys.stdout.write(
+            '{"jsonrpc": "2.0", "id": ' + json.dumps(message_id) + ', "result": {"content": '
+            '[{"type": "text", "text": "deep"}], "structuredContent": ' + structured + "}}\n"
+        )
         sys.stdout.flush()
         return None
     bad = "this is not json" if params["name"] == "garbage" else "x" * (10 * 1024 * 1024)

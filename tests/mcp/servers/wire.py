@@ -20,11 +20,14 @@ def serve(name: str, capabilities: dict, on_list, on_call) -> None:
         message = json.loads(line)
         method, message_id = message.get("method"), message.get("id")
         if method == "initialize":
-            reply(message_id, {
-                "protocolVersion": message["params"]["protocolVersion"],
-                "capabilities": capabilities,
-                "serverInfo": {"name": name, "version": "1"},
-            })
+            reply(
+                message_id,
+                {
+                    "protocolVersion": message["params"]["protocolVersion"],
+                    "capabilities": capabilities,
+                    "serverInfo": {"name": name, "version": "1"},
+                },
+            )
         elif method == "tools/list":
             reply(message_id, {"tools": on_list()})
         elif method == "tools/call":
