@@ -18,6 +18,7 @@ turns and server processes, and raised atomically (``count_violation``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
@@ -71,11 +72,12 @@ def count_violation(violation: Violation, *, conversation_id: str, tenant_id: st
         )
 
 
-def _increment(model: type, **key: object) -> None:
+def _increment(model: type[PolicyViolationTally] | type[Observation], **key: Any) -> None:
     """``count += 1`` on the row ``key`` names, made at 0 when missing (one race-safe get_or_create)."""
-    if not model.objects.filter(**key).update(count=F("count") + 1):
-        model.objects.get_or_create(**key)
-        model.objects.filter(**key).update(count=F("count") + 1)
+    rows = model._default_manager
+    if not rows.filter(**key).update(count=F("count") + 1):
+        rows.get_or_create(**key)
+        rows.filter(**key).update(count=F("count") + 1)
 
 
 def _broken(rule: PolicyRule, capabilities: frozenset[str], succeeded: set[str], calls: int) -> str:

@@ -10,6 +10,7 @@ both sides and counted in ``running``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conversations.effects import EffectContext, PersistAssistantMessage, apply_effect, effect_from_dict
@@ -86,7 +87,7 @@ def rebuild(conversation: Conversation) -> tuple[list[dict], list[dict], list[Tu
     return events, messages, records
 
 
-def persisted(conversation: Conversation, running: list[int] = ()) -> tuple[list[dict], list[dict]]:
+def persisted(conversation: Conversation, running: Sequence[int] = ()) -> tuple[list[dict], list[dict]]:
     """The stored events and assistant messages, less the events of the ``running`` turns."""
     events = [
         _event(e.turn, e.sequence, e.event_type, e.data, bytes(e.blob.data) if e.blob else None)

@@ -33,6 +33,7 @@ def draining() -> bool:
 async def run_tracked(conversation_id: str, func: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
     """Await ``func(*args, **kwargs)`` (a turn of ``conversation_id``) where ``drain`` can see and stop it."""
     task = asyncio.current_task()
+    assert task is not None, "run_tracked runs inside a task"
     _turns[task] = str(conversation_id)
     try:
         return await func(*args, **kwargs)

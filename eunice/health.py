@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -21,7 +22,7 @@ from django.http import JsonResponse
 logger = logging.getLogger("eunice.health")
 
 PROBE_SECONDS = 1.0
-_redis_clients: dict[str, object] = {}
+_redis_clients: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def _database() -> None:
 
 
 def _channel_layer() -> None:
-    config = settings.CHANNEL_LAYERS["default"]
+    config: dict[str, Any] = settings.CHANNEL_LAYERS["default"]
     if config["BACKEND"].startswith("channels_redis."):
         for host in config["CONFIG"]["hosts"]:
             _redis_ping(host["address"] if isinstance(host, dict) else host)
@@ -57,7 +58,7 @@ def _channel_layer() -> None:
 
 
 def _cache() -> None:
-    config = settings.CACHES["default"]
+    config: dict[str, Any] = settings.CACHES["default"]
     if config["BACKEND"].endswith("RedisCache"):
         _redis_ping(config["LOCATION"])
 

@@ -10,6 +10,7 @@ exit 0. A watchdog ends the process if any step overruns that bound.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -96,7 +97,7 @@ def _config() -> uvicorn.Config:
         ws_max_size=1 << 20,
         lifespan="off",
         log_level=os.environ.get("UVICORN_LOG_LEVEL", "info"),
-        timeout_graceful_shutdown=CLOSE_SECONDS + settings.EUNICE_SHUTDOWN_GRACE_SECONDS,
+        timeout_graceful_shutdown=math.ceil(CLOSE_SECONDS + settings.EUNICE_SHUTDOWN_GRACE_SECONDS),
     )
 
 

@@ -13,7 +13,7 @@ from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, Warning, measure_schema
 
 
-def catalog_errors(handler: Callable[[dict, dict], Any]) -> Callable[[dict, dict], Any]:
+def catalog_errors(handler: Callable[[dict, ToolContext], Any]) -> Callable[[dict, ToolContext], Any]:
     """Turn catalog errors into the contract: unknown names and bad names are Hints the
     model can fix; a call outside a conversation is an Err (the platform's mistake)."""
 
