@@ -9,9 +9,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from websockets.exceptions import ConnectionClosed
 
-from conversations.llm.scripted.server import ScriptedMessagesServer
+from llm.scripted.server import ScriptedMessagesServer
 from conversations.models import ChatMessage, Conversation
-from registry.models import ModelConfig, TenantMembership
+from llm.models import ModelConfig
+from registry.models import TenantMembership
 from tests.conftest import TENANT
 from tests.faults.operator import Server, alive, children, cookie_for, environment, receive_until, wait_for
 
