@@ -160,7 +160,8 @@ def _parquet_ready(frame: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(frame.index, pd.RangeIndex):
         frame = frame.reset_index()
     frame.columns = [str(column) for column in frame.columns]
-    for column in frame.select_dtypes(include="object").columns:
+    object_columns = (frame.dtypes == object).to_numpy()  # noqa: E721 (dtypes compared by value, as pandas wants)
+    for column in frame.columns[object_columns]:
         values = frame[column]
         if len({type(value) for value in values.dropna()}) > 1:
             frame[column] = values.astype(str).where(values.notna(), None)
