@@ -293,7 +293,9 @@ def page_in(
     definitions = registry.definitions()
     counted = [n for n in current if n not in resident and _visible(definitions, n, tenant_id)]
     room = MAX_TOOL_SURFACE - len(resident)
-    added, already, over = [], [], []
+    added: list[str] = []
+    already: list[str] = []
+    over: list[str] = []
     for name in names:
         if name in resident or name in current:
             already.append(name)
