@@ -29,7 +29,7 @@ from conversations.turns import begin_turn, finish_turn, interrupt_turn
 from llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
 from llm.roles import create_llm_client_for_role, get_model_for_role
 from registry.aio import in_db_thread
-from registry.surface import compose, surface_event, working_set_names
+from registry.surface import Surface, compose_surface, surface_event, touch_used, working_set_names
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -164,7 +164,7 @@ async def _loop(
                 response.text if response else ""
             ) + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
             return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
-        request, entries, size = prepared
+        request, surface, size = prepared
         if request is None:
             text = "This conversation has grown past what the model can read; please start a new one."
             return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
@@ -173,7 +173,7 @@ async def _loop(
         except Cancelled:
             return _cancelled(runtime, call - 1, new_messages, None)
         estimator.calibrate(size, response.usage.total_input_tokens)
-        await in_db_thread(_record_call)(runtime, config, response, entries)
+        await in_db_thread(_record_call)(runtime, config, response, surface)
         message = response.to_message()
         messages.append(message)
         new_messages.append(message)
@@ -233,10 +233,10 @@ def _well_formed(messages: list[dict]) -> list[dict]:
 
 def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
     """The next request (None when even compaction cannot fit the conversation), the
-    surface entries it offers, and its size in characters (for ``estimator.calibrate``).
+    surface it offers, and its size in characters (for ``estimator.calibrate``).
     The plan is ``runtime.conversation.plan`` as the caller last read it."""
     working_set = working_set_names(runtime.conversation.pk, runtime.conversation.namespace_id)
-    entries = compose(
+    surface = compose_surface(
         runtime.registry,
         runtime.tenant_id,
         mode=runtime.mode,
@@ -248,7 +248,7 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
     definitions = runtime.registry.definitions()
     tools = [
         {"name": e.name, "description": definitions[e.name].description, "input_schema": definitions[e.name].llm_schema}
-        for e in entries
+        for e in surface.entries
     ]
     window = settings.EUNICE_CONTEXT_TOKENS
     fixed = estimator.chars(SYSTEM_PROMPT, tools)  # what compaction cannot shrink
@@ -258,7 +258,7 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
         runtime.recorder.record("status", {"compacted_tool_results": compacted})
         size = fixed + estimator.chars(messages)
         if estimator.tokens(size) > settings.EUNICE_STOP_AT * window:
-            return None, entries, size
+            return None, surface, size
     state_block = _state_block(runtime, working_set)
     request = LLMRequest.for_model(
         config,
@@ -266,7 +266,7 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
         tools=tools,
         messages=_with_state(messages, state_block),
     )
-    return request, entries, size + estimator.chars(state_block)
+    return request, surface, size + estimator.chars(state_block)
 
 
 def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
@@ -329,7 +329,7 @@ async def _relay(events: AsyncIterator, display: Any) -> LLMResponse:
     raise LLMError("the model's stream ended without a final message")
 
 
-def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: list) -> None:
+def _record_call(runtime: Runtime, config: Any, response: LLMResponse, surface: Surface) -> None:
     cost = response.usage.cost_usd(config)
     runtime.cost.add(f"llm:{config.model}", cost)
     runtime.budget.spend(cost)
@@ -346,7 +346,7 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: 
             "input_tokens": response.usage.total_input_tokens,
             "output_tokens": response.usage.output_tokens,
             "cost_usd": round(cost, 6),
-            **surface_event(entries),
+            **surface_event(surface),
         },
     )
     insert_rows(
@@ -373,6 +373,8 @@ async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchStat
             "decision",
             {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")},
         )
+    conversation = runtime.conversation
+    await in_db_thread(touch_used)(conversation.pk, conversation.namespace_id, [b["name"] for b in blocks])
     results = await dispatch_tool_calls(blocks, runtime, state)
     return {
         "role": "user",

@@ -6,6 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 def _conversation_id() -> str:
@@ -52,19 +53,22 @@ class WorkingSetEntryQuerySet(models.QuerySet):
 
 
 class WorkingSetEntry(models.Model):
-    """A tool paged in by search_tools; it stays resident for the conversation."""
+    """A tool paged in by search_tools; it stays until evicted as the least recently used."""
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="working_set")
     namespace_id = models.CharField(max_length=64, blank=True, default="")
     tool_name = models.CharField(max_length=64)
     query = models.CharField(max_length=500, blank=True, help_text="The search that paged it in.")
     added_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(
+        default=timezone.now, help_text="Paged in, found again or called last; the least recent is evicted first."
+    )
 
     objects = WorkingSetEntryQuerySet.as_manager()
 
     class Meta:
         db_table = "conversation_working_set"
-        ordering = ["added_at", "id"]
+        ordering = ["used_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "namespace_id", "tool_name"], name="working_set_once")
         ]

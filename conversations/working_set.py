@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from conversations.models import WorkingSetEntry
 
 
@@ -22,3 +24,12 @@ class StoredWorkingSets:
             ],
             ignore_conflicts=True,
         )
+
+    def touch(self, conversation_id: str, namespace_id: str, names: list[str]) -> None:
+        if names:
+            rows = WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).filter(tool_name__in=names)
+            rows.update(used_at=timezone.now())
+
+    def evict(self, conversation_id: str, namespace_id: str, names: list[str]) -> None:
+        if names:
+            WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).filter(tool_name__in=names).delete()

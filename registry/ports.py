@@ -101,7 +101,13 @@ class WorkingSet(Protocol):
     ``conversations`` (registry.surface reads and extends it)."""
 
     def names(self, conversation_id: str, namespace_id: str) -> list[str]:
-        """The paged-in tool names, in the order they were added."""
+        """The paged-in tool names, least recently used first."""
 
     def add(self, conversation_id: str, namespace_id: str, names: list[str], query: str) -> None:
         """Page ``names`` in (those already there are left as they are)."""
+
+    def touch(self, conversation_id: str, namespace_id: str, names: list[str]) -> None:
+        """Mark those of ``names`` that are paged in as used now (others are ignored)."""
+
+    def evict(self, conversation_id: str, namespace_id: str, names: list[str]) -> None:
+        """Page ``names`` out."""

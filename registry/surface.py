@@ -73,10 +73,6 @@ PROVIDER_NATIVE_CAPABILITIES: dict[str, frozenset[str]] = {
 }
 
 
-class ToolSurfaceBudgetError(RuntimeError):
-    """The composed surface is over MAX_TOOL_SURFACE; it is never silently cut."""
-
-
 @dataclass(frozen=True, slots=True)
 class SurfaceEntry:
     name: str
@@ -150,7 +146,20 @@ def resident_entries(mode: str) -> list[SurfaceEntry]:
     return [SurfaceEntry(n, r) for n, r in resolve_floor_names() if n not in excluded]
 
 
-def compose(
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """A composed surface: the entries offered, and the working-set tools cut to fit the cap."""
+
+    entries: list[SurfaceEntry]
+    cut: list[str]
+
+
+def compose(registry: ToolRegistry, tenant_id: str, **kwargs) -> list[SurfaceEntry]:
+    """The tools offered to one call, in order, each with why it is there (see ``compose_surface``)."""
+    return compose_surface(registry, tenant_id, **kwargs).entries
+
+
+def compose_surface(
     registry: ToolRegistry,
     tenant_id: str,
     *,
@@ -159,30 +168,31 @@ def compose(
     namespace_id: str = "",
     model: ModelConfig | None = None,
     working_set: list[str] | None = None,
-) -> list[SurfaceEntry]:
-    """The tools offered to one call, in order, each with why it is there.
+) -> Surface:
+    """The tools offered to one call, and what had to be cut to hold MAX_TOOL_SURFACE.
 
-    ``working_set`` is the conversation's paged-in tool names when the
-    caller has already read them (else they are read here).
-    Raises ValueError for an unknown mode and ToolSurfaceBudgetError when the
-    result would exceed MAX_TOOL_SURFACE.
+    ``working_set`` is the conversation's paged-in tool names, least recently
+    used first, when the caller has already read them (else they are read here).
+    Raises ValueError for an unknown mode, never for size: ``page_in`` keeps
+    the working set small enough for every mode, and a surface that is still
+    too large (a floor grown since, a huge floor) keeps its resident part and
+    the most recently used working-set tools, and says what it cut.
     """
     definitions = registry.definitions()
     dropped = _capability_dropped(model)
-    entries: list[SurfaceEntry] = []
+    resident: list[SurfaceEntry] = []
+    paged: list[SurfaceEntry] = []
     seen: set[str] = set()
     excluded = AGENTIC_ONLY if mode != "agentic" else frozenset()
-    resident = resident_entries(mode)
     if working_set is None:
         working_set = working_set_names(conversation_id, namespace_id)
-    paged = [SurfaceEntry(name, "working_set") for name in working_set]
-    for entry in [*resident, *paged]:
+    candidates = [*resident_entries(mode), *(SurfaceEntry(name, "working_set") for name in working_set)]
+    for entry in candidates:
         if entry.name in seen:
             continue
         if entry.reason == "working_set" and entry.name in excluded:
             continue
-        definition = definitions.get(entry.name)
-        if definition is None or not definition.visible_to(tenant_id):
+        if not _visible(definitions, entry.name, tenant_id):
             _skip_once(entry.name)
             continue
         # Only resident tools give way to a native capability: a tool the
@@ -190,12 +200,22 @@ def compose(
         if entry.reason != "working_set" and entry.name in dropped:
             continue
         seen.add(entry.name)
-        entries.append(entry)
-    if len(entries) > MAX_TOOL_SURFACE:
-        raise ToolSurfaceBudgetError(
-            f"composed tool surface has {len(entries)} tools, over the budget of {MAX_TOOL_SURFACE}"
-        )
-    return entries
+        (paged if entry.reason == "working_set" else resident).append(entry)
+    if len(resident) + len(paged) <= MAX_TOOL_SURFACE:
+        return Surface([*resident, *paged], [])
+    room = max(0, MAX_TOOL_SURFACE - len(resident))
+    kept = paged[len(paged) - room :] if room else []
+    cut = [e.name for e in resident[MAX_TOOL_SURFACE:]] + [e.name for e in paged[: len(paged) - room]]
+    logger.warning(
+        "tool surface (mode %s, conversation %s) has %d tools, over the cap of %d; cut %d: %s",
+        mode,
+        conversation_id,
+        len(resident) + len(paged),
+        MAX_TOOL_SURFACE,
+        len(cut),
+        ", ".join(cut),
+    )
+    return Surface([*resident[:MAX_TOOL_SURFACE], *kept], cut)
 
 
 def assemble_tools(registry: ToolRegistry, tenant_id: str, **kwargs) -> list[dict]:
@@ -211,9 +231,13 @@ def assemble_tools(registry: ToolRegistry, tenant_id: str, **kwargs) -> list[dic
     ]
 
 
-def surface_event(entries: list[SurfaceEntry]) -> dict:
-    """The ``tools`` part of an llm_request telemetry event: every tool with its reason."""
-    return {"tools": [{"name": e.name, "reason": e.reason} for e in entries]}
+def surface_event(surface: Surface) -> dict:
+    """The ``tools`` part of an llm_request telemetry event: every tool with its reason,
+    and (as ``tools_cut``) the tools cut to hold the cap, when there were any."""
+    event: dict = {"tools": [{"name": e.name, "reason": e.reason} for e in surface.entries]}
+    if surface.cut:
+        event["tools_cut"] = surface.cut
+    return event
 
 
 def _capability_dropped(model: ModelConfig | None) -> set[str]:
@@ -239,6 +263,7 @@ class PageResult:
     added: list[str]
     already: list[str]
     over_budget: list[str]
+    evicted: list[str]
 
 
 def page_in(
@@ -253,23 +278,55 @@ def page_in(
 ) -> PageResult:
     """Add tools to the conversation's working set, within the surface budget.
 
-    This is where MAX_TOOL_SURFACE is enforced: tools that would push the
-    composed surface over it are not added and are reported in ``over_budget``.
+    This is where MAX_TOOL_SURFACE is enforced, for every mode at once: the
+    working set must fit beside the union of every mode's resident tools (the
+    floor and the agentic allowlist), since one conversation may be composed in
+    any mode. Room is made by evicting the least recently used working-set
+    tools (reported in ``evicted``); tools found again count as used. Only
+    tools that would not fit even in an empty working set are ``over_budget``.
+    ``mode`` is the caller's, kept for the signature; the budget is the same.
     """
-    current = {
-        e.name
-        for e in compose(registry, tenant_id, mode=mode, conversation_id=conversation_id, namespace_id=namespace_id)
-    }
-    room = MAX_TOOL_SURFACE - len(current)
-    added, already, over = [], [], []
+    del mode
+    store = working_sets.get()
+    current = working_set_names(conversation_id, namespace_id)
+    resident = _resident_everywhere(registry, tenant_id)
+    definitions = registry.definitions()
+    counted = [n for n in current if n not in resident and _visible(definitions, n, tenant_id)]
+    room = MAX_TOOL_SURFACE - len(resident)
+    added: list[str] = []
+    already: list[str] = []
+    over: list[str] = []
     for name in names:
-        if name in current:
+        if name in resident or name in current:
             already.append(name)
-        elif room <= 0:
+        elif len(added) >= room:
             over.append(name)
         else:
             added.append(name)
-            room -= 1
+    wanted = set(names)
+    # Least recently used first; the tools just found again are used now.
+    order = [n for n in counted if n not in wanted] + [n for n in counted if n in wanted]
+    excess = len(order) + len(added) - room
+    evicted = order[:excess] if excess > 0 else []
+    if evicted:
+        store.evict(conversation_id, namespace_id, evicted)
+    store.touch(conversation_id, namespace_id, [n for n in already if n in current])
     if added:
-        working_sets.get().add(conversation_id, namespace_id, added, query)
-    return PageResult(added, already, over)
+        store.add(conversation_id, namespace_id, added, query)
+    return PageResult(added, already, over, evicted)
+
+
+def touch_used(conversation_id: str | None, namespace_id: str, names: list[str]) -> None:
+    """Mark tools the model has just called as used, so they are evicted last."""
+    if conversation_id and names:
+        working_sets.get().touch(conversation_id, namespace_id, names)
+
+
+def _resident_everywhere(registry: ToolRegistry, tenant_id: str) -> set[str]:
+    """Every tool some mode offers whatever the working set holds."""
+    return {e.name for mode in MODES for e in compose(registry, tenant_id, mode=mode, working_set=[])}
+
+
+def _visible(definitions: dict, name: str, tenant_id: str) -> bool:
+    definition = definitions.get(name)
+    return definition is not None and definition.visible_to(tenant_id)

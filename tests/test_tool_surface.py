@@ -11,7 +11,15 @@ from conversations.models import Conversation, WorkingSetEntry
 from llm.models import ModelConfig
 from registry import surface, surface_floor
 from registry.models import SeedLog, ToolExecutionLog
-from registry.surface import MAX_TOOL_SURFACE, ToolSurfaceBudgetError, compose, page_in
+from registry.surface import (
+    MAX_TOOL_SURFACE,
+    MODES,
+    compose,
+    compose_surface,
+    page_in,
+    surface_event,
+    touch_used,
+)
 from registry.surface_floor import (
     ANCHORS,
     FLOOR_KEY,
@@ -153,22 +161,103 @@ def test_another_tenants_working_set_tool_is_never_offered(registry, make_tool, 
     assert "globex_tool" not in names(compose(registry, TENANT, conversation_id=conversation.id))
 
 
-def test_paging_in_stops_at_the_budget_and_reports_what_did_not_fit(registry, make_tool, conversation):
-    resident = len(compose(registry, TENANT))
-    wanted = [f"tool_{n:03}" for n in range(MAX_TOOL_SURFACE - resident + 2)]
+def offered_in_any_mode(registry, conversation_id=None):
+    every = (compose(registry, TENANT, mode=mode, conversation_id=conversation_id) for mode in MODES)
+    return len({name for entries in every for name in names(entries)})
+
+
+def fill_to_the_cap(registry, make_tool, conversation, mode="chat", extra=0):
+    """Page in (in ``mode``) as many tools as fit beside every mode's resident tools, plus
+    ``extra`` more; their names."""
+    wanted = [f"tool_{n:03}" for n in range(MAX_TOOL_SURFACE - offered_in_any_mode(registry) + extra)]
+    for name in wanted:
+        make_tool(name, handlers.echo)
+    for name in wanted:  # one at a time, so each has its own use time
+        page_in(registry, TENANT, [name], conversation_id=conversation.id, mode=mode)
+    return wanted
+
+
+@pytest.fixture
+def floor_of_30(make_tool):
+    floor = [f"floor_{n:02}" for n in range(30)]
+    for name in floor:
+        make_tool(name, handlers.echo)
+    SeedLog.objects.create(key=FLOOR_KEY, value={"floor": [{"name": n, "reason": "usage"} for n in floor]})
+    return floor
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_agentic_conversation_filled_to_the_cap_fits_in_every_mode(
+    registry, make_tool, conversation, floor_of_30, mode
+):
+    fill_to_the_cap(registry, make_tool, conversation, mode="agentic", extra=30)
+    surface = compose_surface(registry, TENANT, mode=mode, conversation_id=conversation.id)
+    assert len(surface.entries) <= MAX_TOOL_SURFACE
+    assert surface.cut == []
+
+
+def test_paging_in_evicts_the_least_recently_used_tools_first(registry, make_tool, conversation):
+    paged = fill_to_the_cap(registry, make_tool, conversation)
+    touch_used(conversation.id, "", [paged[0]])  # the model called the oldest one
+    make_tool("newcomer_a", handlers.echo)
+    make_tool("newcomer_b", handlers.echo)
+    result = page_in(registry, TENANT, ["newcomer_a", "newcomer_b"], conversation_id=conversation.id)
+    assert result.added == ["newcomer_a", "newcomer_b"]
+    assert result.evicted == paged[1:3]
+    offered = names(compose(registry, TENANT, conversation_id=conversation.id))
+    assert offered_in_any_mode(registry, conversation.id) == MAX_TOOL_SURFACE
+    assert paged[0] in offered and "newcomer_b" in offered and paged[1] not in offered
+
+
+def test_a_tool_found_again_counts_as_used(registry, make_tool, conversation):
+    paged = fill_to_the_cap(registry, make_tool, conversation)
+    page_in(registry, TENANT, [paged[0]], conversation_id=conversation.id)
+    make_tool("newcomer", handlers.echo)
+    assert page_in(registry, TENANT, ["newcomer"], conversation_id=conversation.id).evicted == [paged[1]]
+
+
+def test_only_tools_beyond_an_empty_working_set_are_over_budget(registry, make_tool, conversation):
+    wanted = [f"tool_{n:03}" for n in range(MAX_TOOL_SURFACE - offered_in_any_mode(registry) + 2)]
     for name in wanted:
         make_tool(name, handlers.echo)
     result = page_in(registry, TENANT, wanted, conversation_id=conversation.id)
-    assert result.over_budget == wanted[-2:]
-    assert len(compose(registry, TENANT, conversation_id=conversation.id)) == MAX_TOOL_SURFACE
+    assert (result.over_budget, result.evicted) == (wanted[-2:], [])
+    assert offered_in_any_mode(registry, conversation.id) == MAX_TOOL_SURFACE
 
 
-def test_an_over_budget_surface_raises_rather_than_being_cut(registry, make_tool, conversation):
-    for n in range(MAX_TOOL_SURFACE + 1):
-        make_tool(f"tool_{n:03}", handlers.echo)
-        WorkingSetEntry.objects.create(conversation=conversation, tool_name=f"tool_{n:03}")
-    with pytest.raises(ToolSurfaceBudgetError, match="over the budget of 120"):
-        compose(registry, TENANT, conversation_id=conversation.id)
+def test_the_search_tools_hint_names_the_tools_it_put_away(registry, make_tool, call, conversation):
+    paged = fill_to_the_cap(registry, make_tool, conversation)
+    make_tool("convert_currency", handlers.echo, description="Convert an amount between currencies.")
+    result = call("search_tools", context={"conversation_id": conversation.id}, query="convert dollars to euros")
+    assert "Now callable in this conversation: convert_currency" in result.content
+    assert f"least recently used tools were put away: {paged[0]}" in result.content
+
+
+def test_an_over_full_surface_keeps_the_resident_part_and_the_most_recent_tools(
+    registry, make_tool, conversation, caplog
+):
+    resident = names(compose(registry, TENANT))
+    stored = [f"tool_{n:03}" for n in range(MAX_TOOL_SURFACE + 1)]
+    for name in stored:
+        make_tool(name, handlers.echo)
+        WorkingSetEntry.objects.create(conversation=conversation, tool_name=name)
+    surface = compose_surface(registry, TENANT, conversation_id=conversation.id)
+    assert len(surface.entries) == MAX_TOOL_SURFACE
+    assert names(surface.entries)[: len(resident)] == resident
+    assert surface.cut == stored[: len(resident) + 1]
+    assert names(surface.entries)[-1] == stored[-1]
+    assert "over the cap of 120" in caplog.text
+    assert surface_event(surface)["tools_cut"] == surface.cut
+
+
+def test_a_huge_floor_is_cut_to_the_cap_rather_than_raising(registry, make_tool):
+    floor = [f"floor_{n:03}" for n in range(MAX_TOOL_SURFACE + 5)]
+    for name in floor:
+        make_tool(name, handlers.echo)
+    SeedLog.objects.create(key=FLOOR_KEY, value={"floor": [{"name": n, "reason": "usage"} for n in floor]})
+    surface = compose_surface(registry, TENANT)
+    assert len(surface.entries) == MAX_TOOL_SURFACE
+    assert len(surface.cut) > 0
 
 
 @pytest.fixture
@@ -207,7 +296,7 @@ def test_a_tool_the_model_paged_in_is_never_removed_by_a_capability(registry, we
 
 def test_every_offered_tool_carries_its_reason_for_the_llm_request_event(registry, conversation):
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="plan")
-    event = surface.surface_event(compose(registry, TENANT, mode="agentic", conversation_id=conversation.id))
+    event = surface.surface_event(compose_surface(registry, TENANT, mode="agentic", conversation_id=conversation.id))
     assert {"name": "plan", "reason": "mode_allowlist"} in event["tools"]
     assert {"name": "search_tools", "reason": "mode_allowlist"} in event["tools"]
     assert all(set(tool) == {"name", "reason"} for tool in event["tools"])

@@ -58,14 +58,18 @@ def _page_in(registry, context: ToolContext, names: list[str], query: str):
 
 
 def _paging_note(paged) -> str:
+    from registry.surface import MAX_TOOL_SURFACE
+
     parts = []
     if paged.added:
         parts.append(f"Now callable in this conversation: {', '.join(paged.added)}.")
-    if paged.over_budget:
+    if paged.evicted:
         parts.append(
-            f"Not added (the tool surface is full): {', '.join(paged.over_budget)}; "
-            "finish with the tools you have or start a new conversation."
+            f"To stay within {MAX_TOOL_SURFACE} tools, these least recently used tools were put away: "
+            f"{', '.join(paged.evicted)} (search for them again if you need them)."
         )
+    if paged.over_budget:
+        parts.append(f"Not added (more than the tool surface holds at once): {', '.join(paged.over_budget)}.")
     return " ".join(parts) or "All of them were already available."
 
 

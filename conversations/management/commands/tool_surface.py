@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from registry.registry import get_registry
-from registry.surface import MODES, ToolSurfaceBudgetError, compose
+from registry.surface import MODES, compose
 
 
 class Command(BaseCommand):
@@ -28,16 +28,13 @@ class Command(BaseCommand):
             tenant, namespace = conversation.tenant_id, conversation.namespace_id
         if not tenant:
             raise CommandError("give --conversation or --tenant")
-        try:
-            entries = compose(
-                get_registry(),
-                tenant,
-                mode=options["mode"],
-                conversation_id=options["conversation"],
-                namespace_id=namespace,
-            )
-        except ToolSurfaceBudgetError as exc:
-            raise CommandError(str(exc)) from exc
+        entries = compose(
+            get_registry(),
+            tenant,
+            mode=options["mode"],
+            conversation_id=options["conversation"],
+            namespace_id=namespace,
+        )
         if options["json"]:
             self.stdout.write(json.dumps([{"name": e.name, "reason": e.reason} for e in entries], indent=2))
             return
