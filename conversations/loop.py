@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 
 from conversations.dispatcher import dispatch_tool_calls
-from conversations.history import load_history
+from conversations.history import load_history, sendable
 from conversations.inserts import insert_rows
 from conversations.models import Conversation, UsageLog
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
@@ -175,8 +175,9 @@ async def _loop(
         estimator.calibrate(size, response.usage.total_input_tokens)
         await in_db_thread(_record_call)(runtime, config, response, entries)
         message = response.to_message()
-        messages.append(message)
-        new_messages.append(message)
+        if message["content"]:  # an empty reply is not stored: the API refuses it in every later request
+            messages.append(message)
+            new_messages.append(message)
         if response.tool_uses:
             results = await _dispatch(response, runtime, state)
             messages.append(results)
@@ -264,7 +265,7 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
         config,
         system=SYSTEM_PROMPT,
         tools=tools,
-        messages=_with_state(messages, state_block),
+        messages=_with_state(sendable(messages), state_block),
     )
     return request, entries, size + estimator.chars(state_block)
 
