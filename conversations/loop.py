@@ -179,7 +179,7 @@ async def _loop(
             messages.append(message)
             new_messages.append(message)
         if response.tool_uses:
-            results = await _dispatch(response, runtime, state)
+            results = await _dispatch(response, runtime, state, _offered(provider, entries))
             messages.append(results)
             new_messages.append(results)
             continue
@@ -367,14 +367,24 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, entries: 
     runtime.flush_events()
 
 
-async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchState) -> dict:
+def _offered(provider: Any, entries: list) -> frozenset[str] | None:
+    """The tools the model may call after this request: those it was shown. None when the
+    calls are the person's own commands (offline mode's ``/tool {...}``): theirs to choose."""
+    if getattr(provider, "runs_the_persons_commands", False):
+        return None
+    return frozenset(entry.name for entry in entries)
+
+
+async def _dispatch(
+    response: LLMResponse, runtime: Runtime, state: DispatchState, offered: frozenset[str] | None
+) -> dict:
     blocks = [{"id": t.id, "name": t.name, "input": t.input} for t in response.tool_uses]
     for block in blocks:  # queued; written with the calls' own events before they run
         runtime.recorder.record(
             "decision",
             {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")},
         )
-    results = await dispatch_tool_calls(blocks, runtime, state)
+    results = await dispatch_tool_calls(blocks, runtime, state, offered=offered)
     return {
         "role": "user",
         "content": [

@@ -72,8 +72,8 @@ def _message_rule_problems(messages: list[dict[str, Any]]) -> list[str]:
             if position
             else set()
         )
-        stray = [b.get("tool_use_id") for b in content if b.get("type") == "tool_result"]
-        stray = sorted(str(i) for i in stray if i not in offered)
+        answers = [b.get("tool_use_id") for b in content if b.get("type") == "tool_result"]
+        stray = sorted(str(i) for i in answers if i not in offered)
         if stray:
             problems.append(
                 f"messages.{position}: unexpected `tool_use_id` found in `tool_result` blocks: {', '.join(stray)}. "
