@@ -11,6 +11,7 @@ concurrently up to ``Runtime.parallel_limit``; results keep the model's order.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
 import json
 import logging
@@ -24,7 +25,7 @@ from conversations.side_effects import route_side_effects
 from conversations.state import DispatchState
 from registry.aio import in_db_thread
 from registry.context import ToolContext
-from registry.contract import Err
+from registry.contract import Err, Hint
 from registry.result import ToolResult
 from registry.snapshot import redacted
 
@@ -35,6 +36,7 @@ logger = logging.getLogger("eunice.conversations")
 NARRATION_KEYS = frozenset({"reasoning", "explanation", "thought", "rationale", "justification"})
 LOOP_GUARD_THRESHOLD = 3  # identical calls allowed in a row; the next is refused
 REPEAT_FAILURE_THRESHOLD = 3
+NOT_OFFERED_ALTERNATIVES = 5  # alternatives carried in a not-offered Hint (the message names them all)
 
 
 @dataclass
@@ -59,6 +61,7 @@ class _Planned:
     warnings: str
     started: float
     status_message: str  # shown with the call and again with its result
+    not_offered: Hint | None = None  # the tool was not on this call's surface: answered, never run
 
 
 def args_hash(tool_name: str, tool_input: dict | None) -> str:
@@ -104,16 +107,20 @@ async def dispatch_tool_call(block: dict, runtime: Runtime, state: DispatchState
     return (await dispatch_tool_calls([block], runtime, state))[0]
 
 
-async def dispatch_tool_calls(blocks: list[dict], runtime: Runtime, state: DispatchState) -> list[DispatchResult]:
+async def dispatch_tool_calls(
+    blocks: list[dict], runtime: Runtime, state: DispatchState, *, offered: frozenset[str] | None = None
+) -> list[DispatchResult]:
     """Run a turn's tool_use blocks, concurrently where allowed, results in the model's order.
 
     A tool registered as sequential runs on its own; the calls around it run
-    before and after it, in order.
+    before and after it, in order. ``offered`` is the surface the model was shown
+    for this call: a call of any other tool is answered with a Hint naming the
+    offered ones, and never runs. None (a command the person typed) checks nothing.
     """
     results: list[DispatchResult] = []
     gate = TurnGate(runtime, state)
     for group in await in_db_thread(_groups)(blocks, runtime):
-        planned = await in_db_thread(_plan_group)(group, runtime, state)
+        planned = await in_db_thread(_plan_group)(group, runtime, state, offered)
         limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
         for item in planned:
             gate.plan(item.block["id"], item.refusal)
@@ -142,14 +149,16 @@ def _groups(blocks: list[dict], runtime: Runtime) -> list[list[dict]]:
     return groups
 
 
-def _plan_group(group: list[dict], runtime: Runtime, state: DispatchState) -> list[_Planned]:
+def _plan_group(
+    group: list[dict], runtime: Runtime, state: DispatchState, offered: frozenset[str] | None
+) -> list[_Planned]:
     """Checks made before anything runs, in the model's order; their events are written."""
-    planned = [_plan(block, runtime, state) for block in group]
+    planned = [_plan(block, runtime, state, offered) for block in group]
     runtime.flush_events()
     return planned
 
 
-def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
+def _plan(block: dict, runtime: Runtime, state: DispatchState, offered: frozenset[str] | None) -> _Planned:
     name, inputs = block["name"], block.get("input") or {}
     started = time.perf_counter()
     definition = runtime.registry.definitions().get(name)
@@ -167,6 +176,8 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
         {"type": "tool_call", "tool_use_id": block["id"], "name": name, "status_message": status_message}
     )
     h = args_hash(name, inputs)
+    if offered is not None and name not in offered:
+        return _Planned(block, h, None, "", started, status_message, not_offered=not_offered_hint(name, offered))
     state.repeat_count = state.repeat_count + 1 if h == state.last_hash else 1
     state.last_hash = h
     if state.repeat_count > LOOP_GUARD_THRESHOLD:
@@ -179,6 +190,22 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState) -> _Planned:
     refusal, warnings = policy_refusal(name, runtime, state)
     hint = repeat_failure_hint(name, h, state)
     return _Planned(block, h, refusal, "\n".join(p for p in (warnings, hint) if p), started, status_message)
+
+
+def not_offered_hint(name: str, offered: frozenset[str]) -> Hint:
+    """The answer to a call of a tool the model was not offered: the offered tools, closest first."""
+    matcher = difflib.SequenceMatcher(b=name.lower())
+    scored = []
+    for candidate in offered:
+        matcher.set_seq1(candidate.lower())
+        scored.append((round(matcher.ratio(), 2), candidate))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    names = ", ".join(candidate for _, candidate in scored) or "none"
+    return Hint(
+        "schema",
+        f"{name} is not one of the tools offered to you now; the tools you may call are: {names}",
+        [{"label": candidate, "score": score} for score, candidate in scored[:NOT_OFFERED_ALTERNATIVES]],
+    )
 
 
 def policy_refusal(name: str, runtime: Runtime, state: DispatchState) -> tuple[Err | None, str]:
@@ -222,6 +249,8 @@ async def _execute(item: _Planned, runtime: Runtime, state: DispatchState, gate:
     """The call through the registry (whose gate refuses what ``_plan`` refused)."""
     block = item.block
     context = runtime.tool_context(block["id"], block["name"], state.cancel, gate)
+    if item.not_offered is not None:
+        return await in_db_thread(runtime.registry.refuse)(block["name"], block.get("input"), context, item.not_offered)
     if item.refusal is not None:  # the gate refuses it at once: nothing to race
         return await runtime.registry.aexecute_tool(block["name"], block.get("input"), context)
     if state.cancel.cancelled:

@@ -15,13 +15,22 @@ def load_history(conversation: Conversation) -> list[dict]:
             messages.extend(message.structured_content)
         elif message.text:
             messages.append({"role": "assistant", "content": [{"type": "text", "text": message.text}]})
-    return _merge_adjacent(messages)
+    return sendable(messages)
 
 
-def _merge_adjacent(messages: list[dict]) -> list[dict]:
-    """The API wants roles to alternate; a cancelled turn can leave two user messages in a row."""
+def sendable(messages: list[dict]) -> list[dict]:
+    """``messages`` as the Messages API accepts them: without messages that say nothing,
+    and with roles alternating.
+
+    A model can end its turn with no content at all (an empty ``end_turn``); the API
+    refuses any later request that carries that empty message, so it is skipped (it
+    said nothing the model needs to read back). Skipping it, or a cancelled turn, can
+    leave two messages of one role in a row: they are merged into one.
+    """
     merged: list[dict] = []
     for message in messages:
+        if not message.get("content"):
+            continue
         if merged and merged[-1]["role"] == message["role"]:
             merged[-1] = {**merged[-1], "content": [*merged[-1]["content"], *message["content"]]}
         else:

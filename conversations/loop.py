@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 
 from conversations.dispatcher import dispatch_tool_calls
-from conversations.history import load_history
+from conversations.history import load_history, sendable
 from conversations.inserts import insert_rows
 from conversations.models import Conversation, UsageLog
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
@@ -175,10 +175,11 @@ async def _loop(
         estimator.calibrate(size, response.usage.total_input_tokens)
         await in_db_thread(_record_call)(runtime, config, response, surface)
         message = response.to_message()
-        messages.append(message)
-        new_messages.append(message)
+        if message["content"]:  # an empty reply is not stored: the API refuses it in every later request
+            messages.append(message)
+            new_messages.append(message)
         if response.tool_uses:
-            results = await _dispatch(response, runtime, state)
+            results = await _dispatch(response, runtime, state, _offered(provider, entries))
             messages.append(results)
             new_messages.append(results)
             continue
@@ -264,7 +265,7 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
         config,
         system=SYSTEM_PROMPT,
         tools=tools,
-        messages=_with_state(messages, state_block),
+        messages=_with_state(sendable(messages), state_block),
     )
     return request, surface, size + estimator.chars(state_block)
 
@@ -366,7 +367,17 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, surface: 
     runtime.flush_events()
 
 
-async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchState) -> dict:
+def _offered(provider: Any, entries: list) -> frozenset[str] | None:
+    """The tools the model may call after this request: those it was shown. None when the
+    calls are the person's own commands (offline mode's ``/tool {...}``): theirs to choose."""
+    if getattr(provider, "runs_the_persons_commands", False):
+        return None
+    return frozenset(entry.name for entry in entries)
+
+
+async def _dispatch(
+    response: LLMResponse, runtime: Runtime, state: DispatchState, offered: frozenset[str] | None
+) -> dict:
     blocks = [{"id": t.id, "name": t.name, "input": t.input} for t in response.tool_uses]
     for block in blocks:  # queued; written with the calls' own events before they run
         runtime.recorder.record(
@@ -375,7 +386,7 @@ async def _dispatch(response: LLMResponse, runtime: Runtime, state: DispatchStat
         )
     conversation = runtime.conversation
     await in_db_thread(touch_used)(conversation.pk, conversation.namespace_id, [b["name"] for b in blocks])
-    results = await dispatch_tool_calls(blocks, runtime, state)
+    results = await dispatch_tool_calls(blocks, runtime, state, offered=offered)
     return {
         "role": "user",
         "content": [

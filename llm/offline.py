@@ -49,6 +49,10 @@ _SETUP = (
 class OfflineProvider:
     """Explains itself and parses ``/tool {json}``; see the module docstring for the grammar."""
 
+    # Its tool calls are commands the person typed, not a model's choice: the loop
+    # runs them even when the tool is not on the mode's surface.
+    runs_the_persons_commands = True
+
     name = "offline"
 
     def __init__(self, *, reason: str = "No language model is configured.") -> None:

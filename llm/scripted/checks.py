@@ -32,6 +32,7 @@ def protocol_problems(body: dict[str, Any]) -> list[str]:
         problems.append(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {len(marked)}."
         )
+    problems += _message_rule_problems(messages)
     for position, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
@@ -42,6 +43,41 @@ def protocol_problems(body: dict[str, Any]) -> list[str]:
             problems.append(
                 f"messages.{position + 1}: tool_use ids were found without tool_result blocks "
                 f"immediately after: {', '.join(sorted(wanted - answered))}"
+            )
+    return problems
+
+
+def _message_rule_problems(messages: list[dict[str, Any]]) -> list[str]:
+    """Content, alternation and tool_result rules, worded as the real API words them."""
+    problems: list[str] = []
+    if messages and messages[0].get("role") != "user":
+        problems.append('messages: first message must use the "user" role')
+    for position, message in enumerate(messages):
+        content = blocks(message.get("content"))
+        final_assistant = position == len(messages) - 1 and message.get("role") == "assistant"
+        if not content and not final_assistant:
+            problems.append(
+                f"messages.{position}: all messages must have non-empty content "
+                "except for the optional final assistant message"
+            )
+        if any(b.get("type") == "text" and not b.get("text") for b in content):
+            problems.append(f"messages.{position}: text content blocks must be non-empty")
+        if position and message.get("role") == messages[position - 1].get("role"):
+            problems.append(
+                f'messages.{position}: roles must alternate between "user" and "assistant", '
+                f'but found multiple "{message.get("role")}" roles in a row'
+            )
+        offered = (
+            {b.get("id") for b in blocks(messages[position - 1].get("content")) if b.get("type") == "tool_use"}
+            if position
+            else set()
+        )
+        answers = [b.get("tool_use_id") for b in content if b.get("type") == "tool_result"]
+        stray = sorted(str(i) for i in answers if i not in offered)
+        if stray:
+            problems.append(
+                f"messages.{position}: unexpected `tool_use_id` found in `tool_result` blocks: {', '.join(stray)}. "
+                "Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
             )
     return problems
 

@@ -306,7 +306,7 @@ def test_a_cancel_flagged_by_another_process_stops_the_turn_before_its_next_mode
 ):
     from django.utils import timezone
 
-    from conversations.models import Conversation
+    from conversations.models import Conversation, WorkingSetEntry
 
     def flag_from_elsewhere(inputs, context):  # the flag only, as another server process would set it
         Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=timezone.now())
@@ -315,6 +315,7 @@ def test_a_cancel_flagged_by_another_process_stops_the_turn_before_its_next_mode
     make_tool(
         "weather", flag_from_elsewhere, input_schema={"type": "object", "properties": {"city": {"type": "string"}}}
     )
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name="weather")  # offered to the model
     server = model([CALL_WEATHER, ANSWER])
     outcome = run(conversation, user, "weather?")
     assert outcome.cancelled and outcome.stop_reason == "cancelled"

@@ -14,6 +14,14 @@ def run(conversation, user, text, **kwargs):
     return async_to_sync(run_turn)(conversation, text=text, user=user, **kwargs)
 
 
+def offer(conversation, *names):
+    """Page tools into the conversation's working set: a model may call only tools it is offered."""
+    from conversations.models import WorkingSetEntry
+
+    for name in names:
+        WorkingSetEntry.objects.create(conversation=conversation, tool_name=name)
+
+
 def test_call_llm_answers_a_one_off_prompt_and_reports_its_cost(model, call):
     model([{"text": ["Bonjour."], "usage": {"input_tokens": 100, "output_tokens": 10}}])
     result = call("call_llm", prompt="Say hello in French.")
@@ -43,6 +51,7 @@ def test_delegate_runs_a_helper_and_returns_its_report(model, conversation, user
 
 
 def test_a_delegated_cost_is_counted_once(model, conversation, user):
+    offer(conversation, "delegate")
     model(
         [
             {
@@ -59,6 +68,7 @@ def test_a_delegated_cost_is_counted_once(model, conversation, user):
 
 
 def test_delegate_batch_runs_tasks_and_reports_each(model, conversation, user):
+    offer(conversation, "delegate_batch")
     from conversations.recording import ListDisplay
 
     model(
@@ -76,6 +86,7 @@ def test_delegate_batch_runs_tasks_and_reports_each(model, conversation, user):
 
 
 def test_request_user_input_without_a_person_says_so(model, conversation, user):
+    offer(conversation, "request_user_input")
     model(
         [
             {"tool_uses": [{"name": "request_user_input", "input": {"question": "Which city?"}, "id": "t1"}]},
@@ -86,6 +97,7 @@ def test_request_user_input_without_a_person_says_so(model, conversation, user):
 
 
 def test_request_user_input_asks_over_the_websocket_and_resumes_with_the_answer(model, conversation, user):
+    offer(conversation, "request_user_input")
     model(
         [
             {

@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from websockets.exceptions import ConnectionClosed
 
-from llm.scripted.server import ScriptedMessagesServer
 from conversations.models import ChatMessage, Conversation
 from llm.models import ModelConfig
+from llm.scripted.server import ScriptedMessagesServer
 from registry.models import TenantMembership
 from tests.conftest import TENANT
 from tests.faults.operator import Server, alive, children, cookie_for, environment, receive_until, wait_for

@@ -60,6 +60,48 @@ def test_a_tool_use_left_without_its_tool_result_is_refused_like_the_real_api(sc
     server.failures.clear()
 
 
+@pytest.mark.parametrize(
+    ("history", "refusal"),
+    [
+        (
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": []}, {"role": "user", "content": "?"}],
+            "messages.1: all messages must have non-empty content except for the optional final assistant message",
+        ),
+        (
+            [{"role": "user", "content": [{"type": "text", "text": ""}]}],
+            "messages.0: text content blocks must be non-empty",
+        ),
+        (
+            [{"role": "user", "content": "hi"}, {"role": "user", "content": "again"}],
+            'roles must alternate between "user" and "assistant", but found multiple "user" roles in a row',
+        ),
+        (
+            [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "go"}],
+            'first message must use the "user" role',
+        ),
+        (
+            [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9", "content": "x"}]}],
+            "unexpected `tool_use_id` found in `tool_result` blocks: t9",
+        ),
+    ],
+    ids=["empty-message", "empty-text-block", "two-user-turns", "assistant-first", "stray-tool-result"],
+)
+def test_a_history_the_real_api_refuses_is_answered_400_invalid_request(scripted, client_for, history, refusal):
+    server = scripted([{"text": "never"}])
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client_for(server).messages.create(model="m", max_tokens=5, messages=history)
+    assert refused.value.body["error"]["type"] == "invalid_request_error"
+    assert refusal in refused.value.body["error"]["message"]
+    assert server.turns_left == 1
+    server.failures.clear()
+
+
+def test_an_empty_final_assistant_turn_is_accepted_as_a_prefill(scripted, client_for):
+    server = scripted([{"text": "ok"}])
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": []}]
+    assert client_for(server).messages.create(model="m", max_tokens=5, messages=history).content[0].text == "ok"
+
+
 def test_a_script_with_an_unknown_key_is_refused_naming_it():
     with pytest.raises(ValueError, match="unknown turn key"):
         load_script([{"txt": "typo"}])
