@@ -179,7 +179,7 @@ async def _loop(
             messages.append(message)
             new_messages.append(message)
         if response.tool_uses:
-            results = await _dispatch(response, runtime, state, _offered(provider, entries))
+            results = await _dispatch(response, runtime, state, _offered(provider, surface.entries))
             messages.append(results)
             new_messages.append(results)
             continue
