@@ -257,8 +257,16 @@ def close_dead_turns() -> int:
 
 
 def close_dead_turns_at_start_up() -> None:
-    """``close_dead_turns``, logged; a database that cannot answer yet is no reason not to start
-    (each conversation's next message closes its own dead turn)."""
+    """``close_dead_turns``, logged, on a thread of its own: the server may import the app
+    inside its event loop (``eunice.serve``), where Django refuses database work, and the
+    thread's connection is closed with it. A database that cannot answer yet is no reason
+    not to start (each conversation's next message closes its own dead turn)."""
+    worker = threading.Thread(target=_close_dead_turns_logged, name="eunice-close-dead-turns")
+    worker.start()
+    worker.join()
+
+
+def _close_dead_turns_logged() -> None:
     from django.db import DatabaseError, connection
 
     try:
