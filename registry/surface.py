@@ -273,7 +273,6 @@ def page_in(
     *,
     conversation_id: str,
     namespace_id: str = "",
-    mode: str = "chat",
     query: str = "",
 ) -> PageResult:
     """Add tools to the conversation's working set, within the surface budget.
@@ -284,9 +283,7 @@ def page_in(
     any mode. Room is made by evicting the least recently used working-set
     tools (reported in ``evicted``); tools found again count as used. Only
     tools that would not fit even in an empty working set are ``over_budget``.
-    ``mode`` is the caller's, kept for the signature; the budget is the same.
     """
-    del mode
     store = working_sets.get()
     current = working_set_names(conversation_id, namespace_id)
     resident = _resident_everywhere(registry, tenant_id)

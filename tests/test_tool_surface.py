@@ -166,14 +166,14 @@ def offered_in_any_mode(registry, conversation_id=None):
     return len({name for entries in every for name in names(entries)})
 
 
-def fill_to_the_cap(registry, make_tool, conversation, mode="chat", extra=0):
-    """Page in (in ``mode``) as many tools as fit beside every mode's resident tools, plus
-    ``extra`` more; their names."""
+def fill_to_the_cap(registry, make_tool, conversation, extra=0):
+    """Page in as many tools as fit beside every mode's resident tools (the budget is the
+    same whichever mode pages them in), plus ``extra`` more; their names."""
     wanted = [f"tool_{n:03}" for n in range(MAX_TOOL_SURFACE - offered_in_any_mode(registry) + extra)]
     for name in wanted:
         make_tool(name, handlers.echo)
     for name in wanted:  # one at a time, so each has its own use time
-        page_in(registry, TENANT, [name], conversation_id=conversation.id, mode=mode)
+        page_in(registry, TENANT, [name], conversation_id=conversation.id)
     return wanted
 
 
@@ -190,7 +190,7 @@ def floor_of_30(make_tool):
 def test_an_agentic_conversation_filled_to_the_cap_fits_in_every_mode(
     registry, make_tool, conversation, floor_of_30, mode
 ):
-    fill_to_the_cap(registry, make_tool, conversation, mode="agentic", extra=30)
+    fill_to_the_cap(registry, make_tool, conversation, extra=30)
     surface = compose_surface(registry, TENANT, mode=mode, conversation_id=conversation.id)
     assert len(surface.entries) <= MAX_TOOL_SURFACE
     assert surface.cut == []

@@ -52,7 +52,6 @@ def _page_in(registry, context: ToolContext, names: list[str], query: str):
         names,
         conversation_id=conversation_id,
         namespace_id=context.namespace_id or "",
-        mode=context.mode or "chat",
         query=query,
     )
 
