@@ -7,7 +7,7 @@ import json
 import uuid
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -468,6 +468,11 @@ class MCPServerQuerySet(models.QuerySet):
         return self.annotate(tools_approved=counted(approved), tools_held=counted(~approved))
 
 
+# The call timeout an MCP server may have, in seconds: long enough for a slow tool,
+# short enough that a hung one is given up within the hour.
+MCP_TIMEOUT_BOUNDS = (0.1, 3600.0)
+
+
 class MCPServer(models.Model):
     """One configured MCP server; its tools become rows named by registry.mcp.naming.tool_name.
 
@@ -499,7 +504,11 @@ class MCPServer(models.Model):
     last_error = models.TextField(blank=True)
     connected_at = models.DateTimeField(null=True, blank=True)
     approval_policy = models.CharField(max_length=8, choices=ApprovalPolicy.choices, default=ApprovalPolicy.MANUAL)
-    call_timeout_seconds = models.FloatField(default=120.0)
+    call_timeout_seconds = models.FloatField(
+        default=120.0,
+        validators=[MinValueValidator(MCP_TIMEOUT_BOUNDS[0]), MaxValueValidator(MCP_TIMEOUT_BOUNDS[1])],
+        help_text="Seconds a call may take before it is cancelled (0.1 to 3600).",
+    )
     idempotent_tools = models.JSONField(default=list, blank=True, validators=[validate_string_list])
     approved_tools = models.JSONField(default=dict, blank=True, editable=False)
     created_by = models.ForeignKey(
@@ -521,7 +530,11 @@ class MCPServer(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant_id", "name"], name="mcp_server_name_per_tenant"),
             models.CheckConstraint(condition=Q(transport__in=MCPTransport.values), name="mcp_transport_known"),
-            models.CheckConstraint(condition=Q(call_timeout_seconds__gt=0), name="mcp_timeout_positive"),
+            models.CheckConstraint(
+                condition=Q(call_timeout_seconds__gt=0),
+                name="mcp_timeout_positive",
+                violation_error_message="call_timeout_seconds must be more than 0",
+            ),
         ]
 
     def __str__(self) -> str:

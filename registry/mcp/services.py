@@ -215,7 +215,10 @@ def _apply(server: MCPServer, fields: dict, actor: Actor, *, creating: bool, sav
     for key, value in fields.items():
         setattr(server, key, value)
     _check_endpoint(server)
-    server.full_clean(validate_constraints=False)  # the per-tenant name is checked above, without a leak
+    # The per-tenant name is checked above, without a leak; every other constraint here,
+    # so input the database would refuse is a ValidationError, never an IntegrityError.
+    server.full_clean(validate_constraints=False)
+    server.validate_constraints(exclude={"name"})
     if save:
         server.save()
 

@@ -126,3 +126,15 @@ def test_what_a_get_returned_can_be_sent_back():
     response = api.put(f"/api/mcp/servers/{server.pk}/", {**shown, "enabled": False}, format="json")
     assert response.status_code == 200, response.json()
     assert MCPServer.objects.get(pk=server.pk).enabled is False
+
+
+@pytest.mark.parametrize("timeout", [0, -1, 0.01, 1e9])
+def test_a_call_timeout_out_of_bounds_is_a_400_naming_the_bounds_never_a_500(timeout):
+    api = client_for("sam", staff=True)
+    body = {"name": "x", "transport": "stdio", "command": "true", "call_timeout_seconds": timeout}
+    response = api.post("/api/mcp/servers/", body, format="json")
+    assert response.status_code == 400 and list(response.json()) == ["call_timeout_seconds"]
+    server = add_server("demo")
+    changed = api.patch(f"/api/mcp/servers/{server.pk}/", {"call_timeout_seconds": timeout}, format="json")
+    assert changed.status_code == 400 and list(changed.json()) == ["call_timeout_seconds"]
+    assert not MCPServer.objects.filter(name="x").exists()
