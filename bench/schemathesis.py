@@ -30,8 +30,8 @@ from conversations.models import Conversation
 from registry.models import TenantMembership
 user = get_user_model().objects.create_user("fuzz")
 TenantMembership.objects.create(user=user, tenant_id="acme")
-Conversation.objects.create(tenant_id="acme", user=user, title="fuzzed")
-print(Token.objects.create(user=user).key)
+conversation = Conversation.objects.create(tenant_id="acme", user=user, title="fuzzed")
+print(conversation.pk, Token.objects.create(user=user).key)
 """
 
 
@@ -76,7 +76,7 @@ def main() -> int:
         for name in ("DATABASE_URL", "REDIS_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
             env.pop(name, None)
         subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-        token = (
+        conversation, token = (
             subprocess.run(
                 [python, "manage.py", "shell", "-v0", "-c", SETUP],
                 cwd=ROOT,
@@ -87,6 +87,7 @@ def main() -> int:
             )
             .stdout.strip()
             .splitlines()[-1]
+            .split()
         )
         port = free_port()
         # The server scripts/run starts: uvicorn (daphne, the test server, answers
@@ -137,7 +138,12 @@ def main() -> int:
                 ],
                 # Its report folder goes with the temporary directory; the hooks make upload files.
                 cwd=var,
-                env={**env, "SCHEMATHESIS_HOOKS": "bench.schemathesis_hooks", "PYTHONPATH": str(ROOT)},
+                env={
+                    **env,
+                    "EUNICE_FUZZ_CONVERSATION": conversation,
+                    "SCHEMATHESIS_HOOKS": "bench.schemathesis_hooks",
+                    "PYTHONPATH": str(ROOT),
+                },
                 timeout=900,
             )
             print(f"schemathesis: exit {result.returncode} after {time.monotonic() - started:.0f} s")

@@ -10,6 +10,7 @@ Another user's conversation or file answers 404, exactly like one that does not 
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import PurePath
 
 from django.core.files.uploadedfile import UploadedFile
@@ -76,15 +77,36 @@ def _upload_form(component: str, types: dict[str, str], **extra: serializers.Fie
     return OpenApiRequest(request=form, encoding={"file": {"contentType": ", ".join(types)}})
 
 
+# Office Open XML files are ZIP containers, so tools that name a file by its first bytes
+# call them ``.zip``. Such a part is read as the OOXML type it declares only when the
+# container holds that type's main part: the declared type never overrides what is there.
+OOXML_MAIN_PART = {".xlsx": "xl/workbook.xml", ".docx": "word/document.xml"}
+
+
 def _upload_name(upload: UploadedFile, types: dict[str, str]) -> str:
     """The file's name (never a path the client chose); one with no suffix at all takes the
     suffix its Content-Type names. A suffix the file has always decides (``run.sh`` sent as
-    text/plain is still a shell script)."""
+    text/plain is still a shell script), except a ``.zip`` that is the OOXML file it declares."""
     name = PurePath(upload.name or "upload").name
-    if PurePath(name).suffix:
-        return name
-    declared = (upload.content_type or "").split(";")[0].strip().lower()
-    return name + types.get(declared, "")
+    declared = types.get((upload.content_type or "").split(";")[0].strip().lower(), "")
+    suffix = PurePath(name).suffix
+    if not suffix:
+        return name + declared
+    if suffix.lower() == ".zip" and declared in OOXML_MAIN_PART and _holds(upload, OOXML_MAIN_PART[declared]):
+        return PurePath(name).stem + declared
+    return name
+
+
+def _holds(upload: UploadedFile, member: str) -> bool:
+    """Whether the uploaded ZIP container lists ``member`` (its central directory only;
+    nothing is decompressed). The upload is rewound for whoever reads it next."""
+    try:
+        with zipfile.ZipFile(upload.file) as container:
+            return member in container.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
+    finally:
+        upload.seek(0)
 
 
 def _describe(entry: CatalogDataset) -> dict:

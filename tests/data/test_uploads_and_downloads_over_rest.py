@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from conversations.catalog import ConversationCatalog
+from conversations.catalog.uploads import EXCEL_MIME as EXCEL
 from tests.conftest import OTHER_TENANT, TENANT
 from tests.data.conftest import SALES_CSV, client_for
 
@@ -65,6 +67,36 @@ def test_each_supported_format_becomes_a_dataset(ann, conversation, name, payloa
     assert response.json()["rows"] == rows
     listed = ann.get(f"/api/conversations/{conversation.id}/datasets/").json()["datasets"]
     assert [d["name"] for d in listed] == [response.json()["name"]]
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as container:
+        for member, payload in members.items():
+            container.writestr(member, payload)
+    return buffer.getvalue()
+
+
+def test_a_workbook_named_zip_by_its_sender_is_read_as_the_workbook_it_declares(ann, conversation):
+    """Tools that name a file by its first bytes call an .xlsx a .zip (schemathesis does)."""
+    workbook = SimpleUploadedFile("file.zip", _excel(), content_type=EXCEL)
+    response = ann.post(f"/api/conversations/{conversation.id}/datasets/", {"file": workbook}, format="multipart")
+    assert (response.status_code, response.json()["name"], response.json()["rows"]) == (201, "file", 2)
+
+
+@pytest.mark.parametrize(
+    "payload,declared",
+    [
+        (_zip({"notes.txt": b"hello"}), EXCEL),  # a zip, but no workbook inside
+        (b"not a zip at all", EXCEL),
+        (_excel(), "application/zip"),  # a workbook that does not say so
+    ],
+)
+def test_a_zip_that_is_not_the_workbook_it_declares_stays_refused(ann, conversation, payload, declared):
+    part = SimpleUploadedFile("file.zip", payload, content_type=declared)
+    response = ann.post(f"/api/conversations/{conversation.id}/datasets/", {"file": part}, format="multipart")
+    assert response.status_code == 400 and "'file.zip'" in response.json()["error"]
+    assert ConversationCatalog(TENANT, conversation.id).names() == []
 
 
 def test_the_dataset_name_can_be_chosen(ann, conversation):
