@@ -50,6 +50,30 @@ class Cancelled(Exception):
     """The user cancelled while the model was answering."""
 
 
+@dataclass
+class Progress:
+    """What a turn (or a delegated task) has done so far, kept whatever ends it.
+
+    ``messages`` are the messages it added (each tool call with its results);
+    ``heard`` is the text of the model call now streaming, as the user saw it.
+    """
+
+    messages: list[dict] = field(default_factory=list)
+    heard: list[str] = field(default_factory=list)
+
+    def partial(self) -> str:
+        return "".join(self.heard)
+
+    def kept(self) -> list[dict]:
+        """The messages to store when the turn stops early: every tool call still with its
+        result (their effects persist), and the words of the call that was cut, as said."""
+        kept = _well_formed(self.messages)
+        partial = self.partial()
+        if partial.strip():
+            kept.append({"role": "assistant", "content": [{"type": "text", "text": partial}]})
+        return kept
+
+
 async def run_turn(
     conversation: Conversation,
     *,
@@ -70,23 +94,21 @@ async def run_turn(
         conversation, role, user=user, user_message=text, display=display, mode=mode, interactive=interactive
     )
     beats = asyncio.ensure_future(heartbeat(conversation.pk, runtime.turn))
+    progress = Progress()
     try:
-        provider = create_llm_client_for_role(role, model=config)
-        messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
         try:
-            outcome = await _loop(runtime, state, provider, config, messages)
-        except LLMError as exc:
-            logger.warning("model call failed in conversation %s: %s", conversation.pk, exc)
-            runtime.recorder.record("error", {"kind": exc.kind, "message": str(exc)})
-            runtime.display.send({"type": "error", "message": str(exc)})
-            outcome = TurnOutcome(f"The model could not answer: {exc}", "error", 0, runtime.cost.total)
+            provider = create_llm_client_for_role(role, model=config)
+            messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
+            outcome = await _loop(runtime, state, provider, config, messages, progress)
+        except LLMError as exc:  # the model could not be reached at all (a bad configuration)
+            outcome = _failed(runtime, exc, 0, progress)
         finally:
             state.cancel.release()
         await in_db_thread(finish_turn)(runtime, outcome.text, outcome.messages)
     except BaseException as exc:
         # An unexpected error (or the task's cancellation) ends the turn here:
-        # close it as interrupted, keeping the events it recorded.
-        await asyncio.shield(in_db_thread(interrupt_turn)(runtime, _interruption(exc)))
+        # close it as interrupted, keeping the events it recorded and its tool calls.
+        await asyncio.shield(in_db_thread(interrupt_turn)(runtime, _interruption(exc), progress.kept()))
         raise
     finally:
         beats.cancel()
@@ -103,15 +125,17 @@ def _interruption(exc: BaseException) -> str:
 
 
 def _open_turn(conversation: Conversation, role: str, **begin: Any):
-    """A turn's opening database work as one step: the role's model, the history
-    (read before the new message joins it), the new turn, the dispatch state.
+    """A turn's opening database work as one step: the role's model, the new turn, the
+    history, the dispatch state. The history is read once the turn is reserved (which
+    closes a dead earlier turn, storing its partial answer) and leaves out the new
+    message, which the turn sends as typed (what is stored has secrets redacted).
     One hop to a database thread instead of four: when many turns start at
     once, every hop is another wait for the GIL, and another time the event
     loop waits for it back while it relays the answers already streaming."""
     config = get_model_for_role(role)
-    history = load_history(conversation)
     runtime = begin_turn(conversation, **begin)
     try:
+        history = load_history(conversation, leaving_out=runtime.user_message_id)
         return config, history, runtime, DispatchState.for_conversation(conversation)
     except BaseException as exc:
         interrupt_turn(runtime, _interruption(exc))
@@ -141,16 +165,16 @@ async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, r
     state = await in_db_thread(DispatchState.for_conversation)(parent.conversation)
     try:
         messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
-        return await _loop(child, state, provider, config, messages)
+        return await _loop(child, state, provider, config, messages, Progress())
     finally:
         state.cancel.release()
 
 
 async def _loop(
-    runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict]
+    runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict], progress: Progress
 ) -> TurnOutcome:
     estimator = TokenEstimator()
-    new_messages: list[dict] = []
+    new_messages = progress.messages
     nudged = False
     response: LLMResponse | None = None
     for call in range(1, settings.EUNICE_MAX_MODEL_CALLS + 1):
@@ -158,7 +182,7 @@ async def _loop(
             None if state.cancel.cancelled else await in_db_thread(_next_request)(runtime, config, messages, estimator)
         )
         if prepared is None:  # cancelled, here or (the conversation's flag) in another process
-            return _cancelled(runtime, call - 1, new_messages, response)
+            return _cancelled(runtime, call - 1, progress, response)
         if runtime.budget_limit is not None and runtime.budget.spent >= runtime.budget_limit:
             text = (
                 response.text if response else ""
@@ -169,9 +193,12 @@ async def _loop(
             text = "This conversation has grown past what the model can read; please start a new one."
             return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
         try:
-            response = await _stream(provider, request, runtime, state)
+            response = await _stream(provider, request, runtime, state, progress.heard)
         except Cancelled:
-            return _cancelled(runtime, call - 1, new_messages, None)
+            return _cancelled(runtime, call - 1, progress, None)
+        except LLMError as exc:
+            return _failed(runtime, exc, call - 1, progress)
+        progress.heard.clear()  # from here on the text is in the message
         estimator.calibrate(size, response.usage.total_input_tokens)
         await in_db_thread(_record_call)(runtime, config, response, surface)
         message = response.to_message()
@@ -209,27 +236,33 @@ def _next_request(runtime: Runtime, config: Any, messages: list[dict], estimator
     return _build_request(runtime, config, messages, estimator)
 
 
-def _cancelled(runtime: Runtime, calls: int, new_messages: list[dict], response: LLMResponse | None) -> TurnOutcome:
-    partial = response.text if response else ""
-    return TurnOutcome(
-        (partial + "\n\n(Cancelled.)").strip(),
-        "cancelled",
-        calls,
-        runtime.cost.total,
-        cancelled=True,
-        messages=_well_formed(new_messages),
-    )
+def _cancelled(runtime: Runtime, calls: int, progress: Progress, response: LLMResponse | None) -> TurnOutcome:
+    """The user's cancel ends the turn: its answer is what the model had said (the text
+    streamed so far, or the last reply's), with no note of ours in the model's words;
+    the cancel itself is an event and the ``done`` chunk's ``cancelled``."""
+    runtime.recorder.record("status", {"cancelled": "by the user"})
+    text = progress.partial() or (response.text if response else "")
+    return TurnOutcome(text, "cancelled", calls, runtime.cost.total, cancelled=True, messages=progress.kept())
+
+
+def _failed(runtime: Runtime, exc: LLMError, calls: int, progress: Progress) -> TurnOutcome:
+    """A model call failed (after the provider's retries): the error is an event and a chunk,
+    never the model's words; the answer is what it had streamed, and its tool calls stay."""
+    logger.warning("model call failed in conversation %s: %s", runtime.conversation.pk, exc)
+    runtime.recorder.record("error", {"kind": exc.kind, "message": str(exc)})
+    runtime.display.send({"type": "error", "message": str(exc)})
+    return TurnOutcome(progress.partial(), "error", calls, runtime.cost.total, messages=progress.kept())
 
 
 def _well_formed(messages: list[dict]) -> list[dict]:
-    """History must not end on tool calls without results: drop a dangling assistant call."""
-    if (
-        messages
-        and messages[-1]["role"] == "assistant"
-        and any(b.get("type") == "tool_use" for b in messages[-1]["content"])
-    ):
-        return messages[:-1]
-    return messages
+    """A copy that does not end on tool calls without results: a dangling assistant call
+    keeps only its text (what the model said), or goes."""
+    kept = list(messages)
+    last = kept[-1] if kept else None
+    if last is not None and last["role"] == "assistant" and any(b.get("type") == "tool_use" for b in last["content"]):
+        said = [b for b in last["content"] if b.get("type") == "text"]
+        kept[-1:] = [{**last, "content": said}] if said else []
+    return kept
 
 
 def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
@@ -293,14 +326,16 @@ def _with_state(messages: list[dict], block: dict) -> list[dict]:
     return [*messages[:-1], {**last, "content": [*content, block]}]
 
 
-async def _stream(provider: Any, request: LLMRequest, runtime: Runtime, state: DispatchState) -> LLMResponse:
-    """Relay the answer as it streams; stop within 100 ms of a cancel.
+async def _stream(
+    provider: Any, request: LLMRequest, runtime: Runtime, state: DispatchState, heard: list[str]
+) -> LLMResponse:
+    """Relay the answer as it streams (its text also into ``heard``); stop within 100 ms of a cancel.
 
     One task reads the whole stream and races the cancel token once, rather
     than a task and a wait per event: at a few hundred streaming turns the
     per-event version spent more on scheduling than on the text.
     """
-    relay = asyncio.ensure_future(_relay(provider.astream(request), runtime.display))
+    relay = asyncio.ensure_future(_relay(provider.astream(request), runtime.display, heard))
     watcher = asyncio.ensure_future(state.cancel.wait())
     try:
         done, _ = await asyncio.wait({relay, watcher}, return_when=asyncio.FIRST_COMPLETED)
@@ -317,12 +352,14 @@ async def _stream(provider: Any, request: LLMRequest, runtime: Runtime, state: D
             relay.cancel()
 
 
-async def _relay(events: AsyncIterator, display: Any) -> LLMResponse:
-    """Send text and thinking to the display as they arrive; the final response."""
+async def _relay(events: AsyncIterator, display: Any, heard: list[str]) -> LLMResponse:
+    """Send text and thinking to the display as they arrive; the final response.
+    ``heard`` gets each piece of text once it was sent: what the user saw."""
     async with contextlib.aclosing(events):
         async for event in events:
             if isinstance(event, TextDelta):
                 display.send({"type": "text_delta", "text": event.text})
+                heard.append(event.text)
             elif isinstance(event, ThinkingDelta):
                 display.send({"type": "thinking", "text": event.thinking})
             elif isinstance(event, MessageStop):

@@ -30,6 +30,7 @@ class Runtime:
     capabilities: frozenset[str] = frozenset()
     mode: str = "chat"
     user_message: str = ""
+    user_message_id: str = ""  # the stored row of the turn's message (its history leaves it out)
     parallel_limit: int = 4
     cost: CostTracker = field(default_factory=CostTracker)
     datasets: dict[str, Any] = field(default_factory=dict)
