@@ -10,25 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
 
 from conversations.dispatcher import dispatch_tool_calls
+from conversations.effects import SubtaskLog
 from conversations.history import load_history, sendable
 from conversations.inserts import insert_rows
 from conversations.models import Conversation, UsageLog
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime
-from conversations.state import DispatchState
+from conversations.state import CostTracker, DispatchState
 from conversations.turn_reservations import heartbeat
 from conversations.turns import begin_turn, finish_turn, interrupt_turn
+from conversations.working_set import copy_scope, drop_scope
 from llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
+from llm.cost import Usage
 from llm.roles import create_llm_client_for_role, get_model_for_role
 from registry.aio import in_db_thread
+from registry.context import Budget
 from registry.surface import Surface, compose_surface, surface_event, touch_used, working_set_names
 
 logger = logging.getLogger("eunice.conversations")
@@ -143,31 +148,66 @@ def _open_turn(conversation: Conversation, role: str, **begin: Any):
 
 
 async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, role: str = "chat") -> TurnOutcome:
-    """A delegated task: a fresh history, delegate mode, the parent's turn, events and budget."""
-    from dataclasses import replace
-
-    from conversations.state import CostTracker
-
+    """A delegated task: a fresh history in delegate mode, within the parent's turn, with
+    its own pane on the display, working set, plan and budget (``_subtask_runtime``)."""
     config = await in_db_thread(get_model_for_role)(role)
     provider = create_llm_client_for_role(role, model=config)
-    limit = budget_usd if parent.budget_limit is None else min(budget_usd or parent.budget_limit, parent.budget_limit)
-    child = replace(
+    child = _subtask_runtime(parent, budget_usd)
+    child.display.send({"type": "subtask_started", "task": task[:200]})
+    state = await in_db_thread(_open_subtask)(child, parent, task)
+    outcome = None
+    try:
+        messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
+        outcome = await _loop(child, state, provider, config, messages, Progress())
+        return outcome
+    finally:
+        state.cancel.release()
+        stopped = outcome.stop_reason if outcome is not None else "failed"
+        ending = {"stop_reason": stopped, "cost_usd": round(child.budget.spent, 6)}
+        child.display.send({"type": "subtask_finished", **ending})
+        await asyncio.shield(in_db_thread(_close_subtask)(child, ending))
+
+
+def _subtask_runtime(parent: Runtime, budget_usd: float | None) -> Runtime:
+    """The runtime of a task ``parent`` delegates. Its events and chunks are the turn's,
+    marked with its ``subtask`` id (its text never joins the answer); it pages tools into
+    a working set of its own (a copy of the parent's), keeps no plan of the parent's, and
+    spends from a budget of its own: ``budget_usd``, within what the parent has left."""
+    number = next(parent.delegated)
+    subtask = f"{parent.log.subtask}.{number}" if isinstance(parent.log, SubtaskLog) else str(number)
+    allowance = budget_usd
+    if parent.budget_limit is not None:
+        left = max(0.0, parent.budget_limit - parent.budget.spent)
+        allowance = left if allowance is None else min(allowance, left)
+    return replace(
         parent,
+        log=SubtaskLog(parent.log, subtask),
         mode="delegate",
         cost=CostTracker(),
         cards=[],
         datasets=dict(parent.datasets),
         failed_delegations=[],
-        budget_limit=(parent.budget.spent + limit) if limit is not None else None,
+        budget=Budget(parent=parent.budget),
+        budget_limit=allowance,
         depth=parent.depth + 1,
         interactive=False,
+        # The turn's number makes it unique in the conversation, even after a crash left one behind.
+        working_set_scope=f"t{parent.turn}.{subtask}/{parent.working_set_scope}"[:64],
+        task_plan={},
+        delegated=itertools.count(1),
     )
-    state = await in_db_thread(DispatchState.for_conversation)(parent.conversation)
-    try:
-        messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
-        return await _loop(child, state, provider, config, messages, Progress())
-    finally:
-        state.cancel.release()
+
+
+def _open_subtask(child: Runtime, parent: Runtime, task: str) -> DispatchState:
+    """A task's database work before its first call: its working set, its start on record."""
+    copy_scope(child.conversation.pk, parent.working_set_scope, child.working_set_scope)
+    child.recorder.record("subtask_started", {"task": task[:500], "budget_usd": child.budget_limit})
+    return DispatchState.for_conversation(child.conversation)
+
+
+def _close_subtask(child: Runtime, ending: dict) -> None:
+    child.recorder.record("subtask_finished", ending)
+    drop_scope(child.conversation.pk, child.working_set_scope)
 
 
 async def _loop(
@@ -183,12 +223,12 @@ async def _loop(
         )
         if prepared is None:  # cancelled, here or (the conversation's flag) in another process
             return _cancelled(runtime, call - 1, progress, response)
-        if runtime.budget_limit is not None and runtime.budget.spent >= runtime.budget_limit:
-            text = (
-                response.text if response else ""
-            ) + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
-            return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
         request, surface, size = prepared
+        if request is not None and runtime.budget_limit is not None:
+            # Checked before the call is made, with what it is expected to cost.
+            estimate = _next_call_cost(config, estimator.tokens(size), response)
+            if runtime.budget.spent + estimate > runtime.budget_limit:
+                return _over_budget(runtime, call - 1, progress, response, estimate)
         if request is None:
             text = "This conversation has grown past what the model can read; please start a new one."
             return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
@@ -245,6 +285,29 @@ def _cancelled(runtime: Runtime, calls: int, progress: Progress, response: LLMRe
     return TurnOutcome(text, "cancelled", calls, runtime.cost.total, cancelled=True, messages=progress.kept())
 
 
+def _next_call_cost(config: Any, input_tokens: int, last: LLMResponse | None) -> float:
+    """What the next call is expected to cost: its prompt's estimated tokens, uncached, and
+    as much output as the last call of the run produced (none before the first)."""
+    output_tokens = last.usage.output_tokens if last is not None else 0
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens).cost_usd(config)
+
+
+def _over_budget(
+    runtime: Runtime, calls: int, progress: Progress, response: LLMResponse | None, estimate: float
+) -> TurnOutcome:
+    spent, limit = runtime.budget.spent, runtime.budget_limit
+    runtime.recorder.record(
+        "status",
+        {"stopped": "budget", "spent_usd": round(spent, 6), "budget_usd": limit, "next_call_usd": round(estimate, 6)},
+    )
+    note = (
+        f"(Stopped: the next model call would cost about ${estimate:.4f}, "
+        f"and ${spent:.4f} of the budget of ${limit:.4f} is spent.)"
+    )
+    text = f"{response.text}\n\n{note}" if response is not None and response.text else note
+    return TurnOutcome(text, "budget", calls, runtime.cost.total, messages=progress.kept())
+
+
 def _failed(runtime: Runtime, exc: LLMError, calls: int, progress: Progress) -> TurnOutcome:
     """A model call failed (after the provider's retries): the error is an event and a chunk,
     never the model's words; the answer is what it had streamed, and its tool calls stay."""
@@ -269,13 +332,13 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
     """The next request (None when even compaction cannot fit the conversation), the
     surface it offers, and its size in characters (for ``estimator.calibrate``).
     The plan is ``runtime.conversation.plan`` as the caller last read it."""
-    working_set = working_set_names(runtime.conversation.pk, runtime.conversation.namespace_id)
+    working_set = working_set_names(runtime.conversation.pk, runtime.working_set_scope)
     surface = compose_surface(
         runtime.registry,
         runtime.tenant_id,
         mode=runtime.mode,
         conversation_id=runtime.conversation.pk,
-        namespace_id=runtime.conversation.namespace_id,
+        namespace_id=runtime.working_set_scope,
         model=config if config.pk else None,
         working_set=working_set,
     )
@@ -305,10 +368,10 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
 
 def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
     return current_state_block(
-        plan=runtime.conversation.plan or {},
+        plan=(runtime.task_plan if runtime.task_plan is not None else runtime.conversation.plan) or {},
         working_set=working_set,
         datasets=sorted(runtime.datasets),
-        cost_usd=runtime.cost.total,
+        cost_usd=runtime.budget.spent,
         budget_limit=runtime.budget_limit,
     )
 
@@ -422,7 +485,7 @@ async def _dispatch(
             {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")},
         )
     conversation = runtime.conversation
-    await in_db_thread(touch_used)(conversation.pk, conversation.namespace_id, [b["name"] for b in blocks])
+    await in_db_thread(touch_used)(conversation.pk, runtime.working_set_scope, [b["name"] for b in blocks])
     results = await dispatch_tool_calls(blocks, runtime, state, offered=offered)
     return {
         "role": "user",
