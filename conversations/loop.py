@@ -295,6 +295,8 @@ def _next_call_cost(config: Any, input_tokens: int, last: LLMResponse | None) ->
 def _over_budget(
     runtime: Runtime, calls: int, progress: Progress, response: LLMResponse | None, estimate: float
 ) -> TurnOutcome:
+    """A run held to its budget (a delegated task's) stops before a call that would cross it;
+    the note is for its delegator (it reads the task's answer as a tool result)."""
     spent, limit = runtime.budget.spent, runtime.budget_limit
     runtime.recorder.record(
         "status",
@@ -314,7 +316,10 @@ def _failed(runtime: Runtime, exc: LLMError, calls: int, progress: Progress) -> 
     logger.warning("model call failed in conversation %s: %s", runtime.conversation.pk, exc)
     runtime.recorder.record("error", {"kind": exc.kind, "message": str(exc)})
     runtime.display.send({"type": "error", "message": str(exc)})
-    return TurnOutcome(progress.partial(), "error", calls, runtime.cost.total, messages=progress.kept())
+    text = progress.partial()
+    if runtime.depth:  # a delegated task's answer is its delegator's tool result: say why it stopped
+        text = f"{text}\n\n(Stopped: the model call failed: {exc})".strip()
+    return TurnOutcome(text, "error", calls, runtime.cost.total, messages=progress.kept())
 
 
 def _well_formed(messages: list[dict]) -> list[dict]:
