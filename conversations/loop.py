@@ -49,6 +49,7 @@ class TurnOutcome:
     cost_usd: float
     cancelled: bool = False
     messages: list[dict] = field(default_factory=list)
+    error: str | None = None  # why the model could not answer (stop_reason "error"): never in ``text``
 
 
 class Cancelled(Exception):
@@ -319,7 +320,7 @@ def _failed(runtime: Runtime, exc: LLMError, calls: int, progress: Progress) -> 
     text = progress.partial()
     if runtime.depth:  # a delegated task's answer is its delegator's tool result: say why it stopped
         text = f"{text}\n\n(Stopped: the model call failed: {exc})".strip()
-    return TurnOutcome(text, "error", calls, runtime.cost.total, messages=progress.kept())
+    return TurnOutcome(text, "error", calls, runtime.cost.total, messages=progress.kept(), error=str(exc))
 
 
 def _well_formed(messages: list[dict]) -> list[dict]:
