@@ -130,3 +130,26 @@ def test_each_helper_sees_and_is_held_to_its_own_budget_before_each_call(model, 
     assert "budget of $0.0010" in server.requests[4].messages[-1]["content"][0]["content"]
     stop = ConversationEvent.objects.get(conversation=conversation, event_type="status", data__stopped="budget")
     assert stop.data["subtask"] == "2" and stop.data["spent_usd"] == 0 and stop.data["next_call_usd"] > 0.001
+
+
+def test_a_helpers_failed_model_call_ends_the_helper_and_its_delegator_is_told_why(model, conversation, user):
+    offer(conversation, "delegate")
+    overloaded = {"status": 529, "type": "overloaded_error", "message": "Overloaded"}
+    model(
+        [
+            {"tool_uses": [{"name": "delegate", "input": {"task": "Count the rivers."}, "id": "t1"}]},
+            {"text": ["There are "], "stream_error": overloaded},
+            {
+                "text": ["The helper failed; I will count them myself."],
+                "expect": {"tool_result_contains": "the model call failed"},
+            },
+        ]
+    )
+
+    outcome = async_to_sync(run_turn)(conversation, text="How many rivers?", user=user)
+
+    assert outcome.text == "The helper failed; I will count them myself."
+    finished = ConversationEvent.objects.get(conversation=conversation, event_type="subtask_finished")
+    assert finished.data["stop_reason"] == "error" and finished.data["subtask"] == "1"
+    error = ConversationEvent.objects.get(conversation=conversation, event_type="error")
+    assert error.data["subtask"] == "1" and error.data["kind"] == "overloaded"
