@@ -1,7 +1,7 @@
 """A stateless Messages API for load benchmarks, run as its own process.
 
 Speaks just enough HTTP/1.1 on asyncio to stream (chunked, keep-alive): the first call of a
-conversation gets a tool call (`plan`), the call that carries its result gets
+conversation gets a tool call (`plan`, its one step done), the call that carries its result gets
 an answer of CHUNKS text deltas, one every DELAY seconds. The SSE bytes are
 rendered once, by the same code as the scripted test server, so the model's
 own cost stays out of the figures it serves.
@@ -30,7 +30,9 @@ def rendered(turn: Turn) -> list[tuple[str, bytes]]:
 
 
 async def serve(fd: int, chunks: int, delay: float) -> None:
-    tool_turn = rendered(Turn(tool_uses=(ToolUse("plan", {"steps": [{"title": "answer"}]}, "toolu_plan"),)))
+    # The step is done at once: agentic mode's guardrail has no open step to remind of.
+    plan = {"steps": [{"title": "answer", "status": "done"}]}
+    tool_turn = rendered(Turn(tool_uses=(ToolUse("plan", plan, "toolu_plan"),)))
     answer_turn = rendered(Turn(text=tuple(f"w{n} " for n in range(chunks))))
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

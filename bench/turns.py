@@ -3,13 +3,14 @@
 Starts the product (uvicorn, as scripts/run does, with the real ASGI app) in a subprocess against a
 throwaway SQLite database (or DATABASE_URL; REDIS_URL switches the channel
 layer to Redis), a stateless model server speaking the Messages API on
-loopback, and N websocket clients. Each conversation asks once: the model
-calls a tool (`plan`), gets its result, then streams an answer of --chunks
+loopback, and N websocket clients. Each conversation (in agentic mode, where
+`plan` is offered: only offered tools run) asks once: the model calls a tool
+(`plan`), gets its result, then streams an answer of --chunks
 text chunks (one every --chunk-delay seconds, like a model writing). For
 every chunk the client measures relay latency: the moment the server-side
 display emitted it (its `ts`) to the moment the client received it.
 
-Prints completed (the whole answer arrived, in order, and the turn ended),
+Prints completed (the tool ran, the whole answer arrived, in order, and the turn ended),
 failed, p50/p99 relay latency (ms), messages relayed, the server's CPU time
 per chunk, and the peak RSS of the server process and of this client.
 
@@ -81,7 +82,7 @@ def prepare(conversations: int) -> list[tuple[str, str]]:
     for n in range(conversations):
         user, _ = User.objects.get_or_create(username=f"bench{n}")
         TenantMembership.objects.get_or_create(user=user, defaults={"tenant_id": "bench"})
-        conversation = Conversation.objects.create(tenant_id="bench", user=user, title=f"bench {n}")
+        conversation = Conversation.objects.create(tenant_id="bench", user=user, title=f"bench {n}", mode="agentic")
         client = Client()
         client.force_login(user)
         pairs.append((conversation.pk, f"sessionid={client.cookies['sessionid'].value}"))
@@ -100,12 +101,13 @@ class Samples:
 
 
 async def converse(port: int, conversation_id: str, cookie: str, chunks: int, samples: Samples) -> bool:
-    """One conversation; True when its whole answer arrived, in order, and the turn ended."""
+    """One conversation; True when its tool ran, its whole answer arrived, in order, and the turn ended."""
     import websockets
 
     url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
     headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"}
     received: list[str] = []
+    tool_ran = False
     async with websockets.connect(url, additional_headers=headers, max_size=None, open_timeout=60) as ws:
         await ws.send(json.dumps({"type": "message", "text": "go"}))
         sent = time.monotonic()
@@ -118,10 +120,12 @@ async def converse(port: int, conversation_id: str, cookie: str, chunks: int, sa
                 if not received:
                     samples.first_chunks.append((time.monotonic() - sent) * 1000.0)
                 received.append(chunk["text"])
+            elif chunk["type"] == "tool_result":
+                tool_ran = not chunk.get("error") and chunk.get("content", "").startswith("✓")
             elif chunk["type"] == "error":
                 return False
             elif chunk["type"] == "done":
-                return not chunk.get("cancelled") and "".join(received) == answer_text(chunks)
+                return tool_ran and not chunk.get("cancelled") and "".join(received) == answer_text(chunks)
 
 
 def answer_text(chunks: int) -> str:

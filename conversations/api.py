@@ -88,6 +88,9 @@ TURN_REPLY = inline_serializer(
         "stop_reason": serializers.CharField(),
         "model_calls": serializers.IntegerField(),
         "cancelled": serializers.BooleanField(),
+        "error": serializers.CharField(
+            allow_null=True, help_text="why the model could not answer (stop_reason `error`); null otherwise"
+        ),
     },
 )
 
@@ -193,6 +196,7 @@ class ConversationViewSet(
                 "stop_reason": outcome.stop_reason,
                 "model_calls": outcome.model_calls,
                 "cancelled": outcome.cancelled,
+                "error": outcome.error,
             },
             status=status.HTTP_201_CREATED,
         )

@@ -132,15 +132,21 @@ class ChannelDisplay:
                 )
 
 
-MERGEABLE = frozenset({"text_delta", "thinking"})
+MERGEABLE = frozenset({"text_delta", "thinking", "subtask_text", "subtask_thinking"})
 
 
 def coalesce(chunks: list[dict]) -> list[dict]:
-    """Merge runs of consecutive same-type text chunks; everything else passes unchanged."""
+    """Merge runs of consecutive same-type text chunks (of one delegated task, for a
+    task's: two tasks' text never runs together); everything else passes unchanged."""
     merged: list[dict] = []
     for chunk in chunks:
         previous = merged[-1] if merged else None
-        if previous is not None and chunk["type"] in MERGEABLE and previous["type"] == chunk["type"]:
+        if (
+            previous is not None
+            and chunk["type"] in MERGEABLE
+            and previous["type"] == chunk["type"]
+            and previous.get("subtask") == chunk.get("subtask")
+        ):
             merged[-1] = {**previous, "text": previous["text"] + chunk["text"]}
         else:
             merged.append(chunk)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, Protocol
 
 
@@ -139,6 +140,36 @@ class EffectLog:
             self.effects.append(StreamChunks(list(self._chunks)))
             self._chunks.clear()
         return self.effects
+
+
+# What a delegated task's text and thinking are called, in its events and chunks: not the
+# answer's (``text_delta``), so they never join the user's answer or its stored text.
+SUBTASK_KINDS = MappingProxyType({"text_delta": "subtask_text", "thinking": "subtask_thinking"})
+
+
+class SubtaskLog(EffectLog):
+    """A delegated task's view of its turn's log: its effects go to the turn's, each event
+    and chunk marked with the task's ``subtask`` id ("1", "2", "1.1" for a task's own
+    task), its text and thinking under their own kinds (``SUBTASK_KINDS``)."""
+
+    def __init__(self, turn_log: EffectLog, subtask: str) -> None:
+        super().__init__(turn_log.ctx)
+        self._turn_log = turn_log
+        self.subtask = subtask
+
+    def emit(self, effect: Effect) -> None:
+        if isinstance(effect, TelemetryEvent):
+            kind = SUBTASK_KINDS.get(effect.event_type, effect.event_type)
+            # A task's own task marked it first: that (deeper) id stands.
+            effect = TelemetryEvent(kind, {"subtask": self.subtask, **effect.data}, effect.blob)
+        self._turn_log.emit(effect)
+
+    def stream(self, chunk: dict) -> None:
+        kind = SUBTASK_KINDS.get(chunk["type"], chunk["type"])
+        self._turn_log.stream({"subtask": self.subtask, **chunk, "type": kind})
+
+    def streamed_text(self) -> str:
+        return ""  # a task's text is never the answer
 
 
 class RecordingRecorder:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from conversations.models import ChatMessage, Conversation
 
 
-def load_history(conversation: Conversation) -> list[dict]:
-    """User messages as text; each assistant turn as the messages it added (tool calls included)."""
+def load_history(conversation: Conversation, *, leaving_out: str = "") -> list[dict]:
+    """User messages as text; each assistant turn as the messages it added (tool calls included).
+    ``leaving_out`` is the ``message_id`` of a message not to include (the new turn's own)."""
     messages: list[dict] = []
-    for message in ChatMessage.objects.filter(conversation=conversation).order_by("created_at", "id"):
+    rows = ChatMessage.objects.filter(conversation=conversation).exclude(message_id=leaving_out)
+    for message in rows.order_by("created_at", "id"):
         if message.role == ChatMessage.Role.USER:
             messages.append({"role": "user", "content": [{"type": "text", "text": message.text}]})
         elif message.structured_content:

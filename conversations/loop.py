@@ -10,25 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
 
 from conversations.dispatcher import dispatch_tool_calls
+from conversations.effects import SubtaskLog
 from conversations.history import load_history, sendable
 from conversations.inserts import insert_rows
 from conversations.models import Conversation, UsageLog
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime
-from conversations.state import DispatchState
+from conversations.state import CostTracker, DispatchState
 from conversations.turn_reservations import heartbeat
 from conversations.turns import begin_turn, finish_turn, interrupt_turn
+from conversations.working_set import copy_scope, drop_scope
 from llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
+from llm.cost import Usage
 from llm.roles import create_llm_client_for_role, get_model_for_role
 from registry.aio import in_db_thread
+from registry.context import Budget
 from registry.surface import Surface, compose_surface, surface_event, touch_used, working_set_names
 
 logger = logging.getLogger("eunice.conversations")
@@ -44,10 +49,35 @@ class TurnOutcome:
     cost_usd: float
     cancelled: bool = False
     messages: list[dict] = field(default_factory=list)
+    error: str | None = None  # why the model could not answer (stop_reason "error"): never in ``text``
 
 
 class Cancelled(Exception):
     """The user cancelled while the model was answering."""
+
+
+@dataclass
+class Progress:
+    """What a turn (or a delegated task) has done so far, kept whatever ends it.
+
+    ``messages`` are the messages it added (each tool call with its results);
+    ``heard`` is the text of the model call now streaming, as the user saw it.
+    """
+
+    messages: list[dict] = field(default_factory=list)
+    heard: list[str] = field(default_factory=list)
+
+    def partial(self) -> str:
+        return "".join(self.heard)
+
+    def kept(self) -> list[dict]:
+        """The messages to store when the turn stops early: every tool call still with its
+        result (their effects persist), and the words of the call that was cut, as said."""
+        kept = _well_formed(self.messages)
+        partial = self.partial()
+        if partial.strip():
+            kept.append({"role": "assistant", "content": [{"type": "text", "text": partial}]})
+        return kept
 
 
 async def run_turn(
@@ -70,23 +100,21 @@ async def run_turn(
         conversation, role, user=user, user_message=text, display=display, mode=mode, interactive=interactive
     )
     beats = asyncio.ensure_future(heartbeat(conversation.pk, runtime.turn))
+    progress = Progress()
     try:
-        provider = create_llm_client_for_role(role, model=config)
-        messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
         try:
-            outcome = await _loop(runtime, state, provider, config, messages)
-        except LLMError as exc:
-            logger.warning("model call failed in conversation %s: %s", conversation.pk, exc)
-            runtime.recorder.record("error", {"kind": exc.kind, "message": str(exc)})
-            runtime.display.send({"type": "error", "message": str(exc)})
-            outcome = TurnOutcome(f"The model could not answer: {exc}", "error", 0, runtime.cost.total)
+            provider = create_llm_client_for_role(role, model=config)
+            messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
+            outcome = await _loop(runtime, state, provider, config, messages, progress)
+        except LLMError as exc:  # the model could not be reached at all (a bad configuration)
+            outcome = _failed(runtime, exc, 0, progress)
         finally:
             state.cancel.release()
         await in_db_thread(finish_turn)(runtime, outcome.text, outcome.messages)
     except BaseException as exc:
         # An unexpected error (or the task's cancellation) ends the turn here:
-        # close it as interrupted, keeping the events it recorded.
-        await asyncio.shield(in_db_thread(interrupt_turn)(runtime, _interruption(exc)))
+        # close it as interrupted, keeping the events it recorded and its tool calls.
+        await asyncio.shield(in_db_thread(interrupt_turn)(runtime, _interruption(exc), progress.kept()))
         raise
     finally:
         beats.cancel()
@@ -103,15 +131,17 @@ def _interruption(exc: BaseException) -> str:
 
 
 def _open_turn(conversation: Conversation, role: str, **begin: Any):
-    """A turn's opening database work as one step: the role's model, the history
-    (read before the new message joins it), the new turn, the dispatch state.
+    """A turn's opening database work as one step: the role's model, the new turn, the
+    history, the dispatch state. The history is read once the turn is reserved (which
+    closes a dead earlier turn, storing its partial answer) and leaves out the new
+    message, which the turn sends as typed (what is stored has secrets redacted).
     One hop to a database thread instead of four: when many turns start at
     once, every hop is another wait for the GIL, and another time the event
     loop waits for it back while it relays the answers already streaming."""
     config = get_model_for_role(role)
-    history = load_history(conversation)
     runtime = begin_turn(conversation, **begin)
     try:
+        history = load_history(conversation, leaving_out=runtime.user_message_id)
         return config, history, runtime, DispatchState.for_conversation(conversation)
     except BaseException as exc:
         interrupt_turn(runtime, _interruption(exc))
@@ -119,38 +149,73 @@ def _open_turn(conversation: Conversation, role: str, **begin: Any):
 
 
 async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, role: str = "chat") -> TurnOutcome:
-    """A delegated task: a fresh history, delegate mode, the parent's turn, events and budget."""
-    from dataclasses import replace
-
-    from conversations.state import CostTracker
-
+    """A delegated task: a fresh history in delegate mode, within the parent's turn, with
+    its own pane on the display, working set, plan and budget (``_subtask_runtime``)."""
     config = await in_db_thread(get_model_for_role)(role)
     provider = create_llm_client_for_role(role, model=config)
-    limit = budget_usd if parent.budget_limit is None else min(budget_usd or parent.budget_limit, parent.budget_limit)
-    child = replace(
+    child = _subtask_runtime(parent, budget_usd)
+    child.display.send({"type": "subtask_started", "task": task[:200]})
+    state = await in_db_thread(_open_subtask)(child, parent, task)
+    outcome = None
+    try:
+        messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
+        outcome = await _loop(child, state, provider, config, messages, Progress())
+        return outcome
+    finally:
+        state.cancel.release()
+        stopped = outcome.stop_reason if outcome is not None else "failed"
+        ending = {"stop_reason": stopped, "cost_usd": round(child.budget.spent, 6)}
+        child.display.send({"type": "subtask_finished", **ending})
+        await asyncio.shield(in_db_thread(_close_subtask)(child, ending))
+
+
+def _subtask_runtime(parent: Runtime, budget_usd: float | None) -> Runtime:
+    """The runtime of a task ``parent`` delegates. Its events and chunks are the turn's,
+    marked with its ``subtask`` id (its text never joins the answer); it pages tools into
+    a working set of its own (a copy of the parent's), keeps no plan of the parent's, and
+    spends from a budget of its own: ``budget_usd``, within what the parent has left."""
+    number = next(parent.delegated)
+    subtask = f"{parent.log.subtask}.{number}" if isinstance(parent.log, SubtaskLog) else str(number)
+    allowance = budget_usd
+    if parent.budget_limit is not None:
+        left = max(0.0, parent.budget_limit - parent.budget.spent)
+        allowance = left if allowance is None else min(allowance, left)
+    return replace(
         parent,
+        log=SubtaskLog(parent.log, subtask),
         mode="delegate",
         cost=CostTracker(),
         cards=[],
         datasets=dict(parent.datasets),
         failed_delegations=[],
-        budget_limit=(parent.budget.spent + limit) if limit is not None else None,
+        budget=Budget(parent=parent.budget),
+        budget_limit=allowance,
         depth=parent.depth + 1,
         interactive=False,
+        # The turn's number makes it unique in the conversation, even after a crash left one behind.
+        working_set_scope=f"t{parent.turn}.{subtask}/{parent.working_set_scope}"[:64],
+        task_plan={},
+        delegated=itertools.count(1),
     )
-    state = await in_db_thread(DispatchState.for_conversation)(parent.conversation)
-    try:
-        messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
-        return await _loop(child, state, provider, config, messages)
-    finally:
-        state.cancel.release()
+
+
+def _open_subtask(child: Runtime, parent: Runtime, task: str) -> DispatchState:
+    """A task's database work before its first call: its working set, its start on record."""
+    copy_scope(child.conversation.pk, parent.working_set_scope, child.working_set_scope)
+    child.recorder.record("subtask_started", {"task": task[:500], "budget_usd": child.budget_limit})
+    return DispatchState.for_conversation(child.conversation)
+
+
+def _close_subtask(child: Runtime, ending: dict) -> None:
+    child.recorder.record("subtask_finished", ending)
+    drop_scope(child.conversation.pk, child.working_set_scope)
 
 
 async def _loop(
-    runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict]
+    runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict], progress: Progress
 ) -> TurnOutcome:
     estimator = TokenEstimator()
-    new_messages: list[dict] = []
+    new_messages = progress.messages
     nudged = False
     response: LLMResponse | None = None
     for call in range(1, settings.EUNICE_MAX_MODEL_CALLS + 1):
@@ -158,20 +223,23 @@ async def _loop(
             None if state.cancel.cancelled else await in_db_thread(_next_request)(runtime, config, messages, estimator)
         )
         if prepared is None:  # cancelled, here or (the conversation's flag) in another process
-            return _cancelled(runtime, call - 1, new_messages, response)
-        if runtime.budget_limit is not None and runtime.budget.spent >= runtime.budget_limit:
-            text = (
-                response.text if response else ""
-            ) + f"\n\n(Stopped: the budget of ${runtime.budget_limit:.4f} is spent.)"
-            return TurnOutcome(text.strip(), "budget", call - 1, runtime.cost.total, messages=new_messages)
+            return _cancelled(runtime, call - 1, progress, response)
         request, surface, size = prepared
+        if request is not None and runtime.budget_limit is not None:
+            # Checked before the call is made, with what it is expected to cost.
+            estimate = _next_call_cost(config, estimator.tokens(size), response)
+            if runtime.budget.spent + estimate > runtime.budget_limit:
+                return _over_budget(runtime, call - 1, progress, response, estimate)
         if request is None:
             text = "This conversation has grown past what the model can read; please start a new one."
             return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
         try:
-            response = await _stream(provider, request, runtime, state)
+            response = await _stream(provider, request, runtime, state, progress.heard)
         except Cancelled:
-            return _cancelled(runtime, call - 1, new_messages, None)
+            return _cancelled(runtime, call - 1, progress, None)
+        except LLMError as exc:
+            return _failed(runtime, exc, call - 1, progress)
+        progress.heard.clear()  # from here on the text is in the message
         estimator.calibrate(size, response.usage.total_input_tokens)
         await in_db_thread(_record_call)(runtime, config, response, surface)
         message = response.to_message()
@@ -209,40 +277,74 @@ def _next_request(runtime: Runtime, config: Any, messages: list[dict], estimator
     return _build_request(runtime, config, messages, estimator)
 
 
-def _cancelled(runtime: Runtime, calls: int, new_messages: list[dict], response: LLMResponse | None) -> TurnOutcome:
-    partial = response.text if response else ""
-    return TurnOutcome(
-        (partial + "\n\n(Cancelled.)").strip(),
-        "cancelled",
-        calls,
-        runtime.cost.total,
-        cancelled=True,
-        messages=_well_formed(new_messages),
+def _cancelled(runtime: Runtime, calls: int, progress: Progress, response: LLMResponse | None) -> TurnOutcome:
+    """The user's cancel ends the turn: its answer is what the model had said (the text
+    streamed so far, or the last reply's), with no note of ours in the model's words;
+    the cancel itself is an event and the ``done`` chunk's ``cancelled``."""
+    runtime.recorder.record("status", {"cancelled": "by the user"})
+    text = progress.partial() or (response.text if response else "")
+    return TurnOutcome(text, "cancelled", calls, runtime.cost.total, cancelled=True, messages=progress.kept())
+
+
+def _next_call_cost(config: Any, input_tokens: int, last: LLMResponse | None) -> float:
+    """What the next call is expected to cost: its prompt's estimated tokens, uncached, and
+    as much output as the last call of the run produced (none before the first)."""
+    output_tokens = last.usage.output_tokens if last is not None else 0
+    return Usage(input_tokens=input_tokens, output_tokens=output_tokens).cost_usd(config)
+
+
+def _over_budget(
+    runtime: Runtime, calls: int, progress: Progress, response: LLMResponse | None, estimate: float
+) -> TurnOutcome:
+    """A run held to its budget (a delegated task's) stops before a call that would cross it;
+    the note is for its delegator (it reads the task's answer as a tool result)."""
+    spent, limit = runtime.budget.spent, runtime.budget_limit
+    runtime.recorder.record(
+        "status",
+        {"stopped": "budget", "spent_usd": round(spent, 6), "budget_usd": limit, "next_call_usd": round(estimate, 6)},
     )
+    note = (
+        f"(Stopped: the next model call would cost about ${estimate:.4f}, "
+        f"and ${spent:.4f} of the budget of ${limit:.4f} is spent.)"
+    )
+    text = f"{response.text}\n\n{note}" if response is not None and response.text else note
+    return TurnOutcome(text, "budget", calls, runtime.cost.total, messages=progress.kept())
+
+
+def _failed(runtime: Runtime, exc: LLMError, calls: int, progress: Progress) -> TurnOutcome:
+    """A model call failed (after the provider's retries): the error is an event and a chunk,
+    never the model's words; the answer is what it had streamed, and its tool calls stay."""
+    logger.warning("model call failed in conversation %s: %s", runtime.conversation.pk, exc)
+    runtime.recorder.record("error", {"kind": exc.kind, "message": str(exc)})
+    runtime.display.send({"type": "error", "message": str(exc)})
+    text = progress.partial()
+    if runtime.depth:  # a delegated task's answer is its delegator's tool result: say why it stopped
+        text = f"{text}\n\n(Stopped: the model call failed: {exc})".strip()
+    return TurnOutcome(text, "error", calls, runtime.cost.total, messages=progress.kept(), error=str(exc))
 
 
 def _well_formed(messages: list[dict]) -> list[dict]:
-    """History must not end on tool calls without results: drop a dangling assistant call."""
-    if (
-        messages
-        and messages[-1]["role"] == "assistant"
-        and any(b.get("type") == "tool_use" for b in messages[-1]["content"])
-    ):
-        return messages[:-1]
-    return messages
+    """A copy that does not end on tool calls without results: a dangling assistant call
+    keeps only its text (what the model said), or goes."""
+    kept = list(messages)
+    last = kept[-1] if kept else None
+    if last is not None and last["role"] == "assistant" and any(b.get("type") == "tool_use" for b in last["content"]):
+        said = [b for b in last["content"] if b.get("type") == "text"]
+        kept[-1:] = [{**last, "content": said}] if said else []
+    return kept
 
 
 def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
     """The next request (None when even compaction cannot fit the conversation), the
     surface it offers, and its size in characters (for ``estimator.calibrate``).
     The plan is ``runtime.conversation.plan`` as the caller last read it."""
-    working_set = working_set_names(runtime.conversation.pk, runtime.conversation.namespace_id)
+    working_set = working_set_names(runtime.conversation.pk, runtime.working_set_scope)
     surface = compose_surface(
         runtime.registry,
         runtime.tenant_id,
         mode=runtime.mode,
         conversation_id=runtime.conversation.pk,
-        namespace_id=runtime.conversation.namespace_id,
+        namespace_id=runtime.working_set_scope,
         model=config if config.pk else None,
         working_set=working_set,
     )
@@ -272,10 +374,10 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
 
 def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
     return current_state_block(
-        plan=runtime.conversation.plan or {},
+        plan=(runtime.task_plan if runtime.task_plan is not None else runtime.conversation.plan) or {},
         working_set=working_set,
         datasets=sorted(runtime.datasets),
-        cost_usd=runtime.cost.total,
+        cost_usd=runtime.budget.spent,
         budget_limit=runtime.budget_limit,
     )
 
@@ -293,14 +395,16 @@ def _with_state(messages: list[dict], block: dict) -> list[dict]:
     return [*messages[:-1], {**last, "content": [*content, block]}]
 
 
-async def _stream(provider: Any, request: LLMRequest, runtime: Runtime, state: DispatchState) -> LLMResponse:
-    """Relay the answer as it streams; stop within 100 ms of a cancel.
+async def _stream(
+    provider: Any, request: LLMRequest, runtime: Runtime, state: DispatchState, heard: list[str]
+) -> LLMResponse:
+    """Relay the answer as it streams (its text also into ``heard``); stop within 100 ms of a cancel.
 
     One task reads the whole stream and races the cancel token once, rather
     than a task and a wait per event: at a few hundred streaming turns the
     per-event version spent more on scheduling than on the text.
     """
-    relay = asyncio.ensure_future(_relay(provider.astream(request), runtime.display))
+    relay = asyncio.ensure_future(_relay(provider.astream(request), runtime.display, heard))
     watcher = asyncio.ensure_future(state.cancel.wait())
     try:
         done, _ = await asyncio.wait({relay, watcher}, return_when=asyncio.FIRST_COMPLETED)
@@ -317,12 +421,14 @@ async def _stream(provider: Any, request: LLMRequest, runtime: Runtime, state: D
             relay.cancel()
 
 
-async def _relay(events: AsyncIterator, display: Any) -> LLMResponse:
-    """Send text and thinking to the display as they arrive; the final response."""
+async def _relay(events: AsyncIterator, display: Any, heard: list[str]) -> LLMResponse:
+    """Send text and thinking to the display as they arrive; the final response.
+    ``heard`` gets each piece of text once it was sent: what the user saw."""
     async with contextlib.aclosing(events):
         async for event in events:
             if isinstance(event, TextDelta):
                 display.send({"type": "text_delta", "text": event.text})
+                heard.append(event.text)
             elif isinstance(event, ThinkingDelta):
                 display.send({"type": "thinking", "text": event.thinking})
             elif isinstance(event, MessageStop):
@@ -385,7 +491,7 @@ async def _dispatch(
             {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")},
         )
     conversation = runtime.conversation
-    await in_db_thread(touch_used)(conversation.pk, conversation.namespace_id, [b["name"] for b in blocks])
+    await in_db_thread(touch_used)(conversation.pk, runtime.working_set_scope, [b["name"] for b in blocks])
     results = await dispatch_tool_calls(blocks, runtime, state, offered=offered)
     return {
         "role": "user",

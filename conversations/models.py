@@ -122,6 +122,11 @@ class EventType(models.TextChoices):
     TEXT_POSITION_STATS = "text_position_stats"
     CONTRACT_ENVELOPE = "contract_envelope"
     INTERRUPTED = "interrupted"
+    # A delegated task's: its start and end, its text and thinking (never the answer's).
+    SUBTASK_STARTED = "subtask_started"
+    SUBTASK_TEXT = "subtask_text"
+    SUBTASK_THINKING = "subtask_thinking"
+    SUBTASK_FINISHED = "subtask_finished"
 
 
 class ConversationEventBlob(models.Model):

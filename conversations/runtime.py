@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -30,14 +32,22 @@ class Runtime:
     capabilities: frozenset[str] = frozenset()
     mode: str = "chat"
     user_message: str = ""
+    user_message_id: str = ""  # the stored row of the turn's message (its history leaves it out)
     parallel_limit: int = 4
     cost: CostTracker = field(default_factory=CostTracker)
     datasets: dict[str, Any] = field(default_factory=dict)
     cards: list[dict] = field(default_factory=list)
-    budget: Budget = field(default_factory=Budget)  # shared with the turn's delegated tasks
-    budget_limit: float | None = None
+    budget: Budget = field(default_factory=Budget)  # a delegated task's is its own, its parent's above it
+    budget_limit: float | None = None  # on ``budget.spent``: what this run and its own tasks spent
     interactive: bool = False  # a person is on a websocket and can answer questions
     depth: int = 0  # 0 for the user's own turn, 1 inside a delegated task
+    # Whose working set the run pages tools into and is offered: the conversation's
+    # (its namespace), or a delegated task's own.
+    working_set_scope: str = ""
+    # A delegated task's own plan; None: the conversation's (``conversation.plan``).
+    task_plan: dict | None = None
+    # Numbers the tasks this run delegates (their ``subtask`` ids).
+    delegated: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     # Delegated tasks of this run that stopped before finishing ({"task", "stopped"}),
     # not yet put to the model by the completion guardrail.
     failed_delegations: list[dict] = field(default_factory=list)
@@ -99,7 +109,7 @@ class Runtime:
             tenant_id=self.tenant_id,
             user_id=self.user_id,
             conversation_id=self.conversation.pk,
-            namespace_id=self.conversation.namespace_id,
+            namespace_id=self.working_set_scope,
             mode=self.mode,
             capabilities=self.capabilities,
             tool_use_id=tool_use_id,
@@ -142,6 +152,7 @@ def start_run(
         capabilities=capabilities_for(user),
         mode=mode or conversation.mode,
         user_message=user_message,
+        working_set_scope=conversation.namespace_id,
         parallel_limit=settings.EUNICE_PARALLEL_TOOLS,
         interactive=interactive,
     )

@@ -53,11 +53,12 @@ def begin_turn(
                 interactive=interactive,
             )
             kept = redact_command(user_message, runtime.registry.definitions)
+            runtime.user_message_id = uuid.uuid4().hex
             insert_rows(
                 [
                     ChatMessage(
                         conversation=conversation,
-                        message_id=uuid.uuid4().hex,
+                        message_id=runtime.user_message_id,
                         tenant_id=conversation.tenant_id,
                         role=ChatMessage.Role.USER,
                         text=kept,
@@ -105,24 +106,27 @@ def _finish(runtime: Runtime, final_text: str, structured_content: list | None) 
     return message
 
 
-def interrupt_turn(runtime: Runtime, reason: str) -> None:
+def interrupt_turn(runtime: Runtime, reason: str, structured_content: list | None = None) -> None:
     """Close a turn that cannot finish (it raised, or its task was cancelled) as interrupted.
 
     What it did is kept: its recorded events, the text it streamed (stored as a
-    partial answer, without any note of ours in the model's words), and an
-    ``interrupted`` event saying why. Never raises: if the database cannot take
-    it now, the turn is released and the next message closes it from its events.
+    partial answer, without any note of ours in the model's words), the messages
+    it added (``structured_content``: its tool calls with their results, which the
+    next turn's history holds), and an ``interrupted`` event saying why. Never
+    raises: if the database cannot take it now, the turn is released and the next
+    message closes it from its events.
     """
     try:
         with transaction.atomic():
             partial = runtime.log.streamed_text()
-            if partial.strip():
+            if partial.strip() or structured_content:
                 runtime.log.emit(
                     PersistAssistantMessage(
                         message_id=uuid.uuid4().hex,
                         conversation_id=runtime.conversation.pk,
                         tenant_id=runtime.tenant_id,
                         final_text=partial,
+                        structured_content=_without_secrets(structured_content or [], runtime.registry.definitions),
                         cost_usd=round(runtime.cost.total, 6),
                     )
                 )

@@ -33,3 +33,21 @@ class StoredWorkingSets:
     def evict(self, conversation_id: str, namespace_id: str, names: list[str]) -> None:
         if names:
             WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).filter(tool_name__in=names).delete()
+
+
+def copy_scope(conversation_id: str, source: str, target: str) -> None:
+    """Start the working set ``target`` as a copy of ``source`` (a delegated task's own,
+    from its delegator's), in the same least-recently-used order."""
+    rows = WorkingSetEntry.objects.for_scope(conversation_id, source).order_by("used_at", "id")
+    WorkingSetEntry.objects.bulk_create(
+        [
+            WorkingSetEntry(conversation_id=conversation_id, namespace_id=target, tool_name=name, query=query)
+            for name, query in rows.values_list("tool_name", "query")
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def drop_scope(conversation_id: str, scope: str) -> None:
+    """Forget the working set ``scope`` (a delegated task's, once it has ended)."""
+    WorkingSetEntry.objects.for_scope(conversation_id, scope).delete()

@@ -37,21 +37,25 @@ def _no_progress(message: str, fraction: float | None = None) -> None:
 
 
 class Budget:
-    """What a turn (and the tasks it delegates) has spent, against an optional limit.
+    """What a turn (or a task it delegated) has spent, its own tasks' spending included.
 
-    Shared by reference between a turn and its delegated tasks: a task's spending is
-    the turn's. ``spend`` may be called from any thread.
+    A delegated task has a budget of its own whose ``parent`` is its delegator's: what
+    the task spends counts against its own limit and against every budget above it,
+    never against a sibling's. ``spend`` may be called from any thread.
     """
 
-    __slots__ = ("spent", "_lock")
+    __slots__ = ("spent", "parent", "_lock")
 
-    def __init__(self, spent: float = 0.0) -> None:
+    def __init__(self, spent: float = 0.0, parent: Budget | None = None) -> None:
         self.spent = spent
+        self.parent = parent
         self._lock = threading.Lock()
 
     def spend(self, usd: float) -> None:
         with self._lock:
             self.spent += usd
+        if self.parent is not None:
+            self.parent.spend(usd)
 
     def __repr__(self) -> str:
         return f"Budget(spent={self.spent!r})"

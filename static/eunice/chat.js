@@ -208,8 +208,65 @@
 
   JSON.parse(document.getElementById("pending-approvals").textContent || "[]").forEach(showApproval);
 
+  // A delegated task (a helper) streams into a labelled pane of its own, never into the
+  // answer: its text, its thinking and its tool lines. Its cards, questions and errors
+  // are shown as any other.
+  const panes = {};
+
+  function pane(id) {
+    if (!panes[id]) {
+      const box = el("details", "subtask running");
+      box.open = true;
+      box.dataset.subtask = id;
+      const summary = el("summary", "", `Helper ${id}`);
+      const body = el("div", "subtask-body");
+      box.appendChild(summary);
+      box.appendChild(body);
+      messages.appendChild(box);
+      panes[id] = { box, summary, body, text: null, tools: {} };
+    }
+    return panes[id];
+  }
+
+  function subtaskChunk(chunk) {
+    const p = pane(chunk.subtask);
+    switch (chunk.type) {
+      case "subtask_started":
+        p.summary.textContent = `Helper ${chunk.subtask}: ${chunk.task}`;
+        return true;
+      case "subtask_text":
+        if (!p.text) p.text = p.body.appendChild(el("div", "subtask-text", ""));
+        p.text.textContent += chunk.text;
+        return true;
+      case "subtask_thinking":
+        p.body.appendChild(el("div", "subtask-thinking muted", chunk.text));
+        return true;
+      case "tool_call": {
+        p.tools[chunk.tool_use_id] = p.body.appendChild(el("div", "tool running", `${chunk.status_message || "Running"} · ${chunk.name}…`));
+        p.text = null;
+        return true;
+      }
+      case "progress":
+        return true;
+      case "tool_result": {
+        const line = p.tools[chunk.tool_use_id] || p.body.appendChild(el("div", "tool"));
+        line.className = chunk.error ? "tool failed" : "tool done";
+        line.textContent = chunk.name + (chunk.error ? " failed" : " done");
+        p.text = null;
+        return true;
+      }
+      case "subtask_finished":
+        p.box.classList.remove("running");
+        p.box.classList.add("finished");
+        p.summary.textContent += chunk.stop_reason === "end_turn" ? " · done" : ` · stopped (${chunk.stop_reason})`;
+        return true;
+    }
+    return false;
+  }
+
   socket.addEventListener("message", (event) => {
     const chunk = JSON.parse(event.data);
+    if (chunk.subtask && subtaskChunk(chunk)) return;
     switch (chunk.type) {
       case "text_delta":
         if (!answer) answer = bubble("assistant", "");

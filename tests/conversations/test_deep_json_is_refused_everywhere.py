@@ -96,8 +96,10 @@ def test_a_models_deep_tool_input_is_refused_and_the_next_message_works(api, mod
     deep = {"city": nested_value(500)}
     model([{"tool_uses": [{"name": "weather", "input": deep, "id": "t1"}]}, {"text": ["Sorry."]}])
     response = say(api, conversation, "Weather?")
-    assert response.status_code == 201  # the turn ends, saying why
-    assert "EUNICE_JSON_MAX_DEPTH" in response.json()["message"]["text"]
+    assert response.status_code == 201  # the turn ends, saying why (and not in the model's words)
+    assert response.json()["stop_reason"] == "error"
+    assert "EUNICE_JSON_MAX_DEPTH" in response.json()["error"]
+    assert "EUNICE_JSON_MAX_DEPTH" not in response.json()["message"]["text"]
     model([{"tool_uses": [{"name": "weather", "input": {"city": "Oslo"}, "id": "t2"}]}, {"text": ["Rainy."]}])
     assert say(api, conversation, "And now?").json()["message"]["text"] == "Rainy."
 

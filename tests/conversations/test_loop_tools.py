@@ -138,11 +138,7 @@ def test_in_agentic_mode_a_helper_that_stopped_early_is_put_back_to_the_model_on
                     {"name": "delegate", "input": {"task": "Count the rivers.", "max_cost_usd": 0.0001}, "id": "t1"}
                 ]
             },
-            # The helper's first call already costs more than its budget: it stops there.
-            {
-                "tool_uses": [{"name": "search_tools", "input": {"query": "rivers"}, "id": "h1"}],
-                "usage": {"input_tokens": 1000, "output_tokens": 10},
-            },
+            # The helper's first call would already cost more than its budget: it is never made.
             {"text": ["Here you go."], "expect": {"tool_result_contains": "stopped early (budget)"}},
             {
                 "text": ["The helper ran out of budget, so the rivers are not counted."],

@@ -104,10 +104,8 @@ def test_a_turn_that_raises_is_closed_as_interrupted_and_the_next_message_is_ans
     assert (report.turns, report.interrupted) == (2, 1)
 
 
-def test_a_turn_whose_server_was_killed_is_closed_by_the_next_message_keeping_what_it_recorded(
-    model, conversation, user, api
-):
-    # What a server SIGKILLed during its second model call leaves: a running turn, its events so far.
+def killed_turn(conversation, question: str, events: list[tuple[str, dict]]) -> None:
+    """What a server SIGKILLed mid-turn leaves: turn 1 running, its question, its events so far."""
     TurnRecord.objects.create(
         conversation=conversation,
         turn=1,
@@ -116,19 +114,26 @@ def test_a_turn_whose_server_was_killed_is_closed_by_the_next_message_keeping_wh
         heartbeat_at=timezone.now(),
     )
     ChatMessage.objects.create(
-        conversation=conversation, message_id="u1", tenant_id=conversation.tenant_id, role="user", text="plan my trip"
+        conversation=conversation, message_id="u1", tenant_id=conversation.tenant_id, role="user", text=question
     )
-    for sequence, (kind, data) in enumerate(
-        [
-            ("user_message", {"text": "plan my trip", "turn": 1}),
-            ("text_delta", {"text": "Let me look at trains."}),
-            ("llm_request", {"model": "claude-test", "stop_reason": "tool_use"}),
-        ],
-        start=1,
-    ):
+    for sequence, (kind, data) in enumerate([("user_message", {"text": question, "turn": 1}), *events], start=1):
         ConversationEvent.objects.create(
             conversation=conversation, turn=1, sequence=sequence, event_type=kind, data=data
         )
+
+
+def test_a_turn_whose_server_was_killed_is_closed_by_the_next_message_keeping_what_it_recorded(
+    model, conversation, user, api
+):
+    # Killed during its second model call.
+    killed_turn(
+        conversation,
+        "plan my trip",
+        [
+            ("text_delta", {"text": "Let me look at trains."}),
+            ("llm_request", {"model": "claude-test", "stop_reason": "tool_use"}),
+        ],
+    )
     model([{"text": ["Trains leave hourly."]}])
 
     response = post(api, conversation, "are you there?")

@@ -107,6 +107,41 @@ def test_a_tool_call_streams_in_and_a_long_answer_can_be_cancelled(talkative, se
 
 
 @pytest.fixture
+def delegating(scripted_model, conversation):
+    """A model that hands two tasks to helpers; runs before `server`, as `talkative`."""
+    from conversations.models import WorkingSetEntry
+
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name="delegate_batch")
+    return scripted_model(
+        [
+            {"tool_uses": [{"name": "delegate_batch", "input": {"tasks": ["one", "two"]}, "id": "toolu_1"}]},
+            {"text": ["CHILD-A ", "streams ", "on."]},
+            {"text": ["CHILD-B ", "streams ", "too."]},
+            {"text": ["Both ", "done."]},
+        ]
+    )
+
+
+def test_helpers_stream_into_labelled_panes_of_their_own(delegating, server, conversation, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    open_conversation(page, server, conversation)
+    say(page, "Do both")
+    page.wait_for_function("document.querySelectorAll('.subtask.finished').length === 2")
+    page.wait_for_function("document.querySelector('#send').disabled === false")
+    assert page.text_content(".message.assistant .text") == "Both done."
+    panes = page.query_selector_all(".subtask")
+    assert sorted(p.query_selector("summary").text_content() for p in panes) == [
+        "Helper 1: one · done",
+        "Helper 2: two · done",
+    ]
+    assert sorted(p.query_selector(".subtask-text").text_content() for p in panes) == [
+        "CHILD-A streams on.",
+        "CHILD-B streams too.",
+    ]
+
+
+@pytest.fixture
 def staff_user():
     user = get_user_model().objects.create_user("boss", password="a-good-password", is_staff=True)
     TenantMembership.objects.create(user=user, tenant_id=TENANT)
