@@ -14,7 +14,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
     inline_serializer,
 )
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.request import Request
@@ -144,14 +144,7 @@ SEARCH = OpenApiParameter(
         description="Deletes it: gone from lists and lookups (404) until restored with `POST …/restore/`."
     ),
 )
-class ConversationViewSet(
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class ConversationViewSet(viewsets.ModelViewSet):
     """Your conversations. Another user's or another tenant's are never listed or found (404)."""
 
     serializer_class = ConversationSerializer
