@@ -26,7 +26,7 @@ from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from conversations.turn_reservations import TurnInProgress
 from eunice import drain
-from eunice.openapi import NON_BLANK_TEXT
+from eunice.openapi import ANY_TEXT, NON_BLANK_TEXT
 from eunice.serializers import StrictModelSerializer, StrictSerializer
 from registry.tenancy import tenant_of
 
@@ -132,7 +132,7 @@ class TooManyRuns(APIException):
 
 SEARCH = OpenApiParameter(
     "search",
-    OpenApiTypes.STR,
+    {"type": "string", "maxLength": listing.SEARCH_CHARS, "pattern": ANY_TEXT},
     description=f"only those whose title or any message contains this (case-insensitive, ≤ {listing.SEARCH_CHARS})",
 )
 
@@ -156,6 +156,8 @@ class ConversationViewSet(viewsets.ModelViewSet):
         words = self.request.query_params.get("search", "") if self.action == "list" else ""
         if len(words) > listing.SEARCH_CHARS:
             raise ValidationError({"search": f"at most {listing.SEARCH_CHARS} characters; got {len(words)}"})
+        if "\x00" in words:  # PostgreSQL takes no NUL in text
+            raise ValidationError({"search": "must not contain NUL characters"})
         return rows.search(words.strip()) if words.strip() else rows
 
     def get_serializer_class(self):

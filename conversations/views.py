@@ -31,7 +31,7 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
         if conversation is None:
             raise Http404("No such conversation.")
     listed = conversations_of(request.user).by_activity()
-    search = request.GET.get("q", "").strip()[: listing.SEARCH_CHARS]
+    search = request.GET.get("q", "").replace("\x00", "").strip()[: listing.SEARCH_CHARS]
     if search:
         listed = listed.search(search)
     # Just deleted (the page came here from it): offer to undo.

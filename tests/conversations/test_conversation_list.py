@@ -69,6 +69,7 @@ def test_search_finds_conversations_by_title_or_by_what_was_said(api, user):
     assert listed(api, "?search=oslo") == ["Rain in Oslo"]
     assert listed(api, "?search=umbrella") == ["Trip"]
     assert api.get(f"/api/conversations/?search={'x' * 201}").status_code == 400
+    assert api.get("/api/conversations/?search=a%00b").status_code == 400
 
 
 def test_search_never_finds_a_colleagues_conversation(api, user, colleague_conversation):
