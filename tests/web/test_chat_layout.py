@@ -14,6 +14,8 @@ from tests.web.test_browser import approved_custom_tool, open_conversation, say,
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
+    # The first test also waits for the module's server to start (up to 120 s on a loaded machine).
+    pytest.mark.timeout(400),
     pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)"),
 ]
 
