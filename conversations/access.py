@@ -26,13 +26,15 @@ def owned_conversation(user: Any, conversation_id: str) -> Conversation | None:
     found = (
         Conversation.objects.select_related("user")
         .filter(pk=conversation_id, user=user, user__is_active=True, user__tenant_membership__tenant_id=F("tenant_id"))
+        .live()
         .order_by()[:1]
     )
     return next(iter(found), None)
 
 
-def conversations_of(user: Any):
+def conversations_of(user: Any, *, deleted: bool = False):
+    """``user``'s conversations in their tenant: the live ones, or (``deleted``) those they deleted."""
     tenant = tenant_of(user)
     if tenant is None:
         return Conversation.objects.none()
-    return Conversation.objects.filter(tenant_id=tenant, user=user)
+    return Conversation.objects.filter(tenant_id=tenant, user=user, deleted_at__isnull=not deleted)

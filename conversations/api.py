@@ -1,4 +1,5 @@
-"""REST for conversations: create and list them, post a message (runs a turn), read messages and events."""
+"""REST for conversations: create, list, search, rename, delete and restore them, post a
+message (runs a turn), read messages and events."""
 
 from __future__ import annotations
 
@@ -10,21 +11,22 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
     extend_schema_field,
+    extend_schema_view,
     inline_serializer,
 )
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from conversations import runs
+from conversations import listing, runs
 from conversations.access import conversations_of
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from conversations.turn_reservations import TurnInProgress
 from eunice import drain
-from eunice.openapi import NON_BLANK_TEXT
+from eunice.openapi import ANY_TEXT, NON_BLANK_TEXT
 from eunice.serializers import StrictModelSerializer, StrictSerializer
 from registry.tenancy import tenant_of
 
@@ -46,6 +48,22 @@ class ConversationSerializer(StrictModelSerializer):
         model = Conversation
         fields = ("id", "title", "mode", "tenant_id", "created_at", "updated_at")
         read_only_fields = ("id", "tenant_id", "created_at", "updated_at")
+
+
+@extend_schema_field(
+    {"type": "string", "minLength": 1, "maxLength": 200, "pattern": NON_BLANK_TEXT, "description": "not only spaces"}
+)
+class _Title(serializers.CharField):
+    """Trimmed, so one that is only whitespace is blank (refused): the schema says so."""
+
+
+class RenameSerializer(StrictModelSerializer):
+    title = _Title(max_length=200, trim_whitespace=True)
+
+    class Meta:
+        model = Conversation
+        fields = ("id", "title", "mode", "tenant_id", "created_at", "updated_at")
+        read_only_fields = ("id", "mode", "tenant_id", "created_at", "updated_at")
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -115,16 +133,53 @@ class TooManyRuns(APIException):
     default_code = "too_many_runs"
 
 
-class ConversationViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
-):
+SEARCH = OpenApiParameter(
+    "search",
+    {"type": "string", "maxLength": listing.SEARCH_CHARS, "pattern": ANY_TEXT},
+    description=f"only those whose title or any message contains this (case-insensitive, ≤ {listing.SEARCH_CHARS})",
+)
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[SEARCH], description="Your conversations, the most recently active first."),
+    partial_update=extend_schema(request=RenameSerializer, responses=ConversationSerializer, summary="Rename"),
+    destroy=extend_schema(
+        description="Deletes it: gone from lists and lookups (404) until restored with `POST …/restore/`."
+    ),
+)
+class ConversationViewSet(viewsets.ModelViewSet):
     """Your conversations. Another user's or another tenant's are never listed or found (404)."""
 
     serializer_class = ConversationSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]  # a rename is a PATCH
     throttle_scope: str | None = None  # posting a message sets "turn" (eunice/throttling.py)
 
     def get_queryset(self):
-        return conversations_of(self.request.user).order_by("-updated_at")
+        rows = conversations_of(self.request.user, deleted=self.action == "restore").by_activity()
+        words = self.request.query_params.get("search", "") if self.action == "list" else ""
+        if len(words) > listing.SEARCH_CHARS:
+            raise ValidationError({"search": f"at most {listing.SEARCH_CHARS} characters; got {len(words)}"})
+        if "\x00" in words:  # PostgreSQL takes no NUL in text
+            raise ValidationError({"search": "must not contain NUL characters"})
+        return rows.search(words.strip()) if words.strip() else rows
+
+    def get_serializer_class(self):
+        return RenameSerializer if self.action == "partial_update" else ConversationSerializer
+
+    def perform_update(self, serializer) -> None:
+        # A PATCH without a title (or with only read-only fields, as a GET returned them) changes nothing.
+        if "title" in serializer.validated_data:
+            listing.rename(serializer.instance, serializer.validated_data["title"], acting_user=self.request.user)
+
+    def perform_destroy(self, instance: Conversation) -> None:
+        listing.delete(instance, acting_user=self.request.user)
+
+    @extend_schema(request=None, responses=ConversationSerializer)
+    @action(detail=True, methods=["post"], url_path="restore")
+    def restore(self, request: Request, pk: str | None = None) -> Response:
+        """Undoes a delete: one you deleted is back, with everything in it (404 for any other)."""
+        conversation = listing.restore(self.get_object(), acting_user=request.user)
+        return Response(ConversationSerializer(conversation).data)
 
     def perform_create(self, serializer) -> None:
         tenant = tenant_of(self.request.user)

@@ -217,37 +217,33 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except (ValueError, ApprovalNotFound, PermissionDenied, ApprovalConflict) as exc:
             await self.send_json({"type": "error", "message": f"the decision was not taken: {exc}"})
 
+    async def _refuse(self, message: str, **detail) -> None:
+        """Tells this socket its message was not taken and nothing was stored (the page gives the text back)."""
+        await self.send_json({"type": "error", "refused": True, "message": message, **detail})
+
     async def _start(self, conversation, text) -> None:
         if not isinstance(text, str) or not text.strip():
-            await self.send_json({"type": "error", "message": "a message needs non-empty 'text'"})
+            await self._refuse("a message needs non-empty 'text'")
             return
         if len(text) > settings.EUNICE_MAX_MESSAGE_CHARS:
-            await self.send_json(
-                {
-                    "type": "error",
-                    "message": (
-                        f"the message has {len(text):,} characters; the limit is {settings.EUNICE_MAX_MESSAGE_CHARS:,}"
-                    ),
-                }
-            )
+            limit = settings.EUNICE_MAX_MESSAGE_CHARS
+            await self._refuse(f"the message has {len(text):,} characters; the limit is {limit:,}")
             return
         # The REST API's turn rate, on the same counter (eunice/throttling.py).
         try:
             wait = await sync_to_async(turn_retry_after, thread_sensitive=False)(self.user.pk)
         except Exception as exc:  # noqa: BLE001 (the throttle's cache is Redis: down, say so)
             logger.warning("turn refused: cache unreachable (%s)", type(exc).__name__)
-            await self.send_json(
-                {"type": "error", "code": "unavailable", "down": ["cache"], "message": unavailable_message(["cache"])}
-            )
+            await self._refuse(unavailable_message(["cache"]), code="unavailable", down=["cache"])
             return
         if wait is not None:
-            await self.send_json({"type": "error", "message": turn_refused_message(wait), "retry_after": wait})
+            await self._refuse(turn_refused_message(wait), retry_after=wait)
             return
         if drain.draining():
-            await self.send_json({"type": "error", "code": "server_stopping", "message": drain.REFUSED})
+            await self._refuse(drain.REFUSED, code="server_stopping")
             return
         if not runs.try_start(self.user.pk):
-            await self.send_json({"type": "error", "message": runs.too_many_message()})
+            await self._refuse(runs.too_many_message())
             return
         asyncio.ensure_future(self._run(conversation, text))
 
@@ -265,9 +261,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 interactive=True,
             )
         except TurnInProgress as busy:  # refused before anything was stored: only this socket is told
-            await self.send_json(
-                {"type": "error", "code": "turn_in_progress", "message": str(busy), "running_turn": busy.turn}
-            )
+            await self._refuse(str(busy), code="turn_in_progress", running_turn=busy.turn)
         except Exception:  # the socket must learn the turn ended, whatever broke
             logger.exception("turn failed in conversation %s", self.conversation_id)
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})

@@ -17,6 +17,19 @@ class ConversationQuerySet(models.QuerySet):
     def for_tenant(self, tenant_id: str) -> ConversationQuerySet:
         return self.filter(tenant_id=tenant_id)
 
+    def live(self) -> ConversationQuerySet:
+        """Not deleted (a deleted one can still be restored: conversations/listing.py)."""
+        return self.filter(deleted_at__isnull=True)
+
+    def by_activity(self) -> ConversationQuerySet:
+        """The most recently active first: a message sent moves a conversation to the top."""
+        return self.order_by("-updated_at", "-created_at")
+
+    def search(self, words: str) -> ConversationQuerySet:
+        """Those whose title or any message contains ``words`` (case-insensitive)."""
+        said = ChatMessage.objects.filter(conversation=models.OuterRef("pk"), text__icontains=words)
+        return self.filter(models.Q(title__icontains=words) | models.Exists(said))
+
 
 class Conversation(models.Model):
     class Mode(models.TextChoices):
@@ -35,7 +48,10 @@ class Conversation(models.Model):
     failed_approaches = models.JSONField(default=list, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The last activity (a message sent, a rename): conversations/listing.py moves it.
     updated_at = models.DateTimeField(auto_now=True)
+    # Deleted by its owner, who may still undo it (restore); gone from every list and lookup.
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     objects = ConversationQuerySet.as_manager()
 

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from conversations.citations import attach_citations
 from conversations.effects import PersistAssistantMessage, effect_to_dict
 from conversations.inserts import insert_rows
+from conversations.listing import mark_active
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import Runtime, start_run
 from conversations.side_effects import merge_cards
@@ -65,6 +66,7 @@ def begin_turn(
                     )
                 ]
             )
+            mark_active(conversation, kept)
             runtime.recorder.record("user_message", {"text": kept, "turn": turn})
             runtime.flush_events()  # a turn killed during its first model call still shows its question
     except BaseException as exc:

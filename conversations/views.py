@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from conversations import listing
 from conversations.access import conversations_of, owned_conversation
 from conversations.approvals import pending_cards
 from conversations.models import ChatMessage, Conversation
@@ -29,6 +30,12 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
         conversation = owned_conversation(request.user, conversation_id)
         if conversation is None:
             raise Http404("No such conversation.")
+    listed = conversations_of(request.user).by_activity()
+    search = request.GET.get("q", "").replace("\x00", "").strip()[: listing.SEARCH_CHARS]
+    if search:
+        listed = listed.search(search)
+    # Just deleted (the page came here from it): offer to undo.
+    deleted = conversations_of(request.user, deleted=True).filter(pk=request.GET.get("deleted", "")).first()
     messages, approvals = [], []
     if conversation is not None:
         messages = ChatMessage.objects.filter(conversation=conversation).order_by("created_at", "id")
@@ -38,7 +45,9 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
         "eunice/chat.html",
         {
             "conversation": conversation,
-            "conversations": conversations_of(request.user).order_by("-updated_at")[:50],
+            "conversations": listed[:50],
+            "search": search,
+            "deleted": deleted,
             "messages": messages,
             "approvals": approvals,
             "offline": get_model_for_role("chat").provider == "offline",

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views import defaults
 
@@ -20,6 +21,11 @@ def not_found(request, exception):  # noqa: ANN001, ANN201
 handler404 = not_found
 
 
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
+    """Pages that name no icon (the admin's, the API's) get ours, not a 404 in the console."""
+    return HttpResponseRedirect(static("eunice/favicon.svg"))
+
+
 urlpatterns = [
     path("", chat_views.chat, name="chat"),
     path("c/new/", chat_views.new_conversation, name="chat-new"),
@@ -37,5 +43,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("eunice.api_urls")),
     path("health/", health, name="health"),
+    path("favicon.ico", favicon),
     path("", include("conversations.catalog.urls")),
 ]

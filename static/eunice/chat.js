@@ -36,6 +36,32 @@
     return box;
   }
 
+  // An answer streams in as Markdown; `aria-busy` keeps a screen reader from reading
+  // every chunk of it until it is done.
+  function startAnswer() {
+    const box = bubble("assistant", "");
+    box.setAttribute("aria-busy", "true");
+    box.markdown = window.EuniceMarkdown.stream(box.querySelector(".text"));
+    return box;
+  }
+
+  // Draws what is left of the answer and gives it its Copy button (the Markdown as written).
+  function finishAnswer(box) {
+    const text = box.markdown ? box.markdown.finish() : box.querySelector(".text").textContent;
+    box.removeAttribute("aria-busy");
+    const actions = el("div", "answer-actions");
+    actions.appendChild(window.EuniceMarkdown.copyButton("Copy answer", () => text));
+    box.appendChild(actions);
+  }
+
+  // Answers stored before this page loaded: the server sent their Markdown as text.
+  messages.querySelectorAll(".message.assistant").forEach((box) => {
+    const text = box.querySelector(".text").textContent;
+    window.EuniceMarkdown.render(box.querySelector(".text"), text);
+    box.markdown = { finish: () => text };
+    finishAnswer(box);
+  });
+
   // A card's link only ever leads to a path of this site: never javascript:, data: or another host.
   function sameSitePath(url) {
     return typeof url === "string" && /^\/(?![\/\\])/.test(url) ? url : null;
@@ -269,8 +295,8 @@
     if (chunk.subtask && subtaskChunk(chunk)) return;
     switch (chunk.type) {
       case "text_delta":
-        if (!answer) answer = bubble("assistant", "");
-        answer.querySelector(".text").textContent += chunk.text;
+        if (!answer) answer = startAnswer();
+        answer.markdown.append(chunk.text);
         break;
       case "thinking":
         thinking.hidden = false;
@@ -310,6 +336,7 @@
         details.appendChild(el("pre", "", chunk.content));
         line.appendChild(details);
         if (!line.parentNode) messages.appendChild(line);
+        if (answer) finishAnswer(answer);
         answer = null;  // text after a tool call starts a new bubble
         break;
       }
@@ -322,6 +349,7 @@
         break;
       case "error":
         bubble("error", chunk.message);
+        if (chunk.refused) giveBack();
         // A decision the server refused: the buttons are usable again.
         Object.values(approvalBoxes).filter((e) => e.sent).forEach((e) => {
           e.sent = false;
@@ -331,6 +359,7 @@
         break;
       case "done": {
         busy(false);
+        if (answer) finishAnswer(answer);
         if (chunk.cancelled) bubble("notice", "Cancelled.");
         const where = answer;  // inline cards go under this answer
         fetch(`/api/conversations/${conversationId}/messages/?order=newest&limit=1`, { credentials: "same-origin" })
@@ -348,6 +377,7 @@
   socket.addEventListener("open", () => { send.disabled = false; send.title = ""; });
   socket.addEventListener("close", () => {
     send.disabled = true;
+    cancel.disabled = true;  // nothing to cancel on a closed socket
     // Say what is down (/health/ names each dependency) rather than only "disconnected".
     fetch("/health/", { credentials: "same-origin", cache: "no-store" })
       .then((r) => r.json())
@@ -360,6 +390,19 @@
       .catch(() => bubble("error", "Disconnected: the server is not answering. Reload the page once it is back."));
   });
 
+  // The server refused the last message (a turn already running, a limit, a restart):
+  // nothing was stored, so its bubble goes, its text returns to the composer, and the
+  // composer is usable again.
+  let sent = null;
+  function giveBack() {
+    busy(false);
+    if (!sent) return;
+    sent.box.remove();
+    if (!prompt.value) prompt.value = sent.text;
+    sent = null;
+    prompt.focus();
+  }
+
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = prompt.value.trim();
@@ -368,7 +411,7 @@
       bubble("error", "Not connected yet; try again in a moment.");
       return;
     }
-    bubble("user", text);
+    sent = { text, box: bubble("user", text) };
     socket.send(JSON.stringify({ type: "message", text }));
     prompt.value = "";
     answer = null;

@@ -191,6 +191,7 @@ def test_a_user_can_run_only_so_many_answers_at_once(model, conversation, user, 
 
     assert async_to_sync(chat)() == {
         "type": "error",
+        "refused": True,  # nothing was stored: the page gives the text back
         "message": "you already have 1 answers running; wait or cancel one",
     }
 

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,9 @@ def model_env():
     return {}
 
 
-@pytest.fixture
-def server(model_env):
-    """The real ASGI app under daphne, on the test database."""
+@contextmanager
+def serving(extra_env: dict[str, str]):
+    """The real ASGI app under daphne, on the test database; yields its URL."""
     port = free_port()
     env = {
         **os.environ,
@@ -56,7 +57,7 @@ def server(model_env):
     }
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EUNICE_DEFAULT_MODEL"):
         env.pop(name, None)
-    env.update(model_env)
+    env.update(extra_env)
     log = open(ROOT / "var" / "test-server.log", "w")  # the server's own account, for a failing test
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "eunice.asgi:application"],
@@ -77,10 +78,19 @@ def server(model_env):
                 log.close()
                 pytest.fail(f"the server did not start listening; see {ROOT / 'var' / 'test-server.log'}")
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=30)
-    log.close()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture
+def server(model_env):
+    """A server for this test only (a module that can share one overrides this)."""
+    with serving(model_env) as url:
+        yield url
 
 
 SCREENSHOTS = ROOT / "var" / "test-screenshots"
