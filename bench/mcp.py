@@ -4,9 +4,14 @@ For stdio and Streamable HTTP (loopback) it prints, per transport:
   registry_ms   median per-call latency of execute_tool on the bench server's add (p95 beside it)
   raw_ms        median of ClientSession.call_tool("add", …) on a session of our own, timed
                 inside its event loop (no thread hop)
-The two take turns in batches of 100 calls, so both see the same load on a shared machine.
+  raw_hop_ms    the same session called from this thread, as sync code would call it:
+                asyncio.run_coroutine_threadsafe(...).result() around each call
+The three take turns in batches of 100 calls, so all see the same load on a shared machine.
   ratio         registry_ms / raw_ms (target ≤ 1.15)
+  hop_ratio     raw_hop_ms / raw_ms: what crossing threads alone costs, with no registry
   calls_per_s   sequential execute_tool calls per second (target ≥ 300 over stdio)
+  switches_*    voluntary context switches of this process per call (registry, raw, raw_hop):
+                the thread wake-ups a call makes, which load does not change (Linux only)
 
 Usage: python bench/mcp.py [--calls N] [--json]
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import glob
 import json
 import os
 import socket
@@ -38,7 +44,19 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.95) - 1] * 1000
 
 
-BATCH = 100  # calls per turn: the two paths take turns, so both see the same machine load
+BATCH = 100  # calls per turn: the paths take turns, so all see the same machine load
+
+
+def voluntary_switches() -> int:
+    """Voluntary context switches of every thread of this process so far (0 without /proc)."""
+    total = 0
+    for status in glob.glob("/proc/self/task/*/status"):
+        try:
+            with open(status) as lines:
+                total += sum(int(line.split()[1]) for line in lines if line.startswith("voluntary_ctxt_switches"))
+        except OSError:  # the thread ended between the listing and the read
+            continue
+    return total
 
 
 def registry_server(transport: str, target: str):
@@ -105,6 +123,7 @@ class RawSession:
         )
         async with opener as (read, write), ClientSession(read, write) as session:
             await session.initialize()
+            self.session = session
             ready.set_result(None)
             while (request := await self.requests.get()) is not None:
                 count, reply = request
@@ -119,6 +138,15 @@ class RawSession:
         reply: concurrent.futures.Future = concurrent.futures.Future()
         self.loop.call_soon_threadsafe(self.requests.put_nowait, (count, reply))
         return reply.result(120)
+
+    def hop_calls(self, count: int) -> list[float]:
+        """``count`` calls made from this thread, each handed to the session's loop and waited for."""
+        samples = []
+        for _ in range(count):
+            start = time.perf_counter()
+            asyncio.run_coroutine_threadsafe(self.session.call_tool("add", {"a": 1, "b": 2}), self.loop).result(30)
+            samples.append(time.perf_counter() - start)
+        return samples
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.requests.put_nowait, None)
@@ -145,26 +173,36 @@ def measure(transport: str, target: str, calls: int) -> dict:
     from registry.mcp.manager import get_manager
 
     server, raw = registry_server(transport, target), RawSession(transport, target)
-    registry_samples: list[float] = []
-    raw_samples: list[float] = []
+    paths = {"raw": raw.calls, "raw_hop": raw.hop_calls, "registry": registry_calls}
+    samples: dict[str, list[float]] = {name: [] for name in paths}
+    switches = dict.fromkeys(paths, 0)
     try:
-        raw.calls(50), registry_calls(50)  # warm-up
+        for run in paths.values():
+            run(50)  # warm-up
         for _ in range(max(1, calls // BATCH)):
-            raw_samples += raw.calls(BATCH)
-            registry_samples += registry_calls(BATCH)
+            for name, run in paths.items():
+                before = voluntary_switches()
+                samples[name] += run(BATCH)
+                switches[name] += voluntary_switches() - before
     finally:
         raw.close()
         get_manager().disconnect(server.pk)
         server.delete()
+    registry_samples = samples["registry"]
     registry_ms, registry_p95 = summary(registry_samples)
-    raw_ms, raw_p95 = summary(raw_samples)
+    raw_ms, raw_p95 = summary(samples["raw"])
+    raw_hop_ms, _ = summary(samples["raw_hop"])
     return {
         "registry_ms": round(registry_ms, 3),
         "registry_p95_ms": round(registry_p95, 3),
         "raw_ms": round(raw_ms, 3),
         "raw_p95_ms": round(raw_p95, 3),
+        "raw_hop_ms": round(raw_hop_ms, 3),
         "ratio": round(registry_ms / raw_ms, 3),
+        "hop_ratio": round(raw_hop_ms / raw_ms, 3),
         "calls_per_s": round(len(registry_samples) / sum(registry_samples), 1),
+        **{f"switches_{name}": round(switches[name] / len(samples[name]), 2) for name in paths},
+        "load": round(os.getloadavg()[0], 1),
     }
 
 
