@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 from django.conf import settings
 
-from conversations.catalog.access import is_staff
-from conversations.catalog.store import NAME_RULE
+from datacatalog.access import is_staff
+from datacatalog.store import NAME_RULE
 from eunice.jsonlimits import loads_bounded
 from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
