@@ -8,13 +8,16 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations.records import StoredConversations
+        from conversations.tenant_policy import TenantRules
         from conversations.turn_reservations import close_running_turn
         from conversations.working_set import StoredWorkingSets
         from eunice import drain
-        from registry import conversation_records, surface
+        from registry import conversation_records, gate, surface
 
         # The registry reads working sets, and the layers below read conversations, only through these ports.
         surface.working_sets.install(StoredWorkingSets())
         conversation_records.install(StoredConversations())
+        # A call no conversation is behind meets the tenant's policy rules in the registry's gate.
+        gate.tenant_policy.install(TenantRules())
         # A turn the server's stop cancelled is closed as interrupted (docs/operations.md).
         drain.on_interrupted(close_running_turn)

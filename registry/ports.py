@@ -138,6 +138,14 @@ class CallGate(Protocol):
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
 
 
+class TenantPolicy(Protocol):
+    """The tenant's own rules for a call that carries no ``CallGate`` (the command line,
+    the playground, a REST view, the MCP endpoint), installed by ``conversations``:
+    the policy rules, judged with no conversation behind the call."""
+
+    def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
+
+
 class SystemCatalog(Protocol):
     """The system tools of this deployment, installed by the ``tools`` app when it is ready."""
 
