@@ -32,41 +32,29 @@ from registry.contract import Err
 REFRESH_SECONDS = 2.0
 
 
-class _RuledTools:
-    """The (tenant, tool) pairs that have an enabled rule; tenant ``*`` for every tenant."""
+class TenantRules:
+    """``TenantPolicy`` over the tenant's enabled policy rules.
+
+    Keeps which tenants (``*``: every tenant) have an enabled rule for each tool: a call
+    of a tool with none (nearly every call) costs one lookup.
+    """
 
     def __init__(self) -> None:
-        self._pairs: frozenset[tuple[str, str]] = frozenset()
-        self._checked_at = float("-inf")
+        self._by_tool: dict[str, frozenset[str]] = {}
+        self._due = float("-inf")
         self._lock = threading.Lock()
+        post_save.connect(self.forget, sender=PolicyRule, dispatch_uid="tenant_rules_saved")
+        post_delete.connect(self.forget, sender=PolicyRule, dispatch_uid="tenant_rules_deleted")
 
-    def invalidate(self, **_: object) -> None:
-        self._checked_at = float("-inf")
-
-    def cover(self, tenant_id: str, name: str) -> bool:
-        if time.monotonic() - self._checked_at > REFRESH_SECONDS:
-            self._refresh()
-        pairs = self._pairs
-        return (tenant_id, name) in pairs or ("*", name) in pairs
-
-    def _refresh(self) -> None:
-        with self._lock:
-            checked_at = time.monotonic()
-            rows = PolicyRule.objects.filter(enabled=True).values_list("tenant_id", "tool_name")
-            self._pairs = frozenset(rows)
-            self._checked_at = checked_at
-
-
-_ruled = _RuledTools()
-post_save.connect(_ruled.invalidate, sender=PolicyRule, dispatch_uid="tenant_policy_rule_saved")
-post_delete.connect(_ruled.invalidate, sender=PolicyRule, dispatch_uid="tenant_policy_rule_deleted")
-
-
-class TenantRules:
-    """``TenantPolicy`` over the tenant's enabled policy rules."""
+    def forget(self, **_: object) -> None:
+        """Read the rules again at the next call (a rule was saved or deleted)."""
+        self._due = float("-inf")
 
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None:
-        if not _ruled.cover(context.tenant_id, name):
+        if time.monotonic() > self._due:
+            self._refresh()
+        tenants = self._by_tool.get(name)
+        if tenants is None or (context.tenant_id not in tenants and "*" not in tenants):
             return None
         capabilities = frozenset(context.capabilities or ()) or capabilities_for(caller_user(context))
         violations = check_policies(
@@ -74,3 +62,12 @@ class TenantRules:
         )
         blocked = [violation for violation in violations if violation.blocking]
         return Err(f"refused by policy: {blocked[0].detail}", "PolicyBlocked") if blocked else None
+
+    def _refresh(self) -> None:
+        with self._lock:
+            due = time.monotonic() + REFRESH_SECONDS
+            by_tool: dict[str, set[str]] = {}
+            for tenant_id, tool_name in PolicyRule.objects.filter(enabled=True).values_list("tenant_id", "tool_name"):
+                by_tool.setdefault(tool_name, set()).add(tenant_id)
+            self._by_tool = {name: frozenset(tenants) for name, tenants in by_tool.items()}
+            self._due = due
