@@ -10,6 +10,7 @@ rows and hands it to generate_document through the registry.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from eunice import tenant_files as files
 from registry.context import ToolContext
@@ -59,6 +60,8 @@ def document_conversation(inputs: dict, context: ToolContext) -> Ok:
     conversation = _conversation(context)
     outline_sections = conversation_sections(conversation)
     title = inputs.get("title") or f"Conversation report: {conversation.title or conversation.id}"
+    if context.registry is None:  # the registry sets itself on every call's context
+        raise RuntimeError("document_conversation was called outside the registry")
     result = context.registry.execute_tool(
         "generate_document",
         {"title": title, "format": inputs.get("format", "pdf"), "sections": outline_sections},
@@ -84,7 +87,9 @@ def conversation_sections(conversation: ConversationFacts) -> list[dict]:
     records = conversation_records()
     messages = records.messages(conversation.id)
     exchange = [f"{'Question' if m.role == 'user' else 'Answer'}: {m.text}" for m in messages if m.text]
-    sections = [{"heading": "Questions and answers", "paragraphs": exchange or ["(no messages yet)"]}]
+    sections: list[dict[str, Any]] = [
+        {"heading": "Questions and answers", "paragraphs": exchange or ["(no messages yet)"]}
+    ]
     events = records.events(conversation.id, ["tool_call", "tool_result", "card", "export"])
     calls = {d.get("tool_use_id"): d for d in (e.data for e in events if e.event_type == "tool_call")}
     rows = []
