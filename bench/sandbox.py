@@ -50,9 +50,9 @@ def _prepare(rows: int) -> str:
     """A user, a conversation with ``sales`` uploaded, the tool approved; returns the user's id."""
     from django.contrib.auth import get_user_model
 
-    from conversations.catalog import ConversationCatalog
-    from conversations.catalog.uploads import upload_dataset
     from conversations.models import Conversation
+    from datacatalog.store import ConversationCatalog
+    from datacatalog.uploads import upload_dataset
     from registry.custom_tools import approve_custom_tool, register_custom_tool
 
     user_model = get_user_model()

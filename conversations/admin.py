@@ -4,12 +4,12 @@ from conversations.models import (
     ChatMessage,
     Conversation,
     ConversationEvent,
-    GeneratedFile,
     Notification,
     Observation,
     PolicyRule,
     UsageLog,
 )
+from datacatalog.models import GeneratedFile
 from registry.admin_scope import TenantScopedAdmin
 
 

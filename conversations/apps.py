@@ -7,15 +7,17 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from conversations.catalog.sandbox import CatalogDatasets
+        from conversations.records import StoredConversations
+        from conversations.tenant_policy import TenantRules
         from conversations.turn_reservations import close_running_turn
         from conversations.working_set import StoredWorkingSets
         from eunice import drain
-        from registry import surface
-        from registry.sandbox import datasets
+        from registry import conversation_records, gate, surface
 
-        # The registry reads conversation datasets and working sets only through these ports.
-        datasets.provide(CatalogDatasets())
+        # The registry reads working sets, and the layers below read conversations, only through these ports.
         surface.working_sets.install(StoredWorkingSets())
+        conversation_records.install(StoredConversations())
+        # A call no conversation is behind meets the tenant's policy rules in the registry's gate.
+        gate.tenant_policy.install(TenantRules())
         # A turn the server's stop cancelled is closed as interrupted (docs/operations.md).
         drain.on_interrupted(close_running_turn)

@@ -37,5 +37,10 @@ def answer(conversation_id: str, question_id: str, text: str) -> bool:
     if entry is None:
         return False
     loop, future = entry
-    loop.call_soon_threadsafe(lambda: future.done() or future.set_result(text))
+
+    def resolve() -> None:
+        if not future.done():
+            future.set_result(text)
+
+    loop.call_soon_threadsafe(resolve)
     return True

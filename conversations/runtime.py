@@ -11,12 +11,12 @@ from typing import Any
 from django.conf import settings
 
 from conversations.capabilities import capabilities_for
-from conversations.catalog.store import ConversationCatalog
 from conversations.effects import EffectContext, EffectLog, RecordingDisplay, RecordingRecorder
 from conversations.models import Conversation
 from conversations.ports import Questions, Subtasks
 from conversations.recording import EventRecorder, ListDisplay, persist_message
 from conversations.state import CostTracker
+from datacatalog.store import ConversationCatalog
 from registry.context import Budget, ToolContext
 from registry.ports import CallGate, CancelSignal
 from registry.registry import ToolRegistry, get_registry

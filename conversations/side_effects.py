@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from conversations.models import GeneratedFile, Notification, UsageLog
+from conversations.models import Notification, UsageLog
+from datacatalog.models import GeneratedFile
 from eunice.tenant_files import is_tenant_file
 from registry.cards import CardType
 from registry.result import ToolResult

@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "django_q",
     "llm",
     "registry",
+    "datacatalog",
     "tools",
     "conversations",
 ]
@@ -402,7 +403,7 @@ SANDBOX: dict[str, Any] = {
     "ALLOW_WEAK": env_bool("EUNICE_SANDBOX_ALLOW_WEAK", False),
 }
 
-# --- Data tools (conversations/catalog) ----------------------------------------
+# --- Data tools (datacatalog/) -------------------------------------------------
 # Datasets and exported files live under EUNICE_FILES_DIR (eunice.tenant_files).
 DATA: dict[str, Any] = {
     "UPLOAD_MAX_BYTES": env_int("EUNICE_UPLOAD_MAX_MB", 50, minimum=1) << 20,

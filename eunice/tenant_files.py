@@ -6,7 +6,7 @@ Two trees per tenant, each named as it always was (files already on disk stay fo
   ``uploads/`` holds the tenant's own documents (put there by an operator, outside
   the app: every user of the tenant may index them); ``users/<id>/uploads/`` holds
   what a user uploaded through the API, recorded as GeneratedFile rows with their
-  ``user`` (theirs alone, and their tenant's staff': conversations.catalog.access);
+  ``user`` (theirs alone, and their tenant's staff': datacatalog.access);
   ``generated/`` the documents tools write.
 - ``catalog_dir``: ``EUNICE_FILES_DIR/<safe tenant>-<digest>/{datasets,exports}``, the
   conversation catalog's datasets and exported files.

@@ -10,10 +10,12 @@ The rules are a table, in order; the first that refuses decides:
 * ``callers_rules``: the caller's own rules behind the ``CallGate`` port
   (``context.gate``): for a conversation, its loop guard and policy rules. The port
   travels into the calls a sandboxed run makes, so they meet the same rules.
+* ``tenants_rules``: for a call that carries no gate (no conversation behind it: the
+  command line, the playground, a REST view, the MCP endpoint), the tenant's policy
+  rules behind the ``TenantPolicy`` port that ``conversations`` installs.
 
 A refusal is an Err; the registry renders, records and logs it like a call that ran.
-A context with neither a sandbox scope nor a gate meets no rule: the registry skips
-``check`` for it (that is the hot path of a call from the command line or a test).
+Every call meets the table: a caller cannot leave a rule out by leaving a port unset.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import TYPE_CHECKING
 
 from registry.context import ToolContext
 from registry.contract import Err
+from registry.installed import Port
+from registry.ports import TenantPolicy
 
 if TYPE_CHECKING:
     from registry.registry import ToolRegistry
@@ -45,7 +49,17 @@ def callers_rules(registry: ToolRegistry, name: str, inputs: dict, context: Tool
     return context.gate.check(name, inputs, context) if context.gate is not None else None
 
 
-RULES: tuple[Rule, ...] = (sandboxed_caller, callers_rules)
+tenant_policy: Port[TenantPolicy] = Port("tenant policy", "conversations")
+
+
+def tenants_rules(registry: ToolRegistry, name: str, inputs: dict, context: ToolContext) -> Err | None:
+    if context.gate is not None:  # the caller's gate applies the policy rules itself
+        return None
+    policy = tenant_policy.installed()
+    return policy.check(name, inputs, context) if policy is not None else None
+
+
+RULES: tuple[Rule, ...] = (sandboxed_caller, callers_rules, tenants_rules)
 
 
 def check(registry: ToolRegistry, name: str, inputs: dict, context: ToolContext) -> Err | None:

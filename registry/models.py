@@ -111,7 +111,7 @@ def review_tenants(user: object) -> list[str] | None:
 
     if not (getattr(user, "is_active", False) and getattr(user, "is_staff", False)):
         return []
-    if user.is_superuser:  # type: ignore[attr-defined]
+    if getattr(user, "is_superuser", False):
         return None
     tenants = [tenant for tenant in (tenant_of(user),) if tenant]
     if user.has_perm(REVIEW_SHARED_PERMISSION):  # type: ignore[attr-defined]

@@ -8,8 +8,9 @@ the command line); the tool says so in band.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -40,6 +41,64 @@ class DataCatalog(Protocol):
     conversation_id: str
 
     def names(self) -> list[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationFacts:
+    """What a tool reads of a conversation of its tenant."""
+
+    id: str
+    title: str
+    plan: dict
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a conversation: ``user`` or ``assistant``, and its text."""
+
+    role: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """One event of a conversation's log, as recorded."""
+
+    turn: int
+    sequence: int
+    event_type: str
+    created_at: datetime
+    data: dict
+
+
+class ConversationRecords(Protocol):
+    """A tenant's conversations as the data catalog and the tools read them (their
+    existence, plan, messages and event log), installed by ``conversations``."""
+
+    def exists(self, tenant_id: str, conversation_id: str) -> bool: ...
+
+    def find(self, tenant_id: str, conversation_id: str) -> ConversationFacts | None: ...
+
+    def readable(self, context: ToolContext, conversation_id: str) -> bool:
+        """Whether the caller may read ``conversation_id``: the one they are in, one of
+        their own, or (staff) any of their tenant's."""
+
+    def save_plan(self, tenant_id: str, conversation_id: str, plan: dict) -> None: ...
+
+    def messages(self, conversation_id: str) -> list[Message]:
+        """The conversation's messages, oldest first."""
+
+    def events(
+        self,
+        conversation_id: str,
+        kinds: Sequence[str] = (),
+        *,
+        newest_first: bool = False,
+        limit: int | None = None,
+        with_blobs: bool = True,
+    ) -> list[LoggedEvent]:
+        """The conversation's events (of ``kinds``, or all), in order or newest first; an
+        event kept in a blob is read whole only ``with_blobs``, else its inline stub."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +134,14 @@ class QuestionAsker(Protocol):
 class CallGate(Protocol):
     """The caller's own rules for a call, run by the registry's gate before anything else
     (the conversation's loop guard and policy rules). None lets the call through."""
+
+    def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
+
+
+class TenantPolicy(Protocol):
+    """The tenant's own rules for a call that carries no ``CallGate`` (the command line,
+    the playground, a REST view, the MCP endpoint), installed by ``conversations``:
+    the policy rules, judged with no conversation behind the call."""
 
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
 

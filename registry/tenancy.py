@@ -13,13 +13,10 @@ def tenant_of(user: object) -> str | None:
     Always read from the database, never from a cached relation: a long-lived
     websocket must notice a membership that changed since it connected.
     """
-    if not getattr(user, "is_authenticated", False):
+    pk = getattr(user, "pk", None)
+    if not getattr(user, "is_authenticated", False) or pk is None:
         return None
-    return (
-        TenantMembership.objects.filter(user_id=user.pk)  # type: ignore[attr-defined]
-        .values_list("tenant_id", flat=True)
-        .first()
-    )
+    return TenantMembership.objects.filter(user_id=pk).values_list("tenant_id", flat=True).first()
 
 
 def tenant_scope(user: object) -> str | None:

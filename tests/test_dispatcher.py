@@ -15,17 +15,10 @@ from conversations.dispatcher import (
     record_failed_approach,
     repeat_failure_hint,
 )
-from conversations.models import (
-    Conversation,
-    ConversationEvent,
-    GeneratedFile,
-    Notification,
-    Observation,
-    PolicyRule,
-    UsageLog,
-)
+from conversations.models import Conversation, ConversationEvent, Notification, Observation, PolicyRule, UsageLog
 from conversations.state import DispatchState, request_cancel
 from conversations.turns import begin_turn
+from datacatalog.models import GeneratedFile
 from registry.context import ToolContext
 from registry.execlog import writer
 from registry.models import ToolExecutionLog

@@ -9,15 +9,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from conversations.models import (
-    ChatMessage,
-    Conversation,
-    ConversationEvent,
-    GeneratedFile,
-    Notification,
-    PolicyRule,
-    UsageLog,
-)
+from conversations.models import ChatMessage, Conversation, ConversationEvent, Notification, PolicyRule, UsageLog
+from datacatalog.models import GeneratedFile
 from registry.models import MCPAuditLog, TenantMembership, ToolExecutionLog
 from tests.conftest import OTHER_TENANT, TENANT
 
@@ -61,7 +54,7 @@ def rows_of(tenant: str, owner) -> dict:
             conversation=conversation, message_id=f"m-{tenant}", tenant_id=tenant, role="user", text=tenant
         ),
         "conversations/usagelog": UsageLog.objects.create(tenant_id=tenant, kind="llm", name=f"model-{tenant}"),
-        "conversations/generatedfile": GeneratedFile.objects.create(
+        "datacatalog/generatedfile": GeneratedFile.objects.create(
             tenant_id=tenant, filename=f"{tenant}.pdf", path="/x"
         ),
         "conversations/notification": Notification.objects.create(tenant_id=tenant, kind=f"note-{tenant}"),
@@ -89,7 +82,7 @@ ADMIN_MODELS = [
     "conversations/conversationevent",
     "conversations/chatmessage",
     "conversations/usagelog",
-    "conversations/generatedfile",
+    "datacatalog/generatedfile",
     "conversations/notification",
     "conversations/policyrule",
     "registry/toolexecutionlog",

@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 from django.conf import settings
 
-from conversations.catalog.access import is_staff
-from conversations.catalog.store import NAME_RULE
+from datacatalog.access import is_staff
+from datacatalog.store import NAME_RULE
 from eunice.jsonlimits import loads_bounded
 from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
@@ -34,7 +34,7 @@ def analyze_data(inputs: dict, context: ToolContext) -> Ok | Err:
     default = books.resolve(inputs.get("dataset")) if frames else None
     if default is not None and default not in frames:
         books.entry(default)  # raises UnknownDataset with the closest names
-    outcome = service.run_analysis(inputs["code"], frames.get(default), frames, context)
+    outcome = service.run_analysis(inputs["code"], frames.get(default) if default else None, frames, context)
     if not outcome.ok:
         return _refused(outcome)
     answer = outcome.answer or {}

@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from conversations.catalog import file_card, register_export
+from datacatalog.files import file_card, register_export
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
 from registry.declarations import Tool

@@ -12,8 +12,8 @@ import difflib
 
 from django.db.models import Q
 
-from conversations.catalog.access import caller_user
-from conversations.citations import PASSAGES_CARD
+from datacatalog.access import caller_user
+from registry.cards import CardType
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, uniform_contract
 from registry.declarations import Tool
@@ -123,7 +123,11 @@ def search_documents(inputs: dict, context: ToolContext) -> Ok:
         where = f"document {document.pk}, corpus {document.corpus.name!r}"
         lines.append(f"\n[{hit.label}] {document.title} — {document.source} ({where})")
         lines.append(hit.chunk.text)
-    card = {"type": PASSAGES_CARD, "query": inputs["query"], "passages": [hit.as_card_entry() for hit in hits]}
+    card = {
+        "type": CardType.DOCUMENT_PASSAGES,
+        "query": inputs["query"],
+        "passages": [hit.as_card_entry() for hit in hits],
+    }
     return Ok(rows=len(hits), data="\n".join(lines), effects=Effects(cards=[card]))
 
 

@@ -41,7 +41,7 @@ def describe_entry(inputs: dict, context: ToolContext) -> Ok:
 
 
 def _find_dataset(name: str, context: ToolContext) -> dict | None:
-    from conversations.catalog.store import NoConversation
+    from datacatalog.store import NoConversation
 
     try:
         books = catalog(context)
@@ -87,8 +87,8 @@ _FINDERS = (_find_dataset, _find_tool, _find_datasource)
 
 
 def _everything(name: str, context: ToolContext) -> list[str]:
-    from conversations.catalog.store import NoConversation, closest
-    from conversations.models import DataSource
+    from datacatalog.models import DataSource
+    from datacatalog.store import NoConversation, closest
 
     names = list(DataSource.objects.for_tenant(context.tenant_id).values_list("name", flat=True))
     try:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from conversations.catalog.store import CatalogError, ConversationCatalog, NoConversation, UnknownDataset
+from datacatalog.store import CatalogError, ConversationCatalog, NoConversation, UnknownDataset
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, Warning, measure_schema
 
@@ -52,7 +52,7 @@ def chosen_dataset(context: ToolContext, inputs: dict) -> tuple[ConversationCata
 
 def check_columns(frame: pd.DataFrame, wanted: list[str], field: str) -> None:
     """Raise a schema Hint naming ``field`` and the closest real columns for any unknown column."""
-    from conversations.catalog.store import closest
+    from datacatalog.store import closest
 
     names = [str(c) for c in frame.columns]
     for column in wanted:

@@ -2,8 +2,8 @@
 
 Registering a source or changing its password points the platform at a
 database or a file on the server: it takes a staff member holding the Django
-permission (``conversations.add_datasource`` to add one,
-``conversations.change_datasource`` to replace one or change its password).
+permission (``datacatalog.add_datasource`` to add one,
+``datacatalog.change_datasource`` to replace one or change its password).
 What a source may reach (never the app's own database, private hosts only
 where the deployment allows them, files only in the tenant's folders) is
 checked here before anything is stored, and again at every connect
@@ -17,8 +17,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
-from conversations.catalog.secrets import seal
-from conversations.models import DataSource
+from datacatalog.models import DataSource
+from datacatalog.secrets import seal
 from registry.context import ToolContext
 from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
 from registry.declarations import Tool
@@ -28,7 +28,7 @@ from tools.lib.datasource_reach import SourceRefused, postgres_target, tenant_fi
 from tools.sources import SourceError, ranked_names, run_sql, schema_of
 
 _POSTGRES_FIELDS = ("host", "port", "database", "user")
-ADD, CHANGE = "conversations.add_datasource", "conversations.change_datasource"
+ADD, CHANGE = "datacatalog.add_datasource", "datacatalog.change_datasource"
 
 
 @uniform_contract(name="register_datasource", is_tabular=False)

@@ -10,12 +10,14 @@ rows and hands it to generate_document through the registry.
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from conversations.models import ChatMessage, Conversation, ConversationEvent
 from eunice import tenant_files as files
 from registry.context import ToolContext
 from registry.contract import Effects, HintException, Ok, uniform_contract
+from registry.conversation_records import conversation_records
 from registry.declarations import Tool
+from registry.ports import ConversationFacts, LoggedEvent
 from tools.lib.render_docs import MIME_TYPES, write_document
 
 # Tool results worth a section of a report; bookkeeping calls are left out.
@@ -57,7 +59,9 @@ def document_conversation(inputs: dict, context: ToolContext) -> Ok:
     """A report of this conversation (questions, tool calls, results, charts), via generate_document."""
     conversation = _conversation(context)
     outline_sections = conversation_sections(conversation)
-    title = inputs.get("title") or f"Conversation report: {conversation.title or conversation.pk}"
+    title = inputs.get("title") or f"Conversation report: {conversation.title or conversation.id}"
+    if context.registry is None:  # the registry sets itself on every call's context
+        raise RuntimeError("document_conversation was called outside the registry")
     result = context.registry.execute_tool(
         "generate_document",
         {"title": title, "format": inputs.get("format", "pdf"), "sections": outline_sections},
@@ -70,33 +74,27 @@ def document_conversation(inputs: dict, context: ToolContext) -> Ok:
     )
 
 
-def _conversation(context: ToolContext) -> Conversation:
+def _conversation(context: ToolContext) -> ConversationFacts:
     conversation_id = context.conversation_id
-    conversation = (
-        Conversation.objects.for_tenant(context.tenant_id).filter(pk=conversation_id).first()
-        if conversation_id
-        else None
-    )
+    conversation = conversation_records().find(context.tenant_id, conversation_id) if conversation_id else None
     if conversation is None:
         raise HintException("schema", "there is no conversation to report on here; pass `sections` instead")
     return conversation
 
 
-def conversation_sections(conversation: Conversation) -> list[dict]:
+def conversation_sections(conversation: ConversationFacts) -> list[dict]:
     """Questions and answers, then every tool call with its result, then charts and files."""
-    messages = ChatMessage.objects.filter(conversation=conversation)
-    exchange = [f"{'Question' if m.role == ChatMessage.Role.USER else 'Answer'}: {m.text}" for m in messages if m.text]
-    sections = [{"heading": "Questions and answers", "paragraphs": exchange or ["(no messages yet)"]}]
-    events = list(
-        ConversationEvent.objects.filter(
-            conversation=conversation,
-            event_type__in=["tool_call", "tool_result", "card", "export"],
-        ).select_related("blob")
-    )
-    calls = {d.get("tool_use_id"): d for d in (_data(e) for e in events if e.event_type == "tool_call")}
+    records = conversation_records()
+    messages = records.messages(conversation.id)
+    exchange = [f"{'Question' if m.role == 'user' else 'Answer'}: {m.text}" for m in messages if m.text]
+    sections: list[dict[str, Any]] = [
+        {"heading": "Questions and answers", "paragraphs": exchange or ["(no messages yet)"]}
+    ]
+    events = records.events(conversation.id, ["tool_call", "tool_result", "card", "export"])
+    calls = {d.get("tool_use_id"): d for d in (e.data for e in events if e.event_type == "tool_call")}
     rows = []
     for event in (e for e in events if e.event_type == "tool_result"):
-        data = _data(event)
+        data = event.data
         call = calls.get(data.get("tool_use_id"), {})
         rows.append(
             [
@@ -108,7 +106,7 @@ def conversation_sections(conversation: Conversation) -> list[dict]:
     if rows:
         sections.append({"heading": "Tool calls", "table": {"columns": ["tool", "input", "outcome"], "rows": rows}})
     sections += results_sections(conversation, events)
-    charts = [_data(e).get("card", {}) for e in events if e.event_type == "card"]
+    charts = [e.data.get("card", {}) for e in events if e.event_type == "card"]
     charts = [c for c in charts if c.get("type") in ("chart", "map_display", "image")]
     if charts:
         sections.append(
@@ -117,7 +115,7 @@ def conversation_sections(conversation: Conversation) -> list[dict]:
                 "bullets": [f"{c.get('type')}: {c.get('title') or c.get('display_id') or ''}" for c in charts],
             }
         )
-    exports = [_data(e) for e in events if e.event_type == "export"]
+    exports = [e.data for e in events if e.event_type == "export"]
     if exports:
         sections.append(
             {"heading": "Files", "bullets": [f"{x.get('filename')} (from {x.get('source_tool')})" for x in exports]}
@@ -125,25 +123,17 @@ def conversation_sections(conversation: Conversation) -> list[dict]:
     return sections
 
 
-def results_sections(conversation: Conversation, events: list | None = None) -> list[dict]:
+def results_sections(conversation: ConversationFacts, events: list[LoggedEvent] | None = None) -> list[dict]:
     """One section per successful tool result of the conversation, its text whole."""
     if events is None:
-        events = list(
-            ConversationEvent.objects.filter(conversation=conversation, event_type="tool_result").select_related("blob")
-        )
+        events = conversation_records().events(conversation.id, ["tool_result"])
     sections = []
     for event in events:
-        data = _data(event)
+        data = event.data
         if event.event_type != "tool_result" or data.get("error") or data.get("name") in _SKIPPED_TOOLS:
             continue
         sections.append({"heading": f"Result of {data.get('name')}", "paragraphs": [str(data.get("content", ""))]})
     return sections
-
-
-def _data(event: ConversationEvent) -> dict:
-    if event.blob is not None:
-        return json.loads(bytes(event.blob.data))
-    return event.data
 
 
 _SECTION = {

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from conversations.catalog import file_card, register_export
-from conversations.catalog.access import readable_files
-from conversations.catalog.uploads import EXCEL_MIME
-from conversations.models import GeneratedFile
+from datacatalog.access import readable_files
+from datacatalog.files import file_card, register_export
+from datacatalog.models import GeneratedFile
+from datacatalog.uploads import EXCEL_MIME
 from eunice.bounded_read import InputTooLarge, open_workbook
 from eunice.tenant_files import is_tenant_file
 from registry.context import ToolContext

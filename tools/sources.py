@@ -23,8 +23,8 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from conversations.catalog.secrets import unseal
-from conversations.models import DataSource
+from datacatalog.models import DataSource
+from datacatalog.secrets import unseal
 from eunice.bounded_read import InputTooLarge, read_csv_file, read_parquet_file
 from registry.contract import HintException
 from tools.lib.datasource_reach import check_connected, postgres_target, tenant_file

@@ -32,7 +32,7 @@ def _query(inputs: dict, context: ToolContext, *, sources: tuple[str, ...] | Non
     wanted = referenced_tables(inputs["sql"])
     unknown = sorted(wanted - available)
     if unknown:
-        from conversations.catalog.store import closest
+        from datacatalog.store import closest
 
         what = "frame produced by a tool" if sources else "dataset"
         raise HintException(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from conversations.catalog.access import caller_is, is_staff, is_superuser
-from conversations.models import Conversation, ConversationEvent
+from datacatalog.access import is_superuser
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
+from registry.conversation_records import conversation_records
 from registry.declarations import Tool
 from registry.models import ToolExecutionLog
 from tools.datacommon import quality_warnings, table_ok
@@ -52,19 +52,16 @@ def _check_readable(conversation_id: str, context: ToolContext) -> None:
     """Raise a hint unless the caller may read ``conversation_id``: the one they are in,
     one of their own, or (staff) any of their tenant's. A colleague's answers as one
     that does not exist, as everywhere else (conversations.access)."""
-    rows = Conversation.objects.for_tenant(context.tenant_id).filter(id=conversation_id)
-    if conversation_id != str(context.conversation_id or "") and not is_staff(context):
-        rows = rows.filter(caller_is(context))
-    if not rows.exists():
+    if not conversation_records().readable(context, conversation_id):
         raise HintException("schema", f"conversation_id: no conversation {conversation_id!r} of yours in this tenant")
 
 
 def _events(conversation_id: str | None, tenant_id: str, limit: int) -> pd.DataFrame:
     if not conversation_id:
         raise HintException("schema", "conversation_id: events need a conversation (none in this context)")
-    rows = ConversationEvent.objects.filter(conversation_id=conversation_id).order_by("-turn", "-sequence")
+    events = conversation_records().events(conversation_id, newest_first=True, limit=limit, with_blobs=False)
     fields = ["turn", "sequence", "event_type", "created_at", "data"]
-    frame = pd.DataFrame(list(rows.values(*fields)[:limit]), columns=fields)
+    frame = pd.DataFrame([[getattr(event, field) for field in fields] for event in events], columns=fields)
     frame["data"] = frame["data"].map(lambda value: str(value)[:200])
     return frame
 

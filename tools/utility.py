@@ -10,6 +10,7 @@ import json
 
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
+from registry.conversation_records import conversation_records
 from registry.declarations import Tool
 
 
@@ -78,16 +79,12 @@ _STATUS_MARK = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]", "skipped"
 @uniform_contract(name="plan", is_tabular=False)
 def plan(inputs: dict, context: ToolContext) -> Ok | Err:
     """Set or update the conversation's step plan and return it."""
-    from conversations.models import Conversation
-
     conversation_id = context.conversation_id
-    conversation = None
-    if conversation_id:
-        conversation = Conversation.objects.for_tenant(context.tenant_id).filter(id=conversation_id).first()
+    conversation = conversation_records().find(context.tenant_id, conversation_id) if conversation_id else None
     if conversation is None:
         # Not the model's mistake: the platform called the tool outside a conversation.
         return Err("plan needs an active conversation of this tenant", "NoConversation")
-    current = dict(conversation.plan or {})
+    current = conversation.plan
     if not inputs:
         if not current.get("steps"):
             raise HintException("schema", "there is no plan yet: pass `steps` to create one")
@@ -100,8 +97,7 @@ def plan(inputs: dict, context: ToolContext) -> Ok | Err:
         ]
     if "update" in inputs:
         _update_step(current.get("steps") or [], inputs["update"])
-    conversation.plan = current
-    conversation.save(update_fields=["plan", "updated_at"])
+    conversation_records().save_plan(context.tenant_id, conversation.id, current)
     return _ok(current)
 
 

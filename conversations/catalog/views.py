@@ -26,11 +26,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.access import owned_conversation
-from conversations.catalog.access import readable_files, upload_names
-from conversations.catalog.files import save_upload
-from conversations.catalog.store import NAME_RULE, CatalogError, ConversationCatalog
-from conversations.catalog.uploads import EXCEL_MIME, upload_dataset
-from conversations.models import CatalogDataset
+from datacatalog.access import readable_files, upload_names
+from datacatalog.files import save_upload
+from datacatalog.models import CatalogDataset
+from datacatalog.store import NAME_RULE, CatalogError, ConversationCatalog
+from datacatalog.uploads import EXCEL_MIME, upload_dataset
 from eunice.tenant_files import is_tenant_file
 from registry.context import ToolContext
 from registry.tenancy import tenant_of
@@ -178,7 +178,7 @@ class ConversationDatasetsView(APIView):
 
 
 class FileDownloadView(APIView):
-    """GET /files/<id>/: the file, for whoever may read it (conversations.catalog.access.readable_files:
+    """GET /files/<id>/: the file, for whoever may read it (datacatalog.access.readable_files:
     its uploader, the owner of the conversation it was made in, the tenant's staff; any user of
     the tenant for a file made outside any conversation by no user)."""
 

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
-from conversations.catalog import ConversationCatalog
-from conversations.catalog.uploads import upload_dataset
 from conversations.models import Conversation
+from datacatalog.store import ConversationCatalog
+from datacatalog.uploads import upload_dataset
 from registry.context import ToolContext
 from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT

@@ -7,11 +7,12 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
 
-from conversations.catalog.uploads import upload_dataset
 from conversations.dispatcher import dispatch_tool_calls
-from conversations.models import ChatMessage, ConversationEvent, GeneratedFile, Notification
+from conversations.models import ChatMessage, ConversationEvent, Notification
 from conversations.state import DispatchState
 from conversations.turns import begin_turn, finish_turn
+from datacatalog.models import GeneratedFile
+from datacatalog.uploads import upload_dataset
 from tests.data.conftest import SALES_CSV
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,7 +62,7 @@ def test_upload_preview_query_chart_and_export_in_one_conversation(conversation,
 
 
 def test_the_tools_run_through_call_tool(conversation, capsys):
-    from conversations.catalog import ConversationCatalog
+    from datacatalog.store import ConversationCatalog
 
     upload_dataset(ConversationCatalog(conversation.tenant_id, conversation.id), "sales.csv", SALES_CSV)
     common = ["--tenant", conversation.tenant_id, "--conversation", conversation.id]

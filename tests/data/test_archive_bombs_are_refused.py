@@ -8,8 +8,8 @@ import zipfile
 
 import pytest
 
-from conversations.catalog.files import register_export
-from conversations.catalog.uploads import EXCEL_MIME
+from datacatalog.files import register_export
+from datacatalog.uploads import EXCEL_MIME
 from tests.conftest import TENANT
 from tests.data.test_uploads_and_downloads_over_rest import upload
 from tests.hostile_files import bz2_office, office_bomb, parquet_dictionary_bomb

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from conversations.models import GeneratedFile
 from conversations.side_effects import merge_cards
+from datacatalog.models import GeneratedFile
 from tests.conftest import OTHER_TENANT, TENANT, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,7 +56,7 @@ def test_two_maps_with_the_same_display_id_merge_into_one(sales, in_conversation
 def test_a_map_without_coordinates_is_a_schema_hint(conversation, in_conversation):
     import pandas as pd
 
-    from conversations.catalog import ConversationCatalog
+    from datacatalog.store import ConversationCatalog
 
     ConversationCatalog(TENANT, conversation.id).save("cities", pd.DataFrame({"city": ["Oslo"]}), source="upload")
     assert in_conversation("display_map", dataset="cities").content.startswith("⚠ schema hint:")

@@ -21,7 +21,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection as app_connection
 
-from conversations.models import DataSource
+from datacatalog.models import DataSource
 from eunice.tenant_files import uploads_dir
 from tests.conftest import OTHER_TENANT, TENANT, text
 
@@ -362,7 +362,7 @@ def test_staff_without_the_permission_may_not_register(in_conversation, plain_st
     result = in_conversation(
         "register_datasource", context={"user_id": str(plain_staff.pk)}, name="rates", kind="csv", path="rates.csv"
     )
-    assert "PermissionDenied" in result.content and "conversations.add_datasource" in result.content
+    assert "PermissionDenied" in result.content and "datacatalog.add_datasource" in result.content
     assert not DataSource.objects.exists()
 
 
@@ -393,7 +393,7 @@ def test_replacing_a_datasource_or_its_password_needs_the_change_permission(in_c
     who = {"user_id": str(plain_staff.pk)}
     assert in_conversation("register_datasource", context=who, name="rates", kind="csv", path="rates.csv").error is None
     again = in_conversation("register_datasource", context=who, name="rates", kind="csv", path="rates.csv")
-    assert "PermissionDenied" in again.content and "conversations.change_datasource" in again.content
+    assert "PermissionDenied" in again.content and "datacatalog.change_datasource" in again.content
     password = in_conversation("set_datasource_auth", context=who, name="rates", password="x")
     assert "PermissionDenied" in password.content
 

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 
-from conversations.models import DataSource
+from datacatalog.models import DataSource
 from eunice.tenant_files import uploads_dir
 from tests.conftest import OTHER_TENANT, TENANT, text
 

@@ -38,7 +38,7 @@ TRUSTED_JSON = {
     "registry/sandbox/zygote.py": "the zygote reading the host",
     "tools/charts.py": "pandas' to_json of a frame (two levels)",
     "tools/data.py": "pandas' to_json of a frame (two levels)",
-    "tools/documents.py": "event blobs this process wrote",
+    "conversations/records.py": "event blobs this process wrote",
 }
 # path → why it may call a reader directly.
 TRUSTED_READERS = {

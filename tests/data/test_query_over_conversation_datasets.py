@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.catalog import ConversationCatalog
+from datacatalog.store import ConversationCatalog
 from registry.context import ToolContext
 from tests.conftest import OTHER_TENANT, TENANT, text
 

@@ -15,7 +15,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from conversations.catalog import ConversationCatalog
+from datacatalog.store import ConversationCatalog
 from eunice.tenant_files import catalog_dir
 from tests.conftest import OTHER_TENANT, text
 

@@ -11,8 +11,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from conversations.catalog import ConversationCatalog
-from conversations.catalog.uploads import EXCEL_MIME as EXCEL
+from datacatalog.store import ConversationCatalog
+from datacatalog.uploads import EXCEL_MIME as EXCEL
 from tests.conftest import OTHER_TENANT, TENANT
 from tests.data.conftest import SALES_CSV, client_for
 
@@ -157,7 +157,7 @@ def test_a_file_made_in_a_conversation_is_only_its_owners(ann, bob, sales, in_co
 
 
 def test_a_stored_file_row_pointing_outside_the_tenants_files_is_not_served(ann, sales, in_conversation):
-    from conversations.models import GeneratedFile
+    from datacatalog.models import GeneratedFile
 
     url = in_conversation("export", dataset="sales").cards[0]["url"]
     GeneratedFile.objects.update(path=str(ROOT / "manage.py"))
@@ -165,7 +165,7 @@ def test_a_stored_file_row_pointing_outside_the_tenants_files_is_not_served(ann,
 
 
 def test_a_file_made_outside_a_conversation_is_its_tenants(ann, bob, sales, in_conversation):
-    from conversations.models import GeneratedFile
+    from datacatalog.models import GeneratedFile
 
     url = in_conversation("export", dataset="sales").cards[0]["url"]
     GeneratedFile.objects.update(conversation=None)

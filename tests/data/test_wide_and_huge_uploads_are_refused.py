@@ -11,10 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conversations.catalog import ConversationCatalog
-from conversations.catalog.files import register_export
-from conversations.catalog.store import CatalogError
-from conversations.catalog.uploads import EXCEL_MIME
+from datacatalog.files import register_export
+from datacatalog.store import CatalogError, ConversationCatalog
+from datacatalog.uploads import EXCEL_MIME
 from tests.conftest import TENANT
 from tests.data.test_uploads_and_downloads_over_rest import upload
 from tests.hostile_files import csv_table as csv

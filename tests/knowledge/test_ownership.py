@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from conversations.models import GeneratedFile
+from datacatalog.models import GeneratedFile
 from registry.context import ToolContext
 from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT

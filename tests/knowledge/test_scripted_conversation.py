@@ -9,9 +9,10 @@ from django.core.management import call_command
 from pypdf import PdfReader
 
 from conversations.dispatcher import dispatch_tool_calls
-from conversations.models import ChatMessage, Conversation, GeneratedFile, Notification
+from conversations.models import ChatMessage, Conversation, Notification
 from conversations.state import DispatchState
 from conversations.turns import begin_turn, finish_turn
+from datacatalog.models import GeneratedFile
 from tests.conftest import OTHER_TENANT, TENANT
 from tools.models import Chunk
 

@@ -4,7 +4,7 @@ staff rights, even when a staff member runs it."""
 
 import pytest
 
-from conversations.models import DataSource
+from datacatalog.models import DataSource
 from registry.models import MCPServer, SandboxRun
 from tests.conftest import text
 

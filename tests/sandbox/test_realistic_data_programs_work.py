@@ -9,10 +9,10 @@ import inspect
 
 import pytest
 
-from conversations.catalog import ConversationCatalog
-from conversations.catalog.uploads import upload_dataset
 from conversations.models import Conversation
 from conversations.runtime import start_run
+from datacatalog.store import ConversationCatalog
+from datacatalog.uploads import upload_dataset
 from tests.conftest import TENANT, text
 
 pytestmark = pytest.mark.django_db

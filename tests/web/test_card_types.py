@@ -16,7 +16,7 @@ from registry.cards import DRAWN_AS, INLINE, CardType, Drawing
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT_JS = (ROOT / "static" / "eunice" / "chat.js").read_text(encoding="utf-8")
-APP_PACKAGES = ("conversations", "registry", "tools")
+APP_PACKAGES = ("conversations", "datacatalog", "registry", "tools")
 
 
 def _function(js: str, name: str) -> str:

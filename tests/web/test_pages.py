@@ -126,7 +126,7 @@ def test_a_document_upload_lands_in_my_own_uploads_for_indexing(client, member, 
 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from conversations.models import GeneratedFile
+    from datacatalog.models import GeneratedFile
 
     settings.EUNICE_FILES_DIR = str(tmp_path)
     upload = SimpleUploadedFile("../../notes.md", b"# Rain\nOslo is wet.", content_type="text/markdown")

@@ -29,8 +29,8 @@ def content_hash(text: str) -> str:
 def readable_documents(context: ToolContext) -> QuerySet:
     """The documents of the caller's tenant they may read, search, move or replace: those they
     indexed and those indexed by no user (the tenant's); staff: all of the tenant's.
-    The same rule as for files (conversations.catalog.access.owned_rows)."""
-    from conversations.catalog.access import owned_rows
+    The same rule as for files (datacatalog.access.owned_rows)."""
+    from datacatalog.access import owned_rows
 
     return owned_rows(Document.objects.for_tenant(context.tenant_id), context, "owner")
 

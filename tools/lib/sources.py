@@ -27,7 +27,7 @@ class LoadedDocument:
 
 def load_item(item: dict, context: ToolContext) -> LoadedDocument:
     """Read and extract one ``{upload | file_id | text}`` item for the caller behind the tool
-    ``context`` (a file_id only if the file is theirs: conversations.catalog.access.readable_files).
+    ``context`` (a file_id only if the file is theirs: datacatalog.access.readable_files).
     Raises HintException for a bad item."""
     conversation_id = str(context.conversation_id or "")
     given = [key for key in ("upload", "file_id", "text") if key in item]
@@ -69,9 +69,9 @@ def load_item(item: dict, context: ToolContext) -> LoadedDocument:
 
 
 def _upload(name: str, context: ToolContext) -> tuple[bytes, str, str, str]:
-    """The caller's own upload ``name`` (conversations.catalog.access.own_uploads), else the file
+    """The caller's own upload ``name`` (datacatalog.access.own_uploads), else the file
     of that name in the tenant's folder. A colleague's upload is never found by name."""
-    from conversations.catalog.access import own_uploads, upload_names
+    from datacatalog.access import own_uploads, upload_names
     from eunice.tenant_files import is_tenant_file
 
     tenant_id = context.tenant_id
@@ -97,7 +97,7 @@ def _read(path: str) -> bytes:
 
 
 def _generated(file_id: int, context: ToolContext, conversation_id: str | None) -> tuple[bytes, str, str, str]:
-    from conversations.catalog.access import readable_files
+    from datacatalog.access import readable_files
     from eunice.tenant_files import is_tenant_file
 
     tenant_id = context.tenant_id

@@ -73,7 +73,7 @@ def readable_files(context: ToolContext) -> QuerySet:
     """The files the caller may read (``owned_rows``): their uploads, files made in the
     conversation they are in or in their other conversations, and the tenant's files
     (made outside any conversation by no user); staff: all of the tenant's."""
-    from conversations.models import GeneratedFile
+    from datacatalog.models import GeneratedFile
 
     rows = GeneratedFile.objects.filter(tenant_id=context.tenant_id)
     here = Q(conversation_id=context.conversation_id) if context.conversation_id else None
@@ -83,7 +83,7 @@ def readable_files(context: ToolContext) -> QuerySet:
 def own_uploads(context: ToolContext) -> QuerySet:
     """The documents the caller uploaded (their names are theirs: a colleague's upload of the
     same name is another file), newest first; a subset of ``readable_files``."""
-    from conversations.catalog.files import UPLOAD_TOOL
+    from datacatalog.files import UPLOAD_TOOL
 
     return readable_files(context).filter(caller_is(context, "user__"), source_tool=UPLOAD_TOOL).order_by("-created_at")
 

@@ -14,10 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from conversations.models import CatalogDataset, Conversation
+from datacatalog.models import CatalogDataset
 from eunice.bounded_read import InputTooLarge, check_frame, read_parquet_file
 from eunice.tenant_files import catalog_dir
 from registry.context import ToolContext
+from registry.conversation_records import conversation_records
 
 NAME_RULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 SAVED_MARK = "eunice_catalog_saved"
@@ -55,7 +56,7 @@ class ConversationCatalog:
         tenant_id, conversation_id = context.tenant_id, context.conversation_id
         if not tenant_id or not conversation_id:
             raise NoConversation("data tools need a conversation (call_tool --conversation ID)")
-        if not Conversation.objects.for_tenant(tenant_id).filter(id=conversation_id).exists():
+        if not conversation_records().exists(tenant_id, str(conversation_id)):
             raise NoConversation("the conversation does not belong to this tenant")
         return cls(tenant_id, str(conversation_id))
 

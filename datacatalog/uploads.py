@@ -8,9 +8,9 @@ from pathlib import PurePath
 import pandas as pd
 from django.conf import settings
 
-from conversations.catalog.files import register_export
-from conversations.catalog.store import CatalogError, ConversationCatalog
-from conversations.models import CatalogDataset
+from datacatalog.files import register_export
+from datacatalog.models import CatalogDataset
+from datacatalog.store import CatalogError, ConversationCatalog
 from eunice.bounded_read import InputTooLarge, read_table
 from eunice.tenant_files import safe_name
 

@@ -16,9 +16,9 @@ import pandas as pd
 from django.conf import settings
 from django.db.models import Q
 
-from conversations.catalog.access import caller_is, is_staff
-from conversations.catalog.store import ConversationCatalog
-from conversations.models import CatalogDataset
+from datacatalog.access import caller_is, is_staff
+from datacatalog.models import CatalogDataset
+from datacatalog.store import ConversationCatalog
 from eunice.bounded_read import read_parquet_file
 from registry.context import ToolContext
 from registry.sandbox.datasets import StoredDataset

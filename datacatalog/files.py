@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from conversations.models import GeneratedFile
+from datacatalog.models import GeneratedFile
 from eunice.tenant_files import catalog_dir, safe_name, user_uploads_dir
 from registry.cards import CardType
 
