@@ -26,6 +26,7 @@ from conversations.capabilities import capabilities_for
 from conversations.models import PolicyRule
 from conversations.policies import check_policies
 from datacatalog.access import caller_user
+from registry import gate
 from registry.context import ToolContext
 from registry.contract import Err
 
@@ -49,6 +50,12 @@ class TenantRules:
     def forget(self, **_: object) -> None:
         """Read the rules again at the next call (a rule was saved or deleted)."""
         self._due = float("-inf")
+        gate.forget_ruled_tools()
+
+    def ruled_tools(self) -> frozenset[str]:
+        if time.monotonic() > self._due:
+            self._refresh()
+        return frozenset(self._by_tool)
 
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None:
         if time.monotonic() > self._due:

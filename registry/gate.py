@@ -16,10 +16,12 @@ The rules are a table, in order; the first that refuses decides:
 
 A refusal is an Err; the registry renders, records and logs it like a call that ran.
 Every call meets the table: a caller cannot leave a rule out by leaving a port unset.
+The registry skips ``check`` only when ``concerns`` says no rule could refuse the call.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -69,3 +71,38 @@ def check(registry: ToolRegistry, name: str, inputs: dict, context: ToolContext)
         if refused is not None:
             return refused
     return None
+
+
+def concerns(name: str, context: ToolContext) -> bool:
+    """Whether any rule of ``RULES`` could refuse this call. False only for a call with no
+    sandbox scope and no gate, of a tool no tenant's rule names: the hot path of a call
+    from the command line, the playground or a test, which then skips ``check``."""
+    if context.gate is not None or context.sandbox is not None:
+        return True
+    if time.monotonic() > _ruled.due:
+        _ruled.refresh()
+    return name in _ruled.names
+
+
+class _RuledTools:
+    """The tools some tenant's policy rule names, read from the port at most every
+    ``RULED_TOOLS_SECONDS`` (a rule saved in this process forgets it at once)."""
+
+    __slots__ = ("names", "due")
+
+    def __init__(self) -> None:
+        self.names: frozenset[str] = frozenset()
+        self.due = float("-inf")
+
+    def refresh(self) -> None:
+        policy = tenant_policy.installed()
+        self.names = policy.ruled_tools() if policy is not None else frozenset()
+        self.due = time.monotonic() + RULED_TOOLS_SECONDS
+
+
+RULED_TOOLS_SECONDS = 2.0
+_ruled = _RuledTools()
+
+
+def forget_ruled_tools() -> None:
+    _ruled.due = float("-inf")

@@ -143,6 +143,10 @@ class TenantPolicy(Protocol):
     the playground, a REST view, the MCP endpoint), installed by ``conversations``:
     the policy rules, judged with no conversation behind the call."""
 
+    def ruled_tools(self) -> frozenset[str]:
+        """The tools some tenant's enabled rule names (the gate keeps it for a moment)."""
+        ...
+
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
 
 

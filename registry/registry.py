@@ -225,10 +225,11 @@ class ToolRegistry:
         reasoning = inputs.pop("reasoning", None)
         call = Call(name, inputs, context.for_call(self, name, reasoning), None, None, started)
         definitions = self.definitions()
-        refusal = gate.check(self, name, inputs, call.context)
-        if refusal is not None:
-            call.definition, call.early = definitions.get(name), refusal
-            return call
+        if gate.concerns(name, call.context):
+            refusal = gate.check(self, name, inputs, call.context)
+            if refusal is not None:
+                call.definition, call.early = definitions.get(name), refusal
+                return call
         definition = definitions.get(name)
         if definition is None or not definition.callable_by(tenant_id):
             call.early = self._unknown_tool(name, tenant_id)
