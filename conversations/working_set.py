@@ -33,3 +33,10 @@ class StoredWorkingSets:
     def evict(self, conversation_id: str, namespace_id: str, names: list[str]) -> None:
         if names:
             WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).filter(tool_name__in=names).delete()
+
+
+def paged_in(conversation_id: str, namespace_id: str) -> tuple[list[str], list[str]]:
+    """The paged-in tool names least recently used first (what the surface cuts by),
+    and in the order they were paged in (the order the model is shown them). One query."""
+    pairs = list(WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).values_list("tool_name", "id"))
+    return [name for name, _ in pairs], [name for name, _ in sorted(pairs, key=lambda pair: pair[1])]
