@@ -27,6 +27,7 @@ from conversations.runtime import Runtime
 from conversations.state import DispatchState
 from conversations.stops import (
     CUT_NOTICE,
+    NOTICES,
     REFUSAL_NOTICE,
     REFUSED_MESSAGE,
     Answer,
@@ -105,6 +106,7 @@ async def run_turn(
         {
             "type": "done",
             "stop_reason": outcome.stop_reason,
+            **({"notice": NOTICES[outcome.stop_reason]} if outcome.stop_reason in NOTICES else {}),
             "cancelled": outcome.cancelled,
             "cost_usd": round(runtime.cost.total, 6),
         }

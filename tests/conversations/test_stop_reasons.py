@@ -46,6 +46,7 @@ def test_an_answer_still_cut_after_its_continuations_says_so_visibly(model, conv
     assert outcome.text.endswith(CUT_NOTICE)
     assert outcome.text.startswith("part 0 part 1 ")
     assert display.chunks[-1] == {**display.chunks[-1], "type": "done", "stop_reason": "max_tokens"}
+    assert display.chunks[-1]["notice"] == "The answer was cut off: it reached the model's output limit."
     stored = ChatMessage.objects.get(role="assistant")
     assert stored.text.endswith(CUT_NOTICE)
     assert CUT_NOTICE not in json.dumps(stored.structured_content), "the model is never fed our notice as its words"
