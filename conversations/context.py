@@ -30,6 +30,8 @@ def store_estimator(conversation: Conversation, model: str, estimator: TokenEsti
     """Keep the estimator's ratio for the conversation's next turns: on ``conversation``
     and in its row (one UPDATE, only when the ratio moved). Database work."""
     ratio = estimator.chars_per_token
+    if not estimator.measured:
+        return
     if estimator.stored_ratio and abs(ratio - estimator.stored_ratio) <= _STORE_TOLERANCE * estimator.stored_ratio:
         return
     calibration = {**(conversation.context_calibration or {}), model: {"chars_per_token": round(ratio, 4)}}

@@ -207,7 +207,11 @@ async def _loop(
             messages.append(message)
             new_messages.append(message)
         if response.tool_uses or response.cut_tool_uses:
-            results = await _dispatch(response, runtime, state, _offered(provider, surface.entries))
+            results = (
+                await _dispatch(response, runtime, state, _offered(provider, surface.entries))
+                if response.tool_uses
+                else {"role": "user", "content": []}
+            )
             if response.cut_tool_uses:
                 runtime.recorder.record("status", {"cut_tool_uses": list(response.cut_tool_uses)})
                 results["content"].append(cut_tool_note(response.cut_tool_uses, config.max_output_tokens))
@@ -215,17 +219,13 @@ async def _loop(
             new_messages.append(results)
             answer.reset()
             continue
-        if response.stop_reason == "pause_turn":  # sent back as it is, the API goes on
-            answer.carry(response.text)
-            continue
-        if response.stop_reason == "max_tokens":
-            answer.carry(response.text)
-            if not answer.may_continue():
+        if response.stop_reason in ("pause_turn", "max_tokens"):
+            going_on = _go_on(response, answer, runtime)
+            if going_on is None:
                 text = with_notice(answer.carried, CUT_NOTICE)
                 return TurnOutcome(text, "max_tokens", call, runtime.cost.total, messages=new_messages)
-            runtime.recorder.record("status", {"continued": answer.continuations})
-            messages.append(continue_message())
-            new_messages.append(messages[-1])
+            messages.extend(going_on)
+            new_messages.extend(going_on)
             continue
         if response.stop_reason in FINAL_STOP_REASONS and not nudged and runtime.mode == "agentic":
             nudge = await in_db_thread(_completion_nudge)(runtime)
@@ -240,6 +240,18 @@ async def _loop(
     return TurnOutcome(
         text.strip(), "max_model_calls", settings.EUNICE_MAX_MODEL_CALLS, runtime.cost.total, messages=new_messages
     )
+
+
+def _go_on(response: LLMResponse, answer: Answer, runtime: Runtime) -> list[dict] | None:
+    """The messages that carry a paused or cut-off answer on (see ``conversations.stops``),
+    or None when a cut-off answer has had all its continuations."""
+    answer.carry(response.text)
+    if response.stop_reason == "pause_turn":
+        return []  # the paused message, already in history, is sent back as it is
+    if not answer.may_continue():
+        return None
+    runtime.recorder.record("status", {"continued": answer.continuations})
+    return [continue_message()]
 
 
 async def _call_within_context(

@@ -74,6 +74,7 @@ class TokenEstimator:
     def __init__(self, chars_per_token: float = CHARS_PER_TOKEN) -> None:
         self.chars_per_token = chars_per_token
         self.stored_ratio: float | None = None  # what conversations.context last wrote
+        self.measured = False  # calibrated from a provider's count (else there is nothing to keep)
 
     @staticmethod
     def chars(*parts: Any) -> int:
@@ -87,6 +88,7 @@ class TokenEstimator:
         """Learn from a request of ``chars`` that the provider counted as ``reported_input_tokens``."""
         if reported_input_tokens > 0 and chars > 0:
             self.chars_per_token = chars / reported_input_tokens
+            self.measured = True
 
     def refused(self, chars: int, prompt_tokens: int | None, limit: int) -> None:
         """Learn from a request of ``chars`` refused as too long: the provider's count
