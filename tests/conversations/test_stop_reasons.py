@@ -111,3 +111,14 @@ def test_a_refusal_is_shown_as_one_and_the_refused_reply_is_not_sent_back(model,
     assert display.chunks[-1]["stop_reason"] == "refusal"
     assert run(conversation, user, "Something else.").text == "Hello again."
     assert "I can help with th" not in json.dumps(server.requests[1].messages)
+
+
+def test_the_websocket_done_event_says_an_answer_was_cut(model, conversation, user):
+    from tests.conversations.test_websocket import ask_over_a_socket
+
+    model([cut(f"part {n} ") for n in range(MAX_CONTINUATIONS + 1)])
+
+    done = ask_over_a_socket(conversation, user, "Tell me everything.")[-1]
+
+    assert (done["type"], done["stop_reason"]) == ("done", "max_tokens")
+    assert done["notice"] == "The answer was cut off: it reached the model's output limit."
