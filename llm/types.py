@@ -117,7 +117,9 @@ class LLMResponse:
                 if block.text:
                     blocks.append({"type": "text", "text": block.text})
             elif isinstance(block, ThinkingBlock):
-                blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+                # Unsigned thinking was cut off (max_tokens) before its signature: the API refuses it back.
+                if block.signature:
+                    blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
             elif isinstance(block, RedactedThinkingBlock):
                 blocks.append({"type": "redacted_thinking", "data": block.data})
             else:

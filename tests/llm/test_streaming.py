@@ -192,3 +192,10 @@ def test_warming_up_loads_the_sdks_trace_propagators_once():
     warm_up()
 
     assert trace_context_injector.cache_info().currsize == 1
+
+
+def test_thinking_cut_off_before_its_signature_is_not_sent_back():
+    from llm import LLMResponse, TextBlock, ThinkingBlock, Usage
+
+    cut = LLMResponse((ThinkingBlock("Half a tho"), TextBlock("")), "max_tokens", Usage(), "m")
+    assert cut.to_message() == {"role": "assistant", "content": []}
