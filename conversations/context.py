@@ -14,7 +14,7 @@ from conversations.models import Conversation
 from conversations.prompt import TokenEstimator
 
 # A ratio that moved less than this since it was stored is not written again.
-_STORE_TOLERANCE = 0.01
+_STORE_TOLERANCE = 0.05
 
 
 def stored_estimator(conversation: Conversation, model: str) -> TokenEstimator:
