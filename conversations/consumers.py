@@ -265,7 +265,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except Exception:  # the socket must learn the turn ended, whatever broke
             logger.exception("turn failed in conversation %s", self.conversation_id)
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})
-            display.send({"type": "done", "cancelled": False})
+            display.send({"type": "done", "stop_reason": "error", "cancelled": False})
         finally:
             runs.finish(self.user.pk)
             display.close()

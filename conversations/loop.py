@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
+from conversations.context import store_estimator, stored_estimator
 from conversations.dispatcher import dispatch_tool_calls
 from conversations.effects import SubtaskLog
 from conversations.history import load_history, sendable
@@ -26,15 +27,25 @@ from conversations.models import Conversation, UsageLog
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime
 from conversations.state import CostTracker, DispatchState
+from conversations.stops import (
+    CUT_NOTICE,
+    NOTICES,
+    REFUSAL_NOTICE,
+    REFUSED_MESSAGE,
+    Answer,
+    continue_message,
+    cut_tool_note,
+    with_notice,
+)
 from conversations.turn_reservations import heartbeat
 from conversations.turns import begin_turn, finish_turn, interrupt_turn
-from conversations.working_set import copy_scope, drop_scope
-from llm import LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
+from conversations.working_set import copy_scope, drop_scope, paged_in
+from llm import LLMContextTooLongError, LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
 from llm.cost import Usage
 from llm.roles import create_llm_client_for_role, get_model_for_role
 from registry.aio import in_db_thread
 from registry.context import Budget
-from registry.surface import Surface, compose_surface, surface_event, touch_used, working_set_names
+from registry.surface import Surface, compose_surface, surface_event, touch_used
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -118,7 +129,15 @@ async def run_turn(
         raise
     finally:
         beats.cancel()
-    runtime.display.send({"type": "done", "cancelled": outcome.cancelled, "cost_usd": round(runtime.cost.total, 6)})
+    runtime.display.send(
+        {
+            "type": "done",
+            "stop_reason": outcome.stop_reason,
+            **({"notice": NOTICES[outcome.stop_reason]} if outcome.stop_reason in NOTICES else {}),
+            "cancelled": outcome.cancelled,
+            "cost_usd": round(runtime.cost.total, 6),
+        }
+    )
     return outcome
 
 
@@ -214,9 +233,10 @@ def _close_subtask(child: Runtime, ending: dict) -> None:
 async def _loop(
     runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict], progress: Progress
 ) -> TurnOutcome:
-    estimator = TokenEstimator()
+    estimator = stored_estimator(runtime.conversation, config.model)
     new_messages = progress.messages
     nudged = False
+    answer = Answer()
     response: LLMResponse | None = None
     for call in range(1, settings.EUNICE_MAX_MODEL_CALLS + 1):
         prepared = (
@@ -230,26 +250,50 @@ async def _loop(
             estimate = _next_call_cost(config, estimator.tokens(size), response)
             if runtime.budget.spent + estimate > runtime.budget_limit:
                 return _over_budget(runtime, call - 1, progress, response, estimate)
-        if request is None:
-            text = "This conversation has grown past what the model can read; please start a new one."
-            return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
         try:
-            response = await _stream(provider, request, runtime, state, progress.heard)
+            response, surface, size = await _call_within_context(
+                provider, prepared, runtime, state, config, messages, estimator, progress.heard
+            )
         except Cancelled:
             return _cancelled(runtime, call - 1, progress, None)
         except LLMError as exc:
             return _failed(runtime, exc, call - 1, progress)
+        if response is None:
+            text = "This conversation has grown past what the model can read; please start a new one."
+            return TurnOutcome(text, "context_full", call - 1, runtime.cost.total, messages=new_messages)
         progress.heard.clear()  # from here on the text is in the message
         estimator.calibrate(size, response.usage.total_input_tokens)
-        await in_db_thread(_record_call)(runtime, config, response, surface)
+        await in_db_thread(_record_call)(runtime, config, response, surface, estimator)
         message = response.to_message()
+        if response.stop_reason == "refusal":
+            runtime.recorder.record("status", {"refusal": True})
+            text = with_notice(answer.text(response.text), REFUSAL_NOTICE)
+            return TurnOutcome(
+                text, "refusal", call, runtime.cost.total, messages=[*new_messages, dict(REFUSED_MESSAGE)]
+            )
         if message["content"]:  # an empty reply is not stored: the API refuses it in every later request
             messages.append(message)
             new_messages.append(message)
-        if response.tool_uses:
-            results = await _dispatch(response, runtime, state, _offered(provider, surface.entries))
+        if response.tool_uses or response.cut_tool_uses:
+            results = (
+                await _dispatch(response, runtime, state, _offered(provider, surface.entries))
+                if response.tool_uses
+                else {"role": "user", "content": []}
+            )
+            if response.cut_tool_uses:
+                runtime.recorder.record("status", {"cut_tool_uses": list(response.cut_tool_uses)})
+                results["content"].append(cut_tool_note(response.cut_tool_uses, config.max_output_tokens))
             messages.append(results)
             new_messages.append(results)
+            answer.reset()
+            continue
+        if response.stop_reason in ("pause_turn", "max_tokens"):
+            going_on = _go_on(response, answer, runtime)
+            if going_on is None:
+                text = with_notice(answer.carried, CUT_NOTICE)
+                return TurnOutcome(text, "max_tokens", call, runtime.cost.total, messages=new_messages)
+            messages.extend(going_on)
+            new_messages.extend(going_on)
             continue
         if response.stop_reason in FINAL_STOP_REASONS and not nudged and runtime.mode == "agentic":
             nudge = await in_db_thread(_completion_nudge)(runtime)
@@ -258,11 +302,59 @@ async def _loop(
                 messages.append(nudge)
                 new_messages.append(nudge)
                 continue
-        return TurnOutcome(response.text, response.stop_reason, call, runtime.cost.total, messages=new_messages)
+        text = answer.text(response.text)
+        return TurnOutcome(text, response.stop_reason, call, runtime.cost.total, messages=new_messages)
     text = (response.text if response else "") + f"\n\n(Stopped after {settings.EUNICE_MAX_MODEL_CALLS} model calls.)"
     return TurnOutcome(
         text.strip(), "max_model_calls", settings.EUNICE_MAX_MODEL_CALLS, runtime.cost.total, messages=new_messages
     )
+
+
+def _go_on(response: LLMResponse, answer: Answer, runtime: Runtime) -> list[dict] | None:
+    """The messages that carry a paused or cut-off answer on (see ``conversations.stops``),
+    or None when a cut-off answer has had all its continuations."""
+    answer.carry(response.text)
+    if response.stop_reason == "pause_turn":
+        return []  # the paused message, already in history, is sent back as it is
+    if not answer.may_continue():
+        return None
+    runtime.recorder.record("status", {"continued": answer.continuations})
+    return [continue_message()]
+
+
+async def _call_within_context(
+    provider: Any,
+    prepared: tuple,
+    runtime: Runtime,
+    state: DispatchState,
+    config: Any,
+    messages: list[dict],
+    estimator: TokenEstimator,
+    heard: list[str],
+) -> tuple[LLMResponse | None, Surface, int]:
+    """The model's answer to ``prepared`` (the request, its surface, its size), or None
+    when the conversation does not fit the context window.
+
+    A "prompt is too long" refusal teaches the estimator the provider's count
+    (stored, so the next message does not send the same request again), then
+    the history is compacted and the call made once more.
+    """
+    request, surface, size = prepared
+    for attempt in range(2):
+        if request is None:
+            break
+        try:
+            return await _stream(provider, request, runtime, state, heard), surface, size
+        except LLMContextTooLongError as exc:
+            estimator.refused(size, exc.prompt_tokens, exc.limit or settings.EUNICE_CONTEXT_TOKENS)
+            runtime.recorder.record("status", {"context_too_long": {"prompt_tokens": exc.prompt_tokens}})
+            await in_db_thread(store_estimator)(runtime.conversation, config.model, estimator)
+            if attempt:
+                break
+            request, surface, size = await in_db_thread(_build_request)(
+                runtime, config, messages, estimator, compact=True
+            )
+    return None, surface, size
 
 
 def _next_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
@@ -334,11 +426,15 @@ def _well_formed(messages: list[dict]) -> list[dict]:
     return kept
 
 
-def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
+def _build_request(
+    runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator, *, compact: bool = False
+):
     """The next request (None when even compaction cannot fit the conversation), the
     surface it offers, and its size in characters (for ``estimator.calibrate``).
-    The plan is ``runtime.conversation.plan`` as the caller last read it."""
-    working_set = working_set_names(runtime.conversation.pk, runtime.working_set_scope)
+    The plan is ``runtime.conversation.plan`` as the caller last read it. With
+    ``compact``, old tool results are compacted whatever the estimate says (the
+    provider has just refused the request as too long)."""
+    working_set, paged_order = paged_in(runtime.conversation.pk, runtime.working_set_scope)
     surface = compose_surface(
         runtime.registry,
         runtime.tenant_id,
@@ -351,12 +447,12 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
     definitions = runtime.registry.definitions()
     tools = [
         {"name": e.name, "description": definitions[e.name].description, "input_schema": definitions[e.name].llm_schema}
-        for e in surface.entries
+        for e in _cache_stable(surface.entries, paged_order)
     ]
     window = settings.EUNICE_CONTEXT_TOKENS
     fixed = estimator.chars(SYSTEM_PROMPT, tools)  # what compaction cannot shrink
     size = fixed + estimator.chars(messages)
-    if estimator.tokens(size) > settings.EUNICE_COMPACT_AT * window:
+    if compact or estimator.tokens(size) > settings.EUNICE_COMPACT_AT * window:
         compacted = compact_tool_results(messages)
         runtime.recorder.record("status", {"compacted_tool_results": compacted})
         size = fixed + estimator.chars(messages)
@@ -370,6 +466,20 @@ def _build_request(runtime: Runtime, config: Any, messages: list[dict], estimato
         messages=_with_state(sendable(messages), state_block),
     )
     return request, surface, size + estimator.chars(state_block)
+
+
+def _cache_stable(entries: list, paged_order: list[str]) -> list:
+    """``entries`` with the paged-in tools after the resident ones, in the order they were paged in.
+
+    The tools array is the start of the prompt: calling a paged-in tool makes it
+    the most recently used, and offering tools in that order rewrote the prompt
+    from its first tool on and voided the cache on every call. In paging order a
+    newly paged tool only adds to the end.
+    """
+    rank = {name: n for n, name in enumerate(paged_order)}
+    resident = [e for e in entries if e.reason != "working_set"]
+    paged = sorted((e for e in entries if e.reason == "working_set"), key=lambda e: rank.get(e.name, len(rank)))
+    return [*resident, *paged]
 
 
 def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
@@ -389,10 +499,22 @@ def _reload_plan(runtime: Runtime) -> None:
 
 
 def _with_state(messages: list[dict], block: dict) -> list[dict]:
-    """A copy whose last (user) message ends with the state block; history is untouched."""
-    last = messages[-1]
+    """A copy whose last user message ends with the state block; history is untouched.
+    (After a ``pause_turn`` the paused assistant message follows it, and stays last.)"""
+    at = next(i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user")
+    last = messages[at]
     content = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
-    return [*messages[:-1], {**last, "content": [*content, block]}]
+    return [*messages[:at], {**last, "content": [*content, block]}, *map(_trimmed, messages[at + 1 :])]
+
+
+def _trimmed(message: dict) -> dict:
+    """A final assistant message (a paused turn) as the API takes it: its content may not
+    end with whitespace."""
+    content = message["content"]
+    end = content[-1] if content else {}
+    if end.get("type") != "text" or end["text"] == end["text"].rstrip():
+        return message
+    return {**message, "content": [*content[:-1], {**end, "text": end["text"].rstrip()}]}
 
 
 async def _stream(
@@ -436,8 +558,11 @@ async def _relay(events: AsyncIterator, display: Any, heard: list[str]) -> LLMRe
     raise LLMError("the model's stream ended without a final message")
 
 
-def _record_call(runtime: Runtime, config: Any, response: LLMResponse, surface: Surface) -> None:
+def _record_call(
+    runtime: Runtime, config: Any, response: LLMResponse, surface: Surface, estimator: TokenEstimator
+) -> None:
     cost = response.usage.cost_usd(config)
+    usage = response.usage
     runtime.cost.add(f"llm:{config.model}", cost)
     runtime.budget.spend(cost)
     if response.thinking:
@@ -450,8 +575,10 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, surface: 
             "model": config.model,
             "provider": config.provider,
             "stop_reason": response.stop_reason,
-            "input_tokens": response.usage.total_input_tokens,
-            "output_tokens": response.usage.output_tokens,
+            "input_tokens": usage.total_input_tokens,
+            "cache_read_tokens": usage.cache_read_input_tokens,
+            "cache_write_tokens": usage.cache_creation_input_tokens,
+            "output_tokens": usage.output_tokens,
             "cost_usd": round(cost, 6),
             **surface_event(surface),
         },
@@ -465,11 +592,14 @@ def _record_call(runtime: Runtime, config: Any, response: LLMResponse, surface: 
                 kind=UsageLog.Kind.LLM,
                 name=config.model,
                 cost_usd=cost,
-                input_tokens=response.usage.total_input_tokens,
-                output_tokens=response.usage.output_tokens,
+                input_tokens=usage.total_input_tokens,
+                cache_read_tokens=usage.cache_read_input_tokens,
+                cache_write_tokens=usage.cache_creation_input_tokens,
+                output_tokens=usage.output_tokens,
             )
         ]
     )
+    store_estimator(runtime.conversation, config.model, estimator)
     runtime.flush_events()
 
 

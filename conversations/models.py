@@ -47,6 +47,9 @@ class Conversation(models.Model):
     # Tool calls that failed, with how often: [{tool, args_hash, reason, attempts}].
     failed_approaches = models.JSONField(default=list, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    context_calibration = models.JSONField(
+        default=dict, blank=True, help_text="Characters per token the provider counted, by model."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # The last activity (a message sent, a rename): conversations/listing.py moves it.
     updated_at = models.DateTimeField(auto_now=True)
@@ -237,7 +240,9 @@ class UsageLog(models.Model):
     kind = models.CharField(max_length=8, choices=Kind.choices)
     name = models.CharField(max_length=128, help_text="Tool name or model.")
     cost_usd = models.FloatField(default=0.0)
-    input_tokens = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveIntegerField(default=0, help_text="All input, cached reads and writes included.")
+    cache_read_tokens = models.PositiveIntegerField(default=0, help_text="Input read from the prompt cache.")
+    cache_write_tokens = models.PositiveIntegerField(default=0, help_text="Input written to the prompt cache.")
     output_tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

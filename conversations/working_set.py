@@ -51,3 +51,10 @@ def copy_scope(conversation_id: str, source: str, target: str) -> None:
 def drop_scope(conversation_id: str, scope: str) -> None:
     """Forget the working set ``scope`` (a delegated task's, once it has ended)."""
     WorkingSetEntry.objects.for_scope(conversation_id, scope).delete()
+
+
+def paged_in(conversation_id: str, namespace_id: str) -> tuple[list[str], list[str]]:
+    """The paged-in tool names least recently used first (what the surface cuts by),
+    and in the order they were paged in (the order the model is shown them). One query."""
+    pairs = list(WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).values_list("tool_name", "id"))
+    return [name for name, _ in pairs], [name for name, _ in sorted(pairs, key=lambda pair: pair[1])]

@@ -10,5 +10,5 @@ from llm.models import ModelConfig
 
 @admin.register(ModelConfig)
 class ModelConfigAdmin(PlatformAdmin):
-    list_display = ("role", "provider", "model", "max_output_tokens", "is_active")
+    list_display = ("role", "provider", "model", "max_output_tokens", "thinking_budget_tokens", "is_active")
     list_filter = ("provider", "is_active")

@@ -22,6 +22,7 @@ from llm.errors import (
     LLMAuthError,
     LLMBadRequestError,
     LLMConnectionError,
+    LLMContextTooLongError,
     LLMError,
     LLMOverloadedError,
     LLMRateLimitError,
@@ -33,6 +34,9 @@ logger = logging.getLogger("eunice.llm")
 
 _KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
 _DETAIL_LIMIT = 300
+# The API's words for a request past the context window, e.g.
+# "prompt is too long: 210345 tokens > 200000 maximum".
+_TOO_LONG = re.compile(r"prompt is too long(?::\s*(?P<tokens>\d+) tokens\s*>\s*(?P<limit>\d+))?", re.IGNORECASE)
 # Error types the API sends in a mid-stream `error` event (HTTP status 200).
 _BY_ERROR_TYPE: dict[str, type[LLMError]] = {
     "authentication_error": LLMAuthError,
@@ -237,6 +241,12 @@ def typed_error(err: Exception, *, secret: str = "", host: str | None = None) ->
     detail = _redact(str(err.api_message or err.type or ""), secret)[:_DETAIL_LIMIT]
     label = " ".join(str(part) for part in (err.status_code if err.status_code != 200 else "", err.type) if part)
     message = f"{_SUMMARY[error_class]} ({label})" + (f": {detail}" if detail and detail != err.type else ".")
+    too_long = _TOO_LONG.search(str(err.api_message or ""))
+    if error_class is LLMBadRequestError and too_long:
+        tokens, limit = (int(n) if n else None for n in too_long.group("tokens", "limit"))
+        return LLMContextTooLongError(
+            message, prompt_tokens=tokens, limit=limit, status=err.status_code, request_id=err.request_id
+        )
     return error_class(message, status=err.status_code, request_id=err.request_id)
 
 

@@ -15,6 +15,7 @@ from llm.types import (
     ContentBlock,
     LLMResponse,
     MessageStop,
+    RedactedThinkingBlock,
     StreamEvent,
     TextBlock,
     TextDelta,
@@ -50,6 +51,8 @@ def response_from_message(message: Any) -> LLMResponse:
             content.append(TextBlock(block.text))
         elif block.type == "thinking":
             content.append(ThinkingBlock(block.thinking, block.signature))
+        elif block.type == "redacted_thinking":
+            content.append(RedactedThinkingBlock(block.data))
         elif block.type == "tool_use":
             content.append(ToolUseBlock(block.id, block.name, _bounded_input(block.name, dict(block.input or {}))))
     return LLMResponse(
@@ -68,8 +71,10 @@ class StreamAssembler:
     It reads the JSON the API sent rather than the SDK's event models: building
     a pydantic model per event was a fifth of the server's CPU with hundreds of
     answers streaming (bench/turns.py). Raises LLMResponseError when a
-    tool_use block's streamed input is not a JSON object, and (from
-    ``finish``) LLMConnectionError when the stream ended before ``message_stop``.
+    tool_use block's streamed input is not a JSON object (unless the answer
+    stopped at ``max_tokens``: that call was cut off, and is reported in the
+    response's ``cut_tool_uses`` instead), and (from ``finish``)
+    LLMConnectionError when the stream ended before ``message_stop``.
     """
 
     def __init__(self) -> None:
@@ -108,6 +113,9 @@ class StreamAssembler:
             thinking = block.get("thinking") or ""
             self._blocks[index] = {"type": "thinking", "thinking": thinking, "signature": ""}
             return [ThinkingDelta(index, thinking)] if thinking else []
+        if kind == "redacted_thinking":
+            self._blocks[index] = {"type": "redacted_thinking", "data": block.get("data") or ""}
+            return []
         if kind == "tool_use":
             self._blocks[index] = {"type": "tool_use", "id": block["id"], "name": block["name"], "json": ""}
             return [ToolUseStart(index, block["id"], block["name"])]
@@ -136,7 +144,12 @@ class StreamAssembler:
         block = self._blocks.get(event["index"])
         if block is None or block["type"] != "tool_use":
             return []
-        block["input"] = _tool_input(block["name"], block["json"])
+        try:
+            block["input"] = _tool_input(block["name"], block["json"])
+        except UnreadableToolInput as exc:
+            # Judged at message_stop: a call cut off by max_tokens is not an error of the model's.
+            block["broken"] = exc
+            return []
         return [ToolUseStop(event["index"], block["id"], block["name"], block["input"])]
 
     def _on_message_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
@@ -146,6 +159,9 @@ class StreamAssembler:
 
     def _on_message_stop(self, event: dict[str, Any]) -> list[StreamEvent]:
         self.finished = True
+        broken = [b["broken"] for b in self._blocks.values() if "broken" in b]
+        if broken and self._stop_reason != "max_tokens":
+            raise broken[0]
         return [MessageStop(self.response())]
 
     def _on_error(self, event: dict[str, Any]) -> list[StreamEvent]:
@@ -154,14 +170,25 @@ class StreamAssembler:
 
     def response(self) -> LLMResponse:
         content: list[ContentBlock] = []
+        cut: list[str] = []
         for _, block in sorted(self._blocks.items()):
             if block["type"] == "text":
                 content.append(TextBlock(block["text"]))
             elif block["type"] == "thinking":
                 content.append(ThinkingBlock(block["thinking"], block["signature"]))
+            elif block["type"] == "redacted_thinking":
+                content.append(RedactedThinkingBlock(block["data"]))
+            elif "broken" in block or "input" not in block:
+                cut.append(block["name"])  # a call whose input never arrived whole
             else:
-                content.append(ToolUseBlock(block["id"], block["name"], block.get("input", {})))
-        return LLMResponse(tuple(content), self._stop_reason or "end_turn", self._usage, self._model, self._id)
+                content.append(ToolUseBlock(block["id"], block["name"], block["input"]))
+        return LLMResponse(
+            tuple(content), self._stop_reason or "end_turn", self._usage, self._model, self._id, tuple(cut)
+        )
+
+
+class UnreadableToolInput(LLMResponseError):
+    """A tool call's streamed input is not JSON (a call cut off by max_tokens, or a broken model)."""
 
 
 class StreamError(Exception):
@@ -231,7 +258,7 @@ def _tool_input(name: str, raw: str) -> dict[str, Any]:
     except JSONTooDeep as exc:
         raise LLMResponseError(f"The model sent input for tool {name!r} that is not accepted: {exc}.") from None
     except json.JSONDecodeError as exc:
-        raise LLMResponseError(f"The model sent unreadable input for tool {name!r} ({exc.msg}).") from None
+        raise UnreadableToolInput(f"The model sent unreadable input for tool {name!r} ({exc.msg}).") from None
     if not isinstance(value, dict):
         raise LLMResponseError(f"The model sent tool {name!r} input that is not a JSON object.")
     return value

@@ -13,6 +13,8 @@ headers or a traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LLMError(Exception):
     """Base class. ``str(error)`` is the safe, user-facing message."""
@@ -70,3 +72,20 @@ class LLMResponseError(LLMError):
     """The provider answered with something we could not read (e.g. broken tool JSON)."""
 
     kind = "response"
+
+
+class LLMContextTooLongError(LLMBadRequestError):
+    """The request is longer than the model's context window ("prompt is too long").
+
+    ``prompt_tokens`` is the provider's count of the refused request, when it
+    said (the loop calibrates its estimate from it), ``limit`` its maximum.
+    """
+
+    kind = "context_too_long"
+
+    def __init__(
+        self, message: str, *, prompt_tokens: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.prompt_tokens = prompt_tokens
+        self.limit = limit

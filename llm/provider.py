@@ -14,6 +14,7 @@ from llm.types import (
     TextDelta,
     ThinkingBlock,
     ThinkingDelta,
+    ToolUseBlock,
     ToolUseStart,
     ToolUseStop,
     UsageUpdate,
@@ -49,7 +50,7 @@ def events_for(response: LLMResponse) -> Iterator[StreamEvent]:
             yield TextDelta(index, block.text)
         elif isinstance(block, ThinkingBlock):
             yield ThinkingDelta(index, block.thinking)
-        else:
+        elif isinstance(block, ToolUseBlock):
             yield ToolUseStart(index, block.id, block.name)
             yield ToolUseStop(index, block.id, block.name, block.input)
     yield UsageUpdate(response.usage)

@@ -8,6 +8,7 @@ format translates at its edge.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,7 +41,8 @@ class LLMRequest:
 
     @classmethod
     def for_model(cls, config: ModelConfig, **fields: Any) -> LLMRequest:
-        """A request for ``config``'s model with its ``max_output_tokens``."""
+        """A request for ``config``'s model with its ``max_output_tokens`` and thinking budget."""
+        fields.setdefault("thinking_budget_tokens", config.thinking_budget_tokens or None)
         return cls(model=config.model, max_tokens=config.max_output_tokens, **fields)
 
 
@@ -58,6 +60,14 @@ class ThinkingBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class RedactedThinkingBlock:
+    """Thinking the provider's safety system encrypted: opaque, sent back unchanged."""
+
+    data: str
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+
+
+@dataclass(frozen=True, slots=True)
 class ToolUseBlock:
     id: str
     name: str
@@ -65,7 +75,7 @@ class ToolUseBlock:
     type: Literal["tool_use"] = "tool_use"
 
 
-ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock
+ContentBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +87,9 @@ class LLMResponse:
     usage: Usage
     model: str
     id: str = ""
+    # Tool calls cut off by max_tokens before their input was complete: never run,
+    # and left out of ``content`` (their input is half a JSON object).
+    cut_tool_uses: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -93,8 +106,10 @@ class LLMResponse:
     def to_message(self) -> dict[str, Any]:
         """The assistant message to append to the history for the next call.
 
-        Thinking blocks keep their signature: the API requires them back
-        unchanged when a turn used tools.
+        Thinking blocks keep their signature, and redacted thinking its data:
+        the API requires them back unchanged when a turn used tools. A tool
+        call's input is a copy: the dispatcher may fill in schema defaults,
+        and history echoes what the model sent.
         """
         blocks: list[dict[str, Any]] = []
         for block in self.content:
@@ -102,9 +117,15 @@ class LLMResponse:
                 if block.text:
                     blocks.append({"type": "text", "text": block.text})
             elif isinstance(block, ThinkingBlock):
-                blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+                # Unsigned thinking was cut off (max_tokens) before its signature: the API refuses it back.
+                if block.signature:
+                    blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+            elif isinstance(block, RedactedThinkingBlock):
+                blocks.append({"type": "redacted_thinking", "data": block.data})
             else:
-                blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
+                blocks.append(
+                    {"type": "tool_use", "id": block.id, "name": block.name, "input": copy.deepcopy(block.input)}
+                )
         return {"role": "assistant", "content": blocks}
 
 

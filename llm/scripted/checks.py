@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from llm.scripted.render import data_is_intact, signature_for
 from llm.scripted.script import Expect
 
 MAX_CACHE_BREAKPOINTS = 4  # the API refuses more
@@ -33,6 +35,7 @@ def protocol_problems(body: dict[str, Any]) -> list[str]:
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {len(marked)}."
         )
     problems += _message_rule_problems(messages)
+    problems += _thinking_problems(body)
     for position, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
@@ -62,6 +65,12 @@ def _message_rule_problems(messages: list[dict[str, Any]]) -> list[str]:
             )
         if any(b.get("type") == "text" and not b.get("text") for b in content):
             problems.append(f"messages.{position}: text content blocks must be non-empty")
+        if (
+            final_assistant
+            and content
+            and str(content[-1].get("text", "x")) != str(content[-1].get("text", "x")).rstrip()
+        ):
+            problems.append(f"messages.{position}: final assistant content cannot end with trailing whitespace")
         if position and message.get("role") == messages[position - 1].get("role"):
             problems.append(
                 f'messages.{position}: roles must alternate between "user" and "assistant", '
@@ -80,6 +89,49 @@ def _message_rule_problems(messages: list[dict[str, Any]]) -> list[str]:
                 "Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
             )
     return problems
+
+
+def _thinking_problems(body: dict[str, Any]) -> list[str]:
+    """Extended thinking's rules: signed blocks come back unchanged; a tool loop keeps its thinking."""
+    problems: list[str] = []
+    messages = body.get("messages") or []
+    for position, message in enumerate(messages):
+        for number, block in enumerate(blocks(message.get("content"))):
+            where = f"messages.{position}.content.{number}"
+            if block.get("type") == "thinking" and block.get("signature") != signature_for(block.get("thinking", "")):
+                problems.append(f"{where}: Invalid `signature` in `thinking` block")
+            if block.get("type") == "redacted_thinking" and not data_is_intact(str(block.get("data", ""))):
+                problems.append(f"{where}: Invalid `data` in `redacted_thinking` block")
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") != "enabled":
+        return problems
+    budget = int(thinking.get("budget_tokens") or 0)
+    if budget < 1024:
+        problems.append("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+    if budget >= int(body.get("max_tokens") or 0):
+        problems.append("`max_tokens` must be greater than `thinking.budget_tokens`")
+    if body.get("temperature") not in (None, 1):
+        problems.append("`temperature` may only be set to 1 when thinking is enabled")
+    # The assistant message the final tool results answer (the running tool loop) must start with thinking.
+    if len(messages) >= 2 and any(b.get("type") == "tool_result" for b in blocks(messages[-1].get("content"))):
+        first = (blocks(messages[-2].get("content")) or [{}])[0]
+        if first.get("type") not in ("thinking", "redacted_thinking"):
+            problems.append(
+                f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                f"but found `{first.get('type')}`. When `thinking` is enabled, a final `assistant` message "
+                "must start with a thinking block."
+            )
+    return problems
+
+
+def context_problem(body: dict[str, Any], window: int | None, chars_per_token: float) -> tuple[int, str | None]:
+    """The request's token count as this server counts it (its JSON size over ``chars_per_token``),
+    and the API's refusal when that is past ``window`` (None: no limit)."""
+    size = sum(len(json.dumps(body.get(key) or [], ensure_ascii=False)) for key in ("system", "tools", "messages"))
+    tokens = int(size / chars_per_token)
+    if window is not None and tokens > window:
+        return tokens, f"prompt is too long: {tokens} tokens > {window} maximum"
+    return tokens, None
 
 
 def expectation_misses(expect: Expect | None, body: dict[str, Any]) -> list[str]:
@@ -106,6 +158,12 @@ def expectation_misses(expect: Expect | None, body: dict[str, Any]) -> list[str]
         misses.append(f"the tools array lacks {', '.join(missing_tools)}")
     if expect.stream is not None and bool(body.get("stream")) != expect.stream:
         misses.append(f"expected stream={expect.stream}")
+    budget = (body.get("thinking") or {}).get("budget_tokens")
+    if expect.thinking_budget_tokens is not None and budget != expect.thinking_budget_tokens:
+        misses.append(f"expected thinking with budget_tokens={expect.thinking_budget_tokens}, got {budget}")
+    last_role = messages[-1].get("role")
+    if expect.last_role is not None and last_role != expect.last_role:
+        misses.append(f"expected the last message to be the {expect.last_role}'s, not the {last_role}'s")
     return misses
 
 

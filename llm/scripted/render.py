@@ -2,25 +2,42 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from llm.scripted.script import Turn
 
-SIGNATURE = "scripted-signature"
 # Tool input JSON is streamed in pieces this long, so clients must assemble it.
 JSON_CHUNK = 7
+
+
+def signature_for(thinking: str) -> str:
+    """The signature the server gives a thinking block (and checks when it comes back)."""
+    return "sig-" + hashlib.sha256(thinking.encode()).hexdigest()[:32]
+
+
+def redacted_data(payload: str) -> str:
+    """A redacted_thinking block's opaque data: ``payload`` with a checksum the server verifies."""
+    return f"{payload}.{signature_for(payload)}"
+
+
+def data_is_intact(data: str) -> bool:
+    payload, _, checksum = data.rpartition(".")
+    return bool(payload) and checksum == signature_for(payload)
 
 
 def message_json(turn: Turn, *, model: str, message_id: str) -> dict[str, Any]:
     """The non-streaming response body for ``turn``."""
     content: list[dict[str, Any]] = []
     if turn.thinking:
-        content.append({"type": "thinking", "thinking": "".join(turn.thinking), "signature": SIGNATURE})
+        thinking = "".join(turn.thinking)
+        content.append({"type": "thinking", "thinking": thinking, "signature": signature_for(thinking)})
+    content += [{"type": "redacted_thinking", "data": redacted_data(p)} for p in turn.redacted_thinking]
     if turn.text:
         content.append({"type": "text", "text": "".join(turn.text)})
     for number, tool in enumerate(turn.tool_uses):
-        content.append(_tool_block(tool, message_id, number, tool.input))
+        content.append(_tool_block(tool, message_id, number, {} if tool.cut else tool.input))
     return {
         "id": message_id,
         "type": "message",
@@ -41,14 +58,19 @@ def stream_events(turn: Turn, *, model: str, message_id: str) -> list[tuple[str,
     index = 0
     if turn.thinking:
         deltas = [{"type": "thinking_delta", "thinking": c} for c in turn.thinking]
-        deltas.append({"type": "signature_delta", "signature": SIGNATURE})
+        deltas.append({"type": "signature_delta", "signature": signature_for("".join(turn.thinking))})
         events += _block(index, {"type": "thinking", "thinking": "", "signature": ""}, deltas)
+        index += 1
+    for payload in turn.redacted_thinking:  # arrives whole, with no deltas
+        events += _block(index, {"type": "redacted_thinking", "data": redacted_data(payload)}, [])
         index += 1
     if turn.text:
         events += _block(index, {"type": "text", "text": ""}, [{"type": "text_delta", "text": c} for c in turn.text])
         index += 1
     for number, tool in enumerate(turn.tool_uses):
         raw = json.dumps(tool.input)
+        if tool.cut:  # the output limit arrived in the middle of the input
+            raw = raw[: max(1, len(raw) // 2)]
         pieces = [raw[i : i + JSON_CHUNK] for i in range(0, len(raw), JSON_CHUNK)]
         events += _block(
             index,

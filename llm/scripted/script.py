@@ -5,8 +5,15 @@ a TURN is an object with any of these keys::
 
     text          "Hello" or ["Hel", "lo"]          text chunks, streamed as text_delta
     thinking      "..." or ["...", "..."]           thinking chunks, before the text
-    tool_uses     [{"name": "plan", "input": {...}, "id": "toolu_1"?}]
-    stop_reason   default: "tool_use" with tool_uses, else "end_turn"
+                  (signed: the server refuses the block back changed)
+    redacted_thinking  ["opaque", ...]              redacted_thinking blocks, after thinking
+    tool_uses     [{"name": "plan", "input": {...}, "id": "toolu_1"?, "cut": false}]
+                  "cut": true streams only the first half of the input JSON and
+                  stops the turn at max_tokens, as the API does when a call
+                  reaches the output limit
+    stop_reason   default: "max_tokens" with a cut tool use, "tool_use" with
+                  tool_uses, else "end_turn" (also "max_tokens", "refusal",
+                  "pause_turn", "stop_sequence")
     usage         {"input_tokens", "output_tokens", "cache_read_input_tokens",
                    "cache_creation_input_tokens"}
     delay         seconds between streamed events (demos; tests leave it 0)
@@ -15,7 +22,8 @@ a TURN is an object with any of these keys::
                    "headers": {...}}  answer with this HTTP error instead
     stream_error  the same shape, sent as an SSE `error` event after the content
     expect        {"tool_result_contains", "user_text_contains", "system_contains",
-                   "tools_include": [...], "stream": true|false}
+                   "tools_include": [...], "stream": true|false,
+                   "thinking_budget_tokens": N, "last_role": "user"|"assistant"}
                   checked against the request; a miss is answered with a 400
                   and recorded in server.failures
 """
@@ -33,6 +41,7 @@ class ToolUse:
     name: str
     input: dict[str, Any] = field(default_factory=dict)
     id: str = ""
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,12 +63,15 @@ class Expect:
     system_contains: str | None = None
     tools_include: tuple[str, ...] = ()
     stream: bool | None = None
+    thinking_budget_tokens: int | None = None
+    last_role: str | None = None
 
 
 @dataclass(frozen=True)
 class Turn:
     text: tuple[str, ...] = ()
     thinking: tuple[str, ...] = ()
+    redacted_thinking: tuple[str, ...] = ()
     tool_uses: tuple[ToolUse, ...] = ()
     stop_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
@@ -71,14 +83,18 @@ class Turn:
 
     @property
     def final_stop_reason(self) -> str:
-        return self.stop_reason or ("tool_use" if self.tool_uses else "end_turn")
+        if self.stop_reason:
+            return self.stop_reason
+        if any(tool.cut for tool in self.tool_uses):
+            return "max_tokens"
+        return "tool_use" if self.tool_uses else "end_turn"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Turn:
         """A Turn from its JSON form. Raises ValueError naming an unknown key."""
         _check_keys(cls, data, "turn")
         values = dict(data)
-        for key in ("text", "thinking"):
+        for key in ("text", "thinking", "redacted_thinking"):
             if isinstance(values.get(key), str):
                 values[key] = [values[key]]
             values[key] = tuple(values.get(key, ()))

@@ -7,11 +7,11 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from llm.scripted.checks import blocks, expectation_misses, protocol_problems
+from llm.scripted.checks import blocks, context_problem, expectation_misses, protocol_problems
 from llm.scripted.render import LAST_CHUNK, http_chunk, message_json, sse, stream_events
 from llm.scripted.script import ScriptError, Turn, load_script
 
@@ -71,6 +71,11 @@ class ScriptedMessagesServer:
     With ``api_key`` set, a request carrying another x-api-key gets a 401.
     With ``max_requests`` set, ``wait_until_done`` returns after that many.
     More requests than turns get a 500 and a recorded failure: never a loop.
+    With ``context_tokens`` set, the server counts a request's tokens as its
+    JSON size over ``chars_per_token`` (real ratios for JSON and code are 2–3),
+    refuses one past the window with the API's 400 "prompt is too long" (no
+    turn is used), and reports the count as ``input_tokens`` where the turn
+    does not script it.
     """
 
     def __init__(
@@ -81,8 +86,12 @@ class ScriptedMessagesServer:
         host: str = "127.0.0.1",
         port: int = 0,
         max_requests: int | None = None,
+        context_tokens: int | None = None,
+        chars_per_token: float = 2.5,
     ) -> None:
         self.turns = load_script(list(turns))
+        self.context_tokens = context_tokens
+        self.chars_per_token = chars_per_token
         self.api_key = api_key
         self.max_requests = max_requests
         self.requests: list[RecordedRequest] = []
@@ -209,7 +218,12 @@ class _Handler(BaseHTTPRequestHandler):
         if problems:
             scripted.fail("; ".join(problems))
             return self._error(ScriptError(400, "invalid_request_error", "; ".join(problems)))
+        tokens, too_long = context_problem(body, scripted.context_tokens, scripted.chars_per_token)
+        if too_long:
+            return self._error(ScriptError(400, "invalid_request_error", too_long))
         number, turn = scripted.take_turn()
+        if turn is not None and scripted.context_tokens is not None and "input_tokens" not in turn.usage:
+            turn = replace(turn, usage={**turn.usage, "input_tokens": tokens})
         if turn is None:
             return self._error(ScriptError(500, "api_error", "The scripted server has no turn left."))
         misses = expectation_misses(turn.expect, body)

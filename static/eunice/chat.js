@@ -361,6 +361,7 @@
         busy(false);
         if (answer) finishAnswer(answer);
         if (chunk.cancelled) bubble("notice", "Cancelled.");
+        if (chunk.notice) bubble("notice", chunk.notice);  // cut off at the output limit, or refused
         const where = answer;  // inline cards go under this answer
         fetch(`/api/conversations/${conversationId}/messages/?order=newest&limit=1`, { credentials: "same-origin" })
           .then((r) => r.json())

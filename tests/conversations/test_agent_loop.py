@@ -10,6 +10,7 @@ from asgiref.sync import async_to_sync
 
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, ConversationEvent, UsageLog
+from conversations.prompt import CHARS_PER_TOKEN
 from conversations.recording import ListDisplay
 from conversations.replay import replay
 from conversations.state import request_cancel
@@ -206,7 +207,7 @@ def test_an_oversized_tool_result_the_model_has_read_is_compacted(
     run(conversation, user, "hi")
     base = request_chars(probe.requests[0])
     # One request with the whole result passes the soft threshold but not the hard one.
-    settings.EUNICE_CONTEXT_TOKENS = int((base + 60_000) / 4 / 0.9)
+    settings.EUNICE_CONTEXT_TOKENS = int((base + 60_000) / CHARS_PER_TOKEN / 0.9)
     server = model(
         [
             {"tool_uses": [{"name": "dump", "input": {}, "id": "t1"}]},
@@ -234,7 +235,9 @@ def test_a_turn_that_cannot_fit_even_compacted_stops_cleanly(model, make_tool, c
     probe = model([{"text": ["Hello."]}])
     run(conversation, user, "hi")
     base = request_chars(probe.requests[0])
-    settings.EUNICE_CONTEXT_TOKENS = int((base + 40_000) / 4)  # the first request fits; with the result, never
+    settings.EUNICE_CONTEXT_TOKENS = int(
+        (base + 40_000) / CHARS_PER_TOKEN
+    )  # the first request fits; with the result, never
     server = model([{"tool_uses": [{"name": "dump", "input": {}, "id": "t1"}]}])
 
     outcome = run(conversation, user, "dump it")

@@ -75,7 +75,8 @@ def request(*messages, system="You are Eunice.", tools=(), **fields) -> LLMReque
     history = [{"role": "user", "content": m} if isinstance(m, str) else m for m in messages] or [
         {"role": "user", "content": "Hello"}
     ]
-    return LLMRequest(model="claude-test", system=system, messages=history, tools=list(tools), max_tokens=256, **fields)
+    fields.setdefault("max_tokens", 256)
+    return LLMRequest(model="claude-test", system=system, messages=history, tools=list(tools), **fields)
 
 
 def state_block(text: str = "turn 1") -> dict:

@@ -140,3 +140,46 @@ def test_the_fake_model_server_command_serves_a_script_file(tmp_path):
             process.communicate()
     assert process.returncode == 0, err
     assert "Answered 1 requests; 0 turns left." in out
+
+
+def test_a_thinking_block_sent_back_changed_is_refused_like_the_real_api(scripted, client_for):
+    server = scripted([{"text": "never"}])
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "edited", "signature": "sig-forged"}]},
+        {"role": "user", "content": "and?"},
+    ]
+    with pytest.raises(anthropic.BadRequestError, match="Invalid `signature` in `thinking` block"):
+        client_for(server).messages.create(model="m", max_tokens=5, messages=history)
+    server.failures.clear()
+
+
+def test_a_tool_loop_without_its_thinking_is_refused_when_thinking_is_on(scripted, client_for):
+    server = scripted([{"text": "never"}])
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "plan", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+    ]
+    with pytest.raises(anthropic.BadRequestError, match="must start with a thinking block"):
+        client_for(server).messages.create(
+            model="m", max_tokens=2048, thinking={"type": "enabled", "budget_tokens": 1024}, messages=history
+        )
+    server.failures.clear()
+
+
+def test_a_request_past_the_context_window_is_refused_as_too_long(scripted, provider_for):
+    from llm import LLMContextTooLongError
+
+    server = scripted([{"text": "never"}], context_tokens=10, chars_per_token=2.0)
+    with pytest.raises(LLMContextTooLongError) as refused:
+        provider_for(server).complete(request("x" * 100))
+    assert refused.value.prompt_tokens > refused.value.limit == 10
+    assert server.turns_left == 1
+
+
+def test_a_tool_call_cut_by_max_tokens_is_reported_not_raised(scripted, provider_for):
+    server = scripted([{"text": "Sure.", "tool_uses": [{"name": "plan", "input": {"steps": ["a", "b"]}, "cut": True}]}])
+    response = list(provider_for(server).stream(request("plan")))[-1].response
+    assert (response.stop_reason, response.cut_tool_uses, response.text) == ("max_tokens", ("plan",), "Sure.")
+    assert response.tool_uses == []

@@ -13,7 +13,7 @@ from llm import (
     anthropic_provider,
 )
 from llm.anthropic_provider import AnthropicProvider, _tls_context, warm_up
-from llm.scripted.render import http_chunk, sse, stream_events
+from llm.scripted.render import http_chunk, signature_for, sse, stream_events
 from llm.scripted.script import Turn
 from tests.llm.conftest import TEST_KEY, request
 
@@ -45,7 +45,7 @@ def test_a_tool_use_blocks_streamed_input_json_is_assembled(scripted, provider_f
 
 def test_thinking_deltas_are_kept_apart_from_the_answer(scripted, provider_for):
     server = scripted([{"thinking": ["Weigh A", " against B."], "text": ["B is better."]}])
-    events = list(provider_for(server).stream(request("A or B?", thinking_budget_tokens=1024)))
+    events = list(provider_for(server).stream(request("A or B?", thinking_budget_tokens=1024, max_tokens=2048)))
     assert [e.thinking for e in events if isinstance(e, ThinkingDelta)] == ["Weigh A", " against B."]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["B is better."]
     response = events[-1].response
@@ -57,7 +57,7 @@ def test_thinking_goes_back_with_its_signature_in_the_next_turns_history(scripte
     server = scripted([{"thinking": "Need a tool.", "tool_uses": [{"name": "plan", "input": {}}]}])
     response = list(provider_for(server).stream(request("Go")))[-1].response
     thinking, tool_use = response.to_message()["content"]
-    assert thinking == {"type": "thinking", "thinking": "Need a tool.", "signature": "scripted-signature"}
+    assert thinking == {"type": "thinking", "thinking": "Need a tool.", "signature": signature_for("Need a tool.")}
     assert tool_use["type"] == "tool_use" and tool_use["name"] == "plan"
 
 
@@ -192,3 +192,10 @@ def test_warming_up_loads_the_sdks_trace_propagators_once():
     warm_up()
 
     assert trace_context_injector.cache_info().currsize == 1
+
+
+def test_thinking_cut_off_before_its_signature_is_not_sent_back():
+    from llm import LLMResponse, TextBlock, ThinkingBlock, Usage
+
+    cut = LLMResponse((ThinkingBlock("Half a tho"), TextBlock("")), "max_tokens", Usage(), "m")
+    assert cut.to_message() == {"role": "assistant", "content": []}
