@@ -43,6 +43,7 @@ from registry.result import ToolResult
 from registry.snapshot import Definition, Snapshot, redacted
 from registry.suggest import closest_tools
 from registry.validation import InputError, validator_for
+from registry.workers import Busy, ToolWorkers
 
 if TYPE_CHECKING:
     from registry.search import ToolSearch
@@ -70,7 +71,7 @@ class ToolRegistry:
         self._unavailable: dict[str, str] = {}  # tool name -> why it cannot run
         self._system_loaded_for = -1
         self._lock = threading.RLock()
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._workers: ToolWorkers | None = None
         self._search: ToolSearch | None = None
         self._custom: dict[tuple[str, str], Handler] = {}  # (tool, approved hash) -> handler
 
@@ -196,7 +197,7 @@ class ToolRegistry:
         elif call.handler is not None and call.handler.is_async:
             envelope = await self._run_async(call)
         else:
-            envelope = await aio.in_worker_thread(self._run_sync)(call)
+            envelope = await self._run_on_worker(call)
         return await aio.in_db_thread(self._finish)(call, envelope)
 
     def is_sequential(self, name: str) -> bool:
@@ -307,19 +308,43 @@ class ToolRegistry:
     def _run_sync(self, call: Call) -> Envelope:
         handler = call.handler
         assert handler is not None
+        timeout = self._timeout(handler)
         try:
             if handler.inline:
                 envelope = handler.func(call.inputs, call.context)
-            elif handler.is_async:
-                envelope = aio.run_sync(handler.func(call.inputs, call.context), self._timeout(handler))
-            else:
-                future = self._worker_pool().submit(_on_worker, handler.func, call.inputs, call.context)
-                envelope = self._wait(future, handler)
-            if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
-                envelope = aio.run_sync(envelope, self._timeout(handler))
-            return envelope
+                if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
+                    envelope = aio.run_sync(envelope, timeout)
+                return envelope
+            if handler.is_async:
+                return aio.run_sync(handler.func(call.inputs, call.context), timeout)
+            future = self._submit(call, timeout)
+            try:
+                return future.result(timeout)
+            except concurrent.futures.TimeoutError:
+                self.workers().abandon(future)
+                raise TimeoutError(f"timed out after {timeout:g} s") from None
         except TimeoutError as exc:
             return Err(str(exc), "TimeoutError")
+        except Busy as exc:
+            return Err(str(exc), "ToolBusy")
+
+    async def _run_on_worker(self, call: Call) -> Envelope:
+        """A synchronous handler (inline ones too: nothing blocks the event loop) on a tool worker."""
+        handler = call.handler
+        assert handler is not None
+        timeout = self._timeout(handler)
+        try:
+            future = self._submit(call, timeout)
+        except Busy as exc:
+            return Err(str(exc), "ToolBusy")
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except TimeoutError:
+            self.workers().abandon(future)
+            return Err(f"timed out after {timeout:g} s", "TimeoutError")
+        except asyncio.CancelledError:  # the caller stopped waiting (the user's cancel)
+            self.workers().abandon(future)
+            raise
 
     async def _run_async(self, call: Call) -> Envelope:
         handler = call.handler
@@ -330,22 +355,23 @@ class ToolRegistry:
         except TimeoutError:
             return Err(f"timed out after {timeout:g} s", "TimeoutError")
 
-    def _wait(self, future: concurrent.futures.Future, handler: Handler) -> Any:
-        timeout = self._timeout(handler)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            # A Python thread cannot be killed; the caller stops waiting and
-            # the worker finishes (or not) on its own.
-            future.cancel()
-            raise TimeoutError(f"timed out after {timeout:g} s") from None
+    def _submit(self, call: Call, timeout: float) -> concurrent.futures.Future:
+        assert call.handler is not None
+        return self.workers().submit(
+            call.name, call.context.tenant_id, _on_worker, call.handler.func, call.inputs, call.context, timeout
+        )
 
-    def _worker_pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        if self._pool is None:
+    def workers(self) -> ToolWorkers:
+        """The threads synchronous handlers run on (registry.workers), made on first use."""
+        if self._workers is None:
             with self._lock:
-                if self._pool is None:
-                    self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="tool")
-        return self._pool
+                if self._workers is None:
+                    self._workers = ToolWorkers(
+                        threads=settings.EUNICE_TOOL_THREADS,
+                        per_tool=settings.EUNICE_TOOL_CALLS_PER_TOOL,
+                        per_tenant=settings.EUNICE_TOOL_CALLS_PER_TENANT,
+                    )
+        return self._workers
 
     def _finish(self, call: Call, envelope: Envelope) -> ToolResult:
         result = envelope_to_tool_result(envelope)
@@ -395,9 +421,14 @@ def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) 
         logger.exception("recording contract_envelope for %s failed", call.name)
 
 
-def _on_worker(func: HandlerFunc, inputs: dict, context: ToolContext) -> Any:
+def _on_worker(func: HandlerFunc, inputs: dict, context: ToolContext, timeout: float) -> Any:
+    """A handler's call on a worker thread, its connection tidied as for a request."""
+    close_old_connections()
     try:
-        return func(inputs, context)
+        envelope = func(inputs, context)
+        if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
+            envelope = aio.run_sync(envelope, timeout)
+        return envelope
     finally:
         close_old_connections()
 
