@@ -25,7 +25,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from eunice.jsonlimits import JSONTooDeep, check_depth
-from registry import aio, gate
+from registry import aio, availability, gate
 from registry.context import ToolContext
 from registry.contract import (
     Envelope,
@@ -74,6 +74,8 @@ class ToolRegistry:
         self._workers: ToolWorkers | None = None
         self._search: ToolSearch | None = None
         self._custom: dict[tuple[str, str], Handler] = {}  # (tool, approved hash) -> handler
+        # Bumped whenever a handler comes or goes: what is offered may have changed.
+        self.availability_generation = 0
 
     # --- registration -----------------------------------------------------
 
@@ -88,15 +90,37 @@ class ToolRegistry:
     ) -> None:
         """Make ``func`` the handler of tool ``name`` (system and MCP tools)."""
         dispatch = wrap_for_dispatch(name, func)
+        handler = Handler.wrap(
+            dispatch, inline=inline, timeout=timeout, sequential=sequential, requires=_requirement(func)
+        )
         with self._lock:
-            self._handlers[name] = Handler.wrap(dispatch, inline=inline, timeout=timeout, sequential=sequential)
+            self._handlers[name] = handler
             self._unavailable.pop(name, None)
+            self.availability_generation += 1
 
     def unregister_handler(self, name: str, reason: str | None = None) -> None:
         with self._lock:
             self._handlers.pop(name, None)
             if reason:
                 self._unavailable[name] = reason
+            self.availability_generation += 1
+
+    def handler(self, name: str) -> Handler | None:
+        return self._handlers.get(name)
+
+    def known_reason(self, name: str) -> str | None:
+        """Why ``name`` has no handler, when the registry was told or found out (else None)."""
+        return self._unavailable.get(name)
+
+    def why_unavailable(self, definition: Definition) -> str | None:
+        """Why the tool cannot run now, or None (registry.availability, for every kind of tool)."""
+        if self._system_loaded_for != self._snapshot.generation:
+            self.definitions()  # the system handlers are registered with the definitions
+        return availability.why_unavailable(self, definition)
+
+    def offered_to(self, definition: Definition, tenant_id: str) -> bool:
+        """Whether the tool may be offered to the tenant's model: visible to it, and able to run."""
+        return definition.visible_to(tenant_id) and self.why_unavailable(definition) is None
 
     @property
     def snapshot_generation(self) -> int:
@@ -144,6 +168,7 @@ class ToolRegistry:
                     continue
                 self._register_system(name, definition.handler_path or entry["handler_path"], entry)
             self._system_loaded_for = self._snapshot.generation
+            self.availability_generation += 1
 
     def _register_system(self, name: str, path: str, entry: dict) -> None:
         try:
@@ -157,6 +182,7 @@ class ToolRegistry:
             inline=entry.get("inline", False),
             timeout=entry.get("timeout_seconds"),
             sequential=entry.get("sequential", False),
+            requires=_requirement(func),
         )
 
     # --- the catalog the model sees ---------------------------------------
@@ -166,7 +192,7 @@ class ToolRegistry:
         return [
             {"name": d.name, "description": d.description, "input_schema": d.llm_schema}
             for d in self.definitions().values()
-            if d.visible_to(tenant_id)
+            if self.offered_to(d, tenant_id)
         ]
 
     def callable_names(self, tenant_id: str) -> list[str]:
@@ -236,6 +262,14 @@ class ToolRegistry:
             call.early = self._unknown_tool(name, tenant_id)
             return call
         call.definition = definition
+        why_not = availability.why_unavailable(self, definition)
+        if why_not is not None:
+            call.early = Hint(
+                "schema",
+                f"{name} is unavailable here: {why_not}; it cannot be used now, "
+                "so use another tool (search_tools finds one)",
+            )
+            return call
         try:
             # Before the validator, which (like every consumer of the inputs after it) recurses.
             check_depth(inputs, what="the input")
@@ -262,12 +296,8 @@ class ToolRegistry:
         return None, self._unavailable.get(definition.name, "it has no registered handler")
 
     def _route_custom(self, definition: Definition) -> tuple[Handler | None, str]:
-        if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
-            return None, "custom tools are not enabled in this deployment"
+        # registry.availability has checked the feature flag and the approved hash.
         current = definition.current_hash
-        if not definition.approved_hash or current != definition.approved_hash:
-            # Checked here too, not only in save(): a bulk update bypasses save().
-            return None, "its definition changed since it was approved and awaits review"
         key = (definition.name, current)
         handler = self._custom.get(key)
         if handler is None:
@@ -412,6 +442,10 @@ def _input_hint(definition: Definition, exc: InputError) -> Hint:
         f"invalid input for {definition.name}: {exc}{expected}",
         [{"label": definition.name, "score": 1.0, "input_schema": definition.input_schema}],
     )
+
+
+def _requirement(func: HandlerFunc) -> Any:
+    return getattr(func, "__requires__", None)
 
 
 def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) -> None:
