@@ -12,9 +12,8 @@ None when it can:
   handler declares that with ``@requires(check)`` next to itself
   (``web_search`` needs a search backend);
 * MCP: its server offers it (a tool that needs a client feature Eunice lacks
-  is held by ``registry.mcp.inventory`` and said unsupported), and the server
-  is not known to be disconnected; a server this process has not connected
-  yet is connected on the first call;
+  is held by ``registry.mcp.inventory`` and said unsupported); a server this
+  process has not connected, or that disconnected, is connected by the call;
 * custom: custom tools are on, and the definition is the one approved.
 """
 
@@ -42,9 +41,9 @@ def _system(registry: ToolRegistry, definition: Definition) -> str | None:
 
 
 def _mcp(registry: ToolRegistry, definition: Definition) -> str | None:
-    if registry.handler(definition.name) is not None:
-        return None
-    return registry.known_reason(definition.name)  # None: not connected here yet, connected on the call
+    # An approved row is one its server offers (held tools are not approved); a server
+    # not connected in this process, or disconnected, is connected by the call itself.
+    return None
 
 
 def _custom(registry: ToolRegistry, definition: Definition) -> str | None:

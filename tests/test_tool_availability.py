@@ -7,7 +7,6 @@ from django.core.management import call_command
 
 from registry.models import ToolStatus, ToolType
 from registry.surface import compose
-from tests import handlers
 from tests.conftest import TENANT
 from tools.utility import find_tools
 
@@ -57,13 +56,6 @@ def test_a_row_without_a_handler_is_not_offered_and_a_call_says_why(registry, ca
     assert call("orphan").content.startswith("⚠ schema hint: orphan is unavailable here: it has no registered handler")
 
 
-def test_an_mcp_tool_of_a_disconnected_server_is_not_offered(registry, make_tool):
-    make_tool("mcp_acme_weather", handlers.echo, tool_type=ToolType.MCP)
-    assert "mcp_acme_weather" in offered(registry, "mcp_acme_weather")
-    registry.unregister_handler("mcp_acme_weather", "its MCP server is disconnected")
-    assert "mcp_acme_weather" not in offered(registry, "mcp_acme_weather")
-
-
 def test_a_custom_tool_is_not_offered_while_custom_tools_are_off(registry, make_tool):
     tool = make_tool("mine", tool_type=ToolType.CUSTOM, implementation="result = 1")
     type(tool).objects.filter(pk=tool.pk).update(status="approved", approved_hash=tool.definition_hash)
@@ -73,11 +65,8 @@ def test_a_custom_tool_is_not_offered_while_custom_tools_are_off(registry, make_
 def test_list_tools_says_why_each_unavailable_tool_cannot_run(capsys, registry, make_tool, no_search_backend):
     make_tool("orphan")
     make_tool("mcp_acme_tasks", tool_type=ToolType.MCP, status=ToolStatus.TESTING, status_message=UNSUPPORTED)
-    make_tool("mcp_acme_weather", handlers.echo, tool_type=ToolType.MCP)
-    registry.unregister_handler("mcp_acme_weather", "its MCP server is disconnected")
     reasons = listed(capsys)
     assert reasons["web_search"].startswith(NO_BACKEND)
     assert reasons["orphan"] == "it has no registered handler"
     assert reasons["mcp_acme_tasks"] == f"it is not approved (status testing): {UNSUPPORTED}"
-    assert reasons["mcp_acme_weather"] == "its MCP server is disconnected"
     assert reasons["plan"] is None
