@@ -6,7 +6,9 @@ an answer of CHUNKS text deltas, one every DELAY seconds. The SSE bytes are
 rendered once, by the same code as the scripted test server, so the model's
 own cost stays out of the figures it serves.
 
-Usage: python bench/_model_server.py FD CHUNKS DELAY
+Usage: python bench/_model_server.py FD CHUNKS DELAY [TOOL_USES]
+
+TOOL_USES, a JSON list of [name, input, id], replaces the `plan` call (bench/cancel.py).
 
 FD is a listening socket the caller bound and passed down (see turns.py).
 """
@@ -29,10 +31,12 @@ def rendered(turn: Turn) -> list[tuple[str, bytes]]:
     return [(name, sse(name, data)) for name, data in stream_events(turn, model="bench-model", message_id="msg_bench")]
 
 
-async def serve(fd: int, chunks: int, delay: float) -> None:
-    # The step is done at once: agentic mode's guardrail has no open step to remind of.
-    plan = {"steps": [{"title": "answer", "status": "done"}]}
-    tool_turn = rendered(Turn(tool_uses=(ToolUse("plan", plan, "toolu_plan"),)))
+# The step is done at once: agentic mode's guardrail has no open step to remind of.
+PLAN = [["plan", {"steps": [{"title": "answer", "status": "done"}]}, "toolu_plan"]]
+
+
+async def serve(fd: int, chunks: int, delay: float, tool_uses: list | None = None) -> None:
+    tool_turn = rendered(Turn(tool_uses=tuple(ToolUse(*use) for use in tool_uses or PLAN)))
     answer_turn = rendered(Turn(text=tuple(f"w{n} " for n in range(chunks))))
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -64,4 +68,5 @@ async def serve(fd: int, chunks: int, delay: float) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])))
+    uses = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+    asyncio.run(serve(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), uses))

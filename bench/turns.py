@@ -53,12 +53,13 @@ def listening_socket() -> socket.socket:
     return listener
 
 
-def model_server(chunks: int, delay: float) -> tuple[subprocess.Popen, int]:
+def model_server(chunks: int, delay: float, tool_uses: list | None = None) -> tuple[subprocess.Popen, int]:
     """The Messages API the server talks to, in its own process (bench/_model_server.py)."""
+    extra = [json.dumps(tool_uses)] if tool_uses else []
     with listening_socket() as listener:
         fd, port = listener.fileno(), listener.getsockname()[1]
         process = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench" / "_model_server.py"), str(fd), str(chunks), str(delay)],
+            [sys.executable, str(ROOT / "bench" / "_model_server.py"), str(fd), str(chunks), str(delay), *extra],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             pass_fds=(fd,),
@@ -203,32 +204,9 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=200)
-    parser.add_argument("--chunks", type=int, default=500)
-    parser.add_argument("--chunk-delay", type=float, default=0.02)
-    parser.add_argument(
-        "--server",
-        choices=("uvicorn", "daphne"),
-        default="uvicorn",
-        help="uvicorn, as scripts/run serves the product (default), or daphne for comparison",
-    )
-    parser.add_argument(
-        "--ws",
-        choices=("websockets", "websockets-sansio"),
-        default="websockets",
-        help="uvicorn's websocket implementation (scripts/run uses websockets)",
-    )
-    parser.add_argument(
-        "--per-second", action="store_true", help="also print relay latency by the second the messages arrived in"
-    )
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    database = _django.setup()
-    machine_ms = reference_ms()  # before anything else runs: the machine's own speed today
-    model, model_port = model_server(args.chunks, args.chunk_delay)
-    pairs = prepare(args.conversations)
+def serve_product(model_port: int, server: str = "uvicorn", ws: str = "websockets") -> tuple[subprocess.Popen, int]:
+    """The product in a subprocess (as scripts/run serves it) against ``model_port``'s model,
+    once it answers /health/: (process, port)."""
     listener = listening_socket()
     fd, port = listener.fileno(), listener.getsockname()[1]
     env = {
@@ -255,7 +233,7 @@ def main() -> None:
             "--http",
             "httptools",
             "--ws",
-            args.ws,
+            ws,
             "--ws-per-message-deflate",
             "false",
             "--ws-max-size",
@@ -264,8 +242,8 @@ def main() -> None:
             "off",
             "eunice.asgi:application",
         ],
-    }[args.server]
-    server = subprocess.Popen(
+    }[server]
+    process = subprocess.Popen(
         [sys.executable, *command],
         cwd=ROOT,
         env=env,
@@ -274,8 +252,38 @@ def main() -> None:
         pass_fds=(fd,),
     )
     listener.close()  # the server holds its own copy
+    wait_for_port(port, process, path="/health/")
+    return process, port
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=200)
+    parser.add_argument("--chunks", type=int, default=500)
+    parser.add_argument("--chunk-delay", type=float, default=0.02)
+    parser.add_argument(
+        "--server",
+        choices=("uvicorn", "daphne"),
+        default="uvicorn",
+        help="uvicorn, as scripts/run serves the product (default), or daphne for comparison",
+    )
+    parser.add_argument(
+        "--ws",
+        choices=("websockets", "websockets-sansio"),
+        default="websockets",
+        help="uvicorn's websocket implementation (scripts/run uses websockets)",
+    )
+    parser.add_argument(
+        "--per-second", action="store_true", help="also print relay latency by the second the messages arrived in"
+    )
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    database = _django.setup()
+    machine_ms = reference_ms()  # before anything else runs: the machine's own speed today
+    model, model_port = model_server(args.chunks, args.chunk_delay)
+    pairs = prepare(args.conversations)
+    server, port = serve_product(model_port, args.server, args.ws)
     try:
-        wait_for_port(port, server, path="/health/")
         # The clients are the measuring instrument: a collector pause in this
         # process would be counted as relay latency. A full collection of the
         # Django heap prepare() loaded took 60-80 ms, and even with that heap

@@ -20,7 +20,7 @@ from rest_framework.exceptions import APIException, PermissionDenied, Validation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from conversations import listing, runs
+from conversations import cancels, listing, runs
 from conversations.access import conversations_of
 from conversations.loop import run_turn
 from conversations.models import ChatMessage, Conversation, ConversationEvent
@@ -108,6 +108,23 @@ TURN_REPLY = inline_serializer(
         "cancelled": serializers.BooleanField(),
         "error": serializers.CharField(
             allow_null=True, help_text="why the model could not answer (stop_reason `error`); null otherwise"
+        ),
+    },
+)
+
+
+class CancelSerializer(StrictSerializer):
+    tool_use_id = serializers.CharField(
+        required=False, max_length=200, help_text="cancel only this running tool call; the turn goes on"
+    )
+
+
+CANCEL_REPLY = inline_serializer(
+    "CancelReply",
+    {
+        "tool_use_id": serializers.CharField(allow_null=True),
+        "running_here": serializers.BooleanField(
+            help_text="the call ran in this server process (false: it was passed on to the others, if any)"
         ),
     },
 )
@@ -255,6 +272,19 @@ class ConversationViewSet(viewsets.ModelViewSet):
             },
             status=status.HTTP_201_CREATED,
         )
+
+    @extend_schema(request=CancelSerializer, responses={202: CANCEL_REPLY})
+    @action(detail=True, methods=["post"], url_path="cancel")
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """POST {}: cancel the running turn. POST {"tool_use_id": ...}: cancel that tool call only;
+        its result is ``Cancelled`` and the turn goes on with the other calls."""
+        conversation = self.get_object()
+        body = CancelSerializer(data=request.data)
+        if not body.is_valid():
+            raise ValidationError(body.errors)
+        tool_use_id = body.validated_data.get("tool_use_id")
+        here = cancels.cancel(conversation, tool_use_id)
+        return Response({"tool_use_id": tool_use_id, "running_here": here}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=EventSerializer(many=True))
     @action(detail=True, methods=["get"], url_path="events")

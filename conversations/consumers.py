@@ -26,12 +26,13 @@ from conversations import approvals, questions, runs
 from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
-from conversations.state import request_cancel
+from conversations.state import cancel_running, cancel_tool_call, request_cancel
 from conversations.turn_reservations import TurnInProgress
 from eunice import drain
 from eunice.health import unavailable_message
 from eunice.jsonlimits import loads_bounded
 from eunice.throttling import turn_refused_message, turn_retry_after
+from registry.aio import in_db_thread
 from registry.approvals import ApprovalConflict, ApprovalNotFound
 
 logger = logging.getLogger("eunice.conversations")
@@ -181,8 +182,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         elif kind == "answer":
             await self._answer(content)
         elif kind == "cancel":
-            await database_sync_to_async(request_cancel)(conversation)
-            await self._tell_group({"type": "run.cancel"})
+            await self._cancel(conversation, content.get("tool_use_id"))
         elif kind == "approval":
             await self._decide(conversation, content)
         else:
@@ -192,6 +192,26 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                     "message": (f"unknown message type {kind!r}; expected 'message', 'answer', 'cancel' or 'approval'"),
                 }
             )
+
+    async def _cancel(self, conversation, tool_use_id) -> None:
+        """Cancel the running turn, or (``tool_use_id``) only that tool call; answered at once
+        with ``cancel_requested``. The call's result (``Cancelled``) follows as its tool_result."""
+        if tool_use_id is not None and not isinstance(tool_use_id, str):
+            await self.send_json({"type": "error", "message": "'tool_use_id' must be a string"})
+            return
+        if tool_use_id is None:
+            cancel_running(conversation.pk)
+            relayed: dict = {"type": "run.cancel"}
+        elif cancel_tool_call(conversation.pk, tool_use_id):
+            relayed = {}
+        else:  # not running in this process: perhaps in another one
+            relayed = {"type": "run.cancel_tool", "tool_use_id": tool_use_id}
+        # Answered before any database work: this process's run has stopped already.
+        await self.send_json({"type": "cancel_requested", "tool_use_id": tool_use_id})
+        if tool_use_id is None:  # the flag, for a turn running in another process
+            await in_db_thread(request_cancel)(conversation)
+        if relayed:
+            await self._tell_group(relayed)
 
     async def _decide(self, conversation, content: dict) -> None:
         """The person's click on an approval card: decided as the conversation's owner.
@@ -309,9 +329,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def run_cancel(self, event: dict) -> None:
         # A cancel sent through another process's socket: stop this process's run too.
-        conversation = await database_sync_to_async(owned_conversation)(self.user, self.conversation_id)
+        conversation = await in_db_thread(owned_conversation)(self.user, self.conversation_id)
         if conversation is not None:
-            await database_sync_to_async(request_cancel)(conversation)
+            await in_db_thread(request_cancel)(conversation)
+
+    async def run_cancel_tool(self, event: dict) -> None:
+        # A tool call's cancel sent through another process's socket (checked for ownership there).
+        cancel_tool_call(self.conversation_id, event["tool_use_id"])
 
 
 def _json_kind(value) -> str:  # noqa: ANN001

@@ -22,7 +22,7 @@ from conversations.policies import Violation, check_policies, count_violation, f
 from conversations.ports import TurnGate
 from conversations.runtime import Runtime
 from conversations.side_effects import route_side_effects
-from conversations.state import DispatchState
+from conversations.state import CallCancel, DispatchState
 from registry.aio import in_db_thread
 from registry.context import ToolContext
 from registry.contract import Err, Hint
@@ -62,6 +62,7 @@ class _Planned:
     started: float
     status_message: str  # shown with the call and again with its result
     not_offered: Hint | None = None  # the tool was not on this call's surface: answered, never run
+    shown: bool = False  # its tool_result is already on the display (a call cancelled on its own)
 
 
 def args_hash(tool_name: str, tool_input: dict | None) -> str:
@@ -120,16 +121,22 @@ async def dispatch_tool_calls(
     results: list[DispatchResult] = []
     gate = TurnGate(runtime, state)
     for group in await in_db_thread(_groups)(blocks, runtime):
-        planned = await in_db_thread(_plan_group)(group, runtime, state, offered)
-        limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
-        for item in planned:
-            gate.plan(item.block["id"], item.refusal)
+        # Before the user is shown the calls (in planning): from then on each can be cancelled on its own.
+        cancels = {b["id"]: CallCancel(state.cancel, runtime.conversation.pk, b["id"]) for b in group}
+        try:
+            planned = await in_db_thread(_plan_group)(group, runtime, state, offered)
+            limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
+            for item in planned:
+                gate.plan(item.block["id"], item.refusal)
 
-        async def run(item: _Planned, limit: asyncio.Semaphore = limit) -> ToolResult:
-            async with limit:
-                return await _execute(item, runtime, state, gate)
+            async def run(item: _Planned, cancel: CallCancel, limit: asyncio.Semaphore = limit) -> ToolResult:
+                async with limit:
+                    return await _execute(item, runtime, gate, cancel)
 
-        outcomes = await asyncio.gather(*(run(item) for item in planned))
+            outcomes = await asyncio.gather(*(run(item, cancels[item.block["id"]]) for item in planned))
+        finally:
+            for cancel in cancels.values():
+                cancel.release()
         results += await in_db_thread(_settle_group)(planned, outcomes, runtime, state)
     return results
 
@@ -245,26 +252,33 @@ def _violations(name: str, runtime: Runtime, state: DispatchState) -> list[Viola
     return counted
 
 
-async def _execute(item: _Planned, runtime: Runtime, state: DispatchState, gate: TurnGate) -> ToolResult:
-    """The call through the registry (whose gate refuses what ``_plan`` refused)."""
+async def _execute(item: _Planned, runtime: Runtime, gate: TurnGate, cancel: CallCancel) -> ToolResult:
+    """The call through the registry (whose gate refuses what ``_plan`` refused), raced
+    against a cancel of the call or of its turn."""
     block = item.block
-    context = runtime.tool_context(block["id"], block["name"], state.cancel, gate)
+    context = runtime.tool_context(block["id"], block["name"], cancel, gate)
     if item.not_offered is not None:
         return await in_db_thread(runtime.registry.refuse)(block["name"], block.get("input"), context, item.not_offered)
     if item.refusal is not None:  # the gate refuses it at once: nothing to race
         return await runtime.registry.aexecute_tool(block["name"], block.get("input"), context)
-    if state.cancel.cancelled:
+    if cancel.cancelled:
         return await _cancelled(block, runtime, context)
     task = asyncio.ensure_future(runtime.registry.aexecute_tool(block["name"], block.get("input"), context))
-    watcher = asyncio.ensure_future(state.cancel.wait())
-    done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    watcher.cancel()
+    watchers = {asyncio.ensure_future(cancel.turn.wait()), asyncio.ensure_future(cancel.own.wait())}
+    done, _ = await asyncio.wait({task, *watchers}, return_when=asyncio.FIRST_COMPLETED)
+    for watcher in watchers:
+        watcher.cancel()
     if task in done:
         return task.result()
     # The user stopped waiting; a tool running in a thread finishes (or not)
-    # on its own, one in a process is told through context.cancel.
+    # on its own (registry.workers writes its thread off), one in a process is
+    # killed through context.cancel.
     task.cancel()
-    return await _cancelled(block, runtime, context)
+    result = await _cancelled(block, runtime, context)
+    if not cancel.turn.cancelled:  # this call alone: the user sees it stop now, not when the others finish
+        runtime.display.send(_result_chunk(item, result, result.content))
+        item.shown = True
+    return result
 
 
 async def _cancelled(block: dict, runtime: Runtime, context: ToolContext) -> ToolResult:
@@ -299,16 +313,8 @@ def _settle_group(
                 "duration_ms": round(duration, 3),
             },
         )
-        runtime.display.send(
-            {
-                "type": "tool_result",
-                "tool_use_id": item.block["id"],
-                "name": name,
-                "status_message": item.status_message,
-                "content": dispatched.content,
-                "error": result.error is not None,
-            }
-        )
+        if not item.shown:
+            runtime.display.send(_result_chunk(item, result, dispatched.content))
         for chunk in shown:  # its cards and datasets, after the result they came with
             runtime.display.send({**chunk, "tool_use_id": item.block["id"]})
         results.append(dispatched)
@@ -316,6 +322,17 @@ def _settle_group(
         _save_failed_approaches(state)
     runtime.flush_events()
     return results
+
+
+def _result_chunk(item: _Planned, result: ToolResult, content: str) -> dict:
+    return {
+        "type": "tool_result",
+        "tool_use_id": item.block["id"],
+        "name": item.block["name"],
+        "status_message": item.status_message,
+        "content": content,
+        "error": result.error is not None,
+    }
 
 
 def _save_failed_approaches(state: DispatchState) -> None:

@@ -14,6 +14,7 @@ from django.utils import timezone
 from conversations.models import Conversation
 
 _tokens: dict[str, set[CancelToken]] = {}
+_calls: dict[tuple[str, str], CallCancel] = {}  # (conversation id, tool_use id) -> a running call's cancel
 _tokens_lock = threading.Lock()
 
 
@@ -74,13 +75,57 @@ def _resolve(future: asyncio.Future) -> None:
         future.set_result(None)
 
 
+class CallCancel:
+    """One tool call's cancel: set by a cancel of that call or of its whole turn.
+
+    The handler's ``context.cancel`` (a sandboxed run polls it and is killed);
+    ``own`` is what the dispatcher races the call against besides the turn's token.
+    """
+
+    def __init__(self, turn: CancelToken, conversation_id: str, tool_use_id: str) -> None:
+        self.turn, self.own = turn, CancelToken()
+        self._key = (conversation_id, tool_use_id)
+        with _tokens_lock:
+            _calls[self._key] = self
+
+    @property
+    def cancelled(self) -> bool:
+        return self.own.cancelled or self.turn.cancelled
+
+    def release(self) -> None:
+        with _tokens_lock:
+            if _calls.get(self._key) is self:
+                del _calls[self._key]
+
+
+def cancel_tool_call(conversation_id: str, tool_use_id: str) -> bool:
+    """Cancel one tool call of the conversation if it runs in this process; whether it did.
+
+    No database work and no lock held long: the caller answers the user at once.
+    The call's result becomes ``Cancelled`` and its turn goes on with the others.
+    """
+    with _tokens_lock:
+        call = _calls.get((conversation_id, tool_use_id))
+    if call is None:
+        return False
+    call.own.cancel()
+    return True
+
+
+def cancel_running(conversation_id: str) -> None:
+    """Cancel the conversation's live tokens in this process: no database work, so the
+    caller can answer at once (``request_cancel`` then raises the flag for other processes)."""
+    with _tokens_lock:
+        tokens = list(_tokens.get(conversation_id, ()))
+    for token in tokens:
+        token.cancel()
+
+
 def request_cancel(conversation: Conversation) -> None:
-    """Cancel whatever the conversation is running: its flag, and live tokens in this process."""
+    """Cancel whatever the conversation is running: live tokens in this process, and its flag."""
+    cancel_running(conversation.pk)
     conversation.cancel_requested_at = timezone.now()
     Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=conversation.cancel_requested_at)
-    with _tokens_lock:
-        for token in list(_tokens.get(conversation.pk, ())):
-            token.cancel()
 
 
 def clear_cancel(conversation: Conversation) -> None:

@@ -105,12 +105,20 @@ def check(dependency: Dependency) -> dict:
 
 
 def report() -> tuple[int, dict]:
-    """(HTTP status, body): 503 when a required dependency is down, "degraded" when an optional one is."""
+    """(HTTP status, body): 503 when a required dependency is down, "degraded" when an optional one is.
+
+    ``tool_threads`` is this process's tool workers (registry.workers): ``lost``
+    counts threads written off because their handler hung, ``hung`` those whose
+    handler still runs.
+    """
+    from registry.registry import get_registry
+
     checks = {dependency.name: check(dependency) for dependency in DEPENDENCIES}
     down = [name for name, result in checks.items() if result["status"] == "down"]
     required_down = [name for name in down if checks[name]["required"]]
     status = "down" if required_down else "degraded" if down else "ok"
-    return (503 if required_down else 200), {"status": status, "down": down, "checks": checks}
+    body = {"status": status, "down": down, "checks": checks, "tool_threads": get_registry().workers().stats()}
+    return (503 if required_down else 200), body
 
 
 def unavailable_message(down: list[str]) -> str:

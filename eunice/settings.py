@@ -328,6 +328,12 @@ SPECTACULAR_SETTINGS = {
 
 # Seconds a tool may run before the caller stops waiting and gets an error.
 TOOL_TIMEOUT_SECONDS = env_float("EUNICE_TOOL_TIMEOUT", 300.0, minimum=0.001)
+# Synchronous handlers run on worker threads (registry.workers): at most this
+# many, not counting those written off because their handler hung; and calls
+# running at once per tool and per tenant (a hung call keeps its slots).
+EUNICE_TOOL_THREADS = env_int("EUNICE_TOOL_THREADS", 32, minimum=1)
+EUNICE_TOOL_CALLS_PER_TOOL = env_int("EUNICE_TOOL_CALLS_PER_TOOL", 8, minimum=1)
+EUNICE_TOOL_CALLS_PER_TENANT = env_int("EUNICE_TOOL_CALLS_PER_TENANT", 16, minimum=1)
 
 # Execution log: rows are buffered and written in batches by a background
 # thread every EXECUTION_LOG_FLUSH_SECONDS (0 writes each row synchronously).

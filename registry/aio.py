@@ -65,8 +65,9 @@ def in_db_thread(func):
     mostly Python under the GIL, so more threads add little throughput, and
     each one more is another contender for the GIL the event loop needs to
     relay the answers already streaming (bench/turns.py, when many turns
-    start at once). Work that may take long (a tool's handler) goes to
-    ``in_worker_thread`` instead, so it never holds up a turn's bookkeeping.
+    start at once). Work that may take long (a tool's handler) runs on the
+    registry's tool workers (``registry.workers``) instead, so it never holds
+    up a turn's bookkeeping.
 
     The thread's database connection is tidied before and after, as for a
     request (with CONN_MAX_AGE=0 it is closed), so no connection outlives it.

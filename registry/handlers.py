@@ -15,6 +15,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger("eunice.registry")
 
 HandlerFunc = Callable[[dict, "ToolContext"], Any]
+Requirement = Callable[[], "str | None"]  # why the tool cannot run now, or None when it can
+
+
+def requires(check: Requirement) -> Callable[[HandlerFunc], HandlerFunc]:
+    """Mark a handler as able to run only while ``check()`` returns None (else: why not).
+
+    Put it above the handler's other decorators; the registry reads it when it
+    registers the handler (registry.availability), and a tool whose check
+    fails is not offered and answers its calls with a Hint saying why.
+    """
+
+    def mark(func: HandlerFunc) -> HandlerFunc:
+        func.__requires__ = check  # type: ignore[attr-defined]
+        return func
+
+    return mark
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +48,7 @@ class Handler:
     inline: bool
     timeout: float | None  # None: the deployment's TOOL_TIMEOUT_SECONDS
     sequential: bool = False  # never runs alongside other calls of the same turn
+    requires: Requirement | None = None  # see ``requires``
 
     @classmethod
     def wrap(
@@ -41,6 +58,7 @@ class Handler:
         inline: bool = False,
         timeout: float | None = None,
         sequential: bool = False,
+        requires: Requirement | None = None,
     ) -> Handler:
         is_async = inspect.iscoroutinefunction(func)
         return cls(
@@ -49,6 +67,7 @@ class Handler:
             inline=inline and not is_async,
             timeout=timeout,
             sequential=sequential,
+            requires=requires,
         )
 
 

@@ -25,7 +25,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from eunice.jsonlimits import JSONTooDeep, check_depth
-from registry import aio, gate
+from registry import aio, availability, gate
 from registry.context import ToolContext
 from registry.contract import (
     Envelope,
@@ -43,6 +43,7 @@ from registry.result import ToolResult
 from registry.snapshot import Definition, Snapshot, redacted
 from registry.suggest import closest_tools
 from registry.validation import InputError, validator_for
+from registry.workers import Busy, ToolWorkers
 
 if TYPE_CHECKING:
     from registry.search import ToolSearch
@@ -70,9 +71,11 @@ class ToolRegistry:
         self._unavailable: dict[str, str] = {}  # tool name -> why it cannot run
         self._system_loaded_for = -1
         self._lock = threading.RLock()
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._workers: ToolWorkers | None = None
         self._search: ToolSearch | None = None
         self._custom: dict[tuple[str, str], Handler] = {}  # (tool, approved hash) -> handler
+        # Bumped whenever a handler comes or goes: what is offered may have changed.
+        self.availability_generation = 0
 
     # --- registration -----------------------------------------------------
 
@@ -87,15 +90,37 @@ class ToolRegistry:
     ) -> None:
         """Make ``func`` the handler of tool ``name`` (system and MCP tools)."""
         dispatch = wrap_for_dispatch(name, func)
+        handler = Handler.wrap(
+            dispatch, inline=inline, timeout=timeout, sequential=sequential, requires=_requirement(func)
+        )
         with self._lock:
-            self._handlers[name] = Handler.wrap(dispatch, inline=inline, timeout=timeout, sequential=sequential)
+            self._handlers[name] = handler
             self._unavailable.pop(name, None)
+            self.availability_generation += 1
 
     def unregister_handler(self, name: str, reason: str | None = None) -> None:
         with self._lock:
             self._handlers.pop(name, None)
             if reason:
                 self._unavailable[name] = reason
+            self.availability_generation += 1
+
+    def handler(self, name: str) -> Handler | None:
+        return self._handlers.get(name)
+
+    def known_reason(self, name: str) -> str | None:
+        """Why ``name`` has no handler, when the registry was told or found out (else None)."""
+        return self._unavailable.get(name)
+
+    def why_unavailable(self, definition: Definition) -> str | None:
+        """Why the tool cannot run now, or None (registry.availability, for every kind of tool)."""
+        if self._system_loaded_for != self._snapshot.generation:
+            self.definitions()  # the system handlers are registered with the definitions
+        return availability.why_unavailable(self, definition)
+
+    def offered_to(self, definition: Definition, tenant_id: str) -> bool:
+        """Whether the tool may be offered to the tenant's model: visible to it, and able to run."""
+        return definition.visible_to(tenant_id) and self.why_unavailable(definition) is None
 
     @property
     def snapshot_generation(self) -> int:
@@ -143,6 +168,7 @@ class ToolRegistry:
                     continue
                 self._register_system(name, definition.handler_path or entry["handler_path"], entry)
             self._system_loaded_for = self._snapshot.generation
+            self.availability_generation += 1
 
     def _register_system(self, name: str, path: str, entry: dict) -> None:
         try:
@@ -156,6 +182,7 @@ class ToolRegistry:
             inline=entry.get("inline", False),
             timeout=entry.get("timeout_seconds"),
             sequential=entry.get("sequential", False),
+            requires=_requirement(func),
         )
 
     # --- the catalog the model sees ---------------------------------------
@@ -165,7 +192,7 @@ class ToolRegistry:
         return [
             {"name": d.name, "description": d.description, "input_schema": d.llm_schema}
             for d in self.definitions().values()
-            if d.visible_to(tenant_id)
+            if self.offered_to(d, tenant_id)
         ]
 
     def callable_names(self, tenant_id: str) -> list[str]:
@@ -196,7 +223,7 @@ class ToolRegistry:
         elif call.handler is not None and call.handler.is_async:
             envelope = await self._run_async(call)
         else:
-            envelope = await aio.in_worker_thread(self._run_sync)(call)
+            envelope = await self._run_on_worker(call)
         return await aio.in_db_thread(self._finish)(call, envelope)
 
     def is_sequential(self, name: str) -> bool:
@@ -235,6 +262,14 @@ class ToolRegistry:
             call.early = self._unknown_tool(name, tenant_id)
             return call
         call.definition = definition
+        why_not = availability.why_unavailable(self, definition)
+        if why_not is not None:
+            call.early = Hint(
+                "schema",
+                f"{name} is unavailable here: {why_not}; it cannot be used now, "
+                "so use another tool (search_tools finds one)",
+            )
+            return call
         try:
             # Before the validator, which (like every consumer of the inputs after it) recurses.
             check_depth(inputs, what="the input")
@@ -261,12 +296,8 @@ class ToolRegistry:
         return None, self._unavailable.get(definition.name, "it has no registered handler")
 
     def _route_custom(self, definition: Definition) -> tuple[Handler | None, str]:
-        if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
-            return None, "custom tools are not enabled in this deployment"
+        # registry.availability has checked the feature flag and the approved hash.
         current = definition.current_hash
-        if not definition.approved_hash or current != definition.approved_hash:
-            # Checked here too, not only in save(): a bulk update bypasses save().
-            return None, "its definition changed since it was approved and awaits review"
         key = (definition.name, current)
         handler = self._custom.get(key)
         if handler is None:
@@ -307,19 +338,43 @@ class ToolRegistry:
     def _run_sync(self, call: Call) -> Envelope:
         handler = call.handler
         assert handler is not None
+        timeout = self._timeout(handler)
         try:
             if handler.inline:
                 envelope = handler.func(call.inputs, call.context)
-            elif handler.is_async:
-                envelope = aio.run_sync(handler.func(call.inputs, call.context), self._timeout(handler))
-            else:
-                future = self._worker_pool().submit(_on_worker, handler.func, call.inputs, call.context)
-                envelope = self._wait(future, handler)
-            if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
-                envelope = aio.run_sync(envelope, self._timeout(handler))
-            return envelope
+                if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
+                    envelope = aio.run_sync(envelope, timeout)
+                return envelope
+            if handler.is_async:
+                return aio.run_sync(handler.func(call.inputs, call.context), timeout)
+            future = self._submit(call, timeout)
+            try:
+                return future.result(timeout)
+            except concurrent.futures.TimeoutError:
+                self.workers().abandon(future)
+                raise TimeoutError(f"timed out after {timeout:g} s") from None
         except TimeoutError as exc:
             return Err(str(exc), "TimeoutError")
+        except Busy as exc:
+            return Err(str(exc), "ToolBusy")
+
+    async def _run_on_worker(self, call: Call) -> Envelope:
+        """A synchronous handler (inline ones too: nothing blocks the event loop) on a tool worker."""
+        handler = call.handler
+        assert handler is not None
+        timeout = self._timeout(handler)
+        try:
+            future = self._submit(call, timeout)
+        except Busy as exc:
+            return Err(str(exc), "ToolBusy")
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except TimeoutError:
+            self.workers().abandon(future)
+            return Err(f"timed out after {timeout:g} s", "TimeoutError")
+        except asyncio.CancelledError:  # the caller stopped waiting (the user's cancel)
+            self.workers().abandon(future)
+            raise
 
     async def _run_async(self, call: Call) -> Envelope:
         handler = call.handler
@@ -330,22 +385,23 @@ class ToolRegistry:
         except TimeoutError:
             return Err(f"timed out after {timeout:g} s", "TimeoutError")
 
-    def _wait(self, future: concurrent.futures.Future, handler: Handler) -> Any:
-        timeout = self._timeout(handler)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            # A Python thread cannot be killed; the caller stops waiting and
-            # the worker finishes (or not) on its own.
-            future.cancel()
-            raise TimeoutError(f"timed out after {timeout:g} s") from None
+    def _submit(self, call: Call, timeout: float) -> concurrent.futures.Future:
+        assert call.handler is not None
+        return self.workers().submit(
+            call.name, call.context.tenant_id, _on_worker, call.handler.func, call.inputs, call.context, timeout
+        )
 
-    def _worker_pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        if self._pool is None:
+    def workers(self) -> ToolWorkers:
+        """The threads synchronous handlers run on (registry.workers), made on first use."""
+        if self._workers is None:
             with self._lock:
-                if self._pool is None:
-                    self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="tool")
-        return self._pool
+                if self._workers is None:
+                    self._workers = ToolWorkers(
+                        threads=settings.EUNICE_TOOL_THREADS,
+                        per_tool=settings.EUNICE_TOOL_CALLS_PER_TOOL,
+                        per_tenant=settings.EUNICE_TOOL_CALLS_PER_TENANT,
+                    )
+        return self._workers
 
     def _finish(self, call: Call, envelope: Envelope) -> ToolResult:
         result = envelope_to_tool_result(envelope)
@@ -388,6 +444,10 @@ def _input_hint(definition: Definition, exc: InputError) -> Hint:
     )
 
 
+def _requirement(func: HandlerFunc) -> Any:
+    return getattr(func, "__requires__", None)
+
+
 def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) -> None:
     try:
         recorder.record("contract_envelope", {"tool": call.name, "envelope": outcome, "kind": kind})
@@ -395,9 +455,14 @@ def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) 
         logger.exception("recording contract_envelope for %s failed", call.name)
 
 
-def _on_worker(func: HandlerFunc, inputs: dict, context: ToolContext) -> Any:
+def _on_worker(func: HandlerFunc, inputs: dict, context: ToolContext, timeout: float) -> Any:
+    """A handler's call on a worker thread, its connection tidied as for a request."""
+    close_old_connections()
     try:
-        return func(inputs, context)
+        envelope = func(inputs, context)
+        if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
+            envelope = aio.run_sync(envelope, timeout)
+        return envelope
     finally:
         close_old_connections()
 

@@ -70,7 +70,7 @@ class ToolSearch:
         # Who may be offered what, per tenant, for one snapshot of the definitions:
         # checking 2,000 definitions on every search cost ~1.5 ms of a ~10 ms query.
         self._visible: dict[str, frozenset[str]] = {}
-        self._visible_in: dict[str, Definition] | None = None
+        self._visible_in: tuple[dict[str, Definition], int] | None = None
 
     def search(
         self, query: str, tenant_id: str, limit: int, *, min_similarity: float | None = MIN_SIMILARITY
@@ -88,17 +88,21 @@ class ToolSearch:
         return [(definitions[hit.key], hit.score) for hit in hits if hit.key in definitions]
 
     def _visible_names(self, definitions: dict[str, Definition], tenant_id: str) -> frozenset[str]:
-        """The names of the tools ``tenant_id`` may be offered, worked out once per snapshot.
+        """The names of the tools ``tenant_id`` may be offered (visible, and able to run:
+        registry.availability), worked out once per snapshot and set of handlers.
 
-        The registry replaces its definitions dict whenever a tool changes, so
-        the dict's identity tells whether the kept answers still hold.
+        The registry replaces its definitions dict whenever a tool changes, and
+        counts the handlers registered and removed, so the dict's identity and
+        that count tell whether the kept answers still hold.
         """
+        registry = self._registry
         with self._lock:
-            if self._visible_in is not definitions:
-                self._visible, self._visible_in = {}, definitions
+            current = self._visible_in
+            if current is None or current[0] is not definitions or current[1] != registry.availability_generation:
+                self._visible, self._visible_in = {}, (definitions, registry.availability_generation)
             names = self._visible.get(tenant_id)
             if names is None:
-                names = frozenset(name for name, d in definitions.items() if d.visible_to(tenant_id))
+                names = frozenset(name for name, d in definitions.items() if registry.offered_to(d, tenant_id))
                 self._visible[tenant_id] = names
             return names
 

@@ -192,7 +192,7 @@ def compose_surface(
             continue
         if entry.reason == "working_set" and entry.name in excluded:
             continue
-        if not _visible(definitions, entry.name, tenant_id):
+        if not _offered(registry, definitions, entry.name, tenant_id):
             _skip_once(entry.name)
             continue
         # Only resident tools give way to a native capability: a tool the
@@ -288,7 +288,7 @@ def page_in(
     current = working_set_names(conversation_id, namespace_id)
     resident = _resident_everywhere(registry, tenant_id)
     definitions = registry.definitions()
-    counted = [n for n in current if n not in resident and _visible(definitions, n, tenant_id)]
+    counted = [n for n in current if n not in resident and _offered(registry, definitions, n, tenant_id)]
     room = MAX_TOOL_SURFACE - len(resident)
     added: list[str] = []
     already: list[str] = []
@@ -324,6 +324,7 @@ def _resident_everywhere(registry: ToolRegistry, tenant_id: str) -> set[str]:
     return {e.name for mode in MODES for e in compose(registry, tenant_id, mode=mode, working_set=[])}
 
 
-def _visible(definitions: dict, name: str, tenant_id: str) -> bool:
+def _offered(registry: ToolRegistry, definitions: dict, name: str, tenant_id: str) -> bool:
+    """Visible to the tenant and able to run (registry.availability): a tool that cannot work is not offered."""
     definition = definitions.get(name)
-    return definition is not None and definition.visible_to(tenant_id)
+    return definition is not None and registry.offered_to(definition, tenant_id)

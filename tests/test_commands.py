@@ -25,7 +25,13 @@ def run_call_tool(capsys, *args):
 def test_list_tools_json_lists_name_type_status_and_category(capsys):
     call_command("list_tools", "--json")
     tools = json.loads(capsys.readouterr().out)
-    assert {"name": "plan", "tool_type": "system", "status": "approved", "category": "utility"} in tools
+    assert {
+        "name": "plan",
+        "tool_type": "system",
+        "status": "approved",
+        "category": "utility",
+        "unavailable": None,
+    } in tools
 
 
 def test_list_tools_for_a_tenant_hides_other_tenants_tools(capsys, make_tool):

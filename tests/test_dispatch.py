@@ -153,7 +153,7 @@ def test_a_custom_tool_says_custom_tools_are_not_enabled(call, make_tool):
     # Approved the only way a custom tool is: bound to its definition hash.
     type(tool).objects.filter(pk=tool.pk).update(status="approved", approved_hash=tool.definition_hash)
     result = call("mine")
-    assert "custom tools are not enabled" in result.error
+    assert "custom tools are not enabled" in result.content
 
 
 def test_an_mcp_tool_without_a_connection_says_so(call, make_tool):
@@ -176,7 +176,7 @@ def test_a_disabled_tool_cannot_be_called(call, make_tool):
 def test_a_broken_handler_path_disables_only_that_tool(call, caplog):
     ToolDefinition.objects.filter(name="plan").update(handler_path="tools.nowhere.plan")
     result = call("plan")
-    assert result.error == "tool 'plan' is unavailable: its handler could not be loaded"
+    assert result.content.startswith("⚠ schema hint: plan is unavailable here: its handler could not be loaded")
     assert "tools.nowhere.plan" in caplog.text and "plan" in caplog.text
     assert call("search_tools", query="plan").error is None
 

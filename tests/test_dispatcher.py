@@ -309,7 +309,7 @@ def test_handlers_receive_a_typed_context_of_their_turn(run, make_tool, user, co
         conversation.pk,
     )
     assert (context.tool_name, context.reasoning, context.tool_use_id) == ("spy", "checking the context", "toolu_spy_0")
-    assert context.registry is runtime.registry and context.cancel is state.cancel
+    assert context.registry is runtime.registry and context.cancel.turn is state.cancel  # the call's, within its turn's
     assert context.budget is runtime.budget and context.depth == 0
     assert context.recorder is not None and context.catalog is not None and context.subtasks is not None
     assert context.questions is None  # nobody is on a socket to answer

@@ -64,6 +64,8 @@ def test_a_new_process_reuses_stored_vectors(registry, catalog):
     ToolDefinition.objects.filter(name="send_email").update(embedding_model="forged-tag")
     stored = {name: bytes(blob) for name, blob in ToolDefinition.objects.values_list("name", "embedding")}
     fresh = ToolRegistry()
+    for name in ("send_email", "geocode"):  # the new process has their handlers too (else they are not offered)
+        fresh.register_handler(name, handlers.echo)
     assert found(fresh, "email")[0] == "send_email"
     after = {name: bytes(blob) for name, blob in ToolDefinition.objects.values_list("name", "embedding")}
     assert after["geocode"] == stored["geocode"]  # reused as stored

@@ -261,8 +261,10 @@ def test_a_huge_floor_is_cut_to_the_cap_rather_than_raising(registry, make_tool)
 
 
 @pytest.fixture
-def web_search(registry):
-    # The seeded system web_search declares replaced_by_model_capability="web_search".
+def web_search(registry, settings):
+    # The seeded system web_search declares replaced_by_model_capability="web_search";
+    # it is offered only with a search backend (registry.availability).
+    settings.WEB_SEARCH_BACKEND = "tests.knowledge.test_web.fake_backend"
     SeedLog.objects.create(
         key=FLOOR_KEY,
         value={"floor": [{"name": "search_tools", "reason": "anchor"}, {"name": "web_search", "reason": "usage"}]},

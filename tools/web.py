@@ -13,6 +13,7 @@ from django.utils.module_loading import import_string
 from registry.context import ToolContext
 from registry.contract import HintException, Ok, uniform_contract
 from registry.declarations import Tool
+from registry.handlers import requires
 from tools.lib.extract import UnreadableDocument, UnsupportedFormat, detect_format, extract_text
 from tools.lib.web_fetch import fetch
 
@@ -48,6 +49,14 @@ async def fetch_url(inputs: dict, context: ToolContext) -> Ok:
     return Ok(rows=1, data=f"{header}\n\n{text}")
 
 
+def search_backend_configured() -> str | None:
+    """Why web_search cannot run here (None when a backend is configured)."""
+    if not settings.WEB_SEARCH_BACKEND:
+        return "no web search backend is configured (EUNICE_WEB_SEARCH_BACKEND); fetch_url reads a known address"
+    return None
+
+
+@requires(search_backend_configured)
 @uniform_contract(name="web_search", is_tabular=False)
 def web_search(inputs: dict, context: ToolContext) -> Ok:
     """Search the web through the configured backend; titles, URLs and snippets."""

@@ -303,8 +303,17 @@
         thinking.querySelector("pre").textContent += chunk.text;
         break;
       case "tool_call": {
-        const line = el("div", "tool running", `${chunk.status_message || "Running"} · ${chunk.name}…`);
-        line.dataset.label = line.textContent;
+        const line = el("div", "tool running");
+        const label = line.appendChild(el("span", "tool-label", `${chunk.status_message || "Running"} · ${chunk.name}…`));
+        line.dataset.label = label.textContent;
+        // Cancels this call only: it returns Cancelled and the answer goes on with the others.
+        const stop = line.appendChild(el("button", "tool-cancel", "Cancel"));
+        stop.type = "button";
+        stop.title = `Stop this ${chunk.name} call; the answer goes on without it`;
+        stop.addEventListener("click", () => {
+          stop.disabled = true;
+          socket.send(JSON.stringify({ type: "cancel", tool_use_id: chunk.tool_use_id }));
+        });
         tools[chunk.tool_use_id] = line;
         messages.appendChild(line);
         break;
@@ -312,8 +321,14 @@
       case "progress": {
         const line = tools[chunk.tool_use_id];
         const percent = typeof chunk.fraction === "number" ? ` (${Math.round(chunk.fraction * 100)} %)` : "";
-        if (line && line.classList.contains("running")) line.textContent = `${line.dataset.label} ${chunk.message}${percent}`;
-        else messages.appendChild(el("div", "tool progress muted", `${chunk.message}${percent}`));
+        if (line && line.classList.contains("running")) {
+          line.querySelector(".tool-label").textContent = `${line.dataset.label} ${chunk.message}${percent}`;
+        } else messages.appendChild(el("div", "tool progress muted", `${chunk.message}${percent}`));
+        break;
+      }
+      case "cancel_requested": {
+        const line = chunk.tool_use_id && tools[chunk.tool_use_id];
+        if (line && line.classList.contains("running")) line.querySelector(".tool-label").textContent = `${line.dataset.label} cancelling…`;
         break;
       }
       case "card": {

@@ -170,7 +170,9 @@ def test_an_http_error_is_reported_without_internals(call, site, private_allowed
 def test_web_search_without_a_backend_is_disabled_with_a_clear_message(call, settings):
     settings.WEB_SEARCH_BACKEND = ""
     result = call("web_search", query="solar")
-    assert result.content.startswith("✗ error (WebSearchDisabled): web search is disabled")
+    assert result.content.startswith(
+        "⚠ schema hint: web_search is unavailable here: no web search backend is configured (EUNICE_WEB_SEARCH_BACKEND)"
+    )
 
 
 def test_web_search_uses_a_searxng_backend(call, site, settings):

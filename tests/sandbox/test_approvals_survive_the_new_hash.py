@@ -42,7 +42,7 @@ def test_an_approval_already_void_stays_void(staff, custom_tools_on, call):
     migration.forwards(apps, None)
     tool.refresh_from_db()
     assert tool.definition_hash == tool.compute_definition_hash() != tool.approved_hash
-    assert "awaits review" in call("answer").error
+    assert "awaits review" in call("answer").content
 
 
 def test_going_back_restores_the_old_hashes(staff, custom_tools_on):

@@ -57,7 +57,7 @@ def test_an_edit_after_approval_returns_the_tool_to_testing(custom_tools_on, reg
 def test_a_bulk_update_of_the_code_cannot_run_unreviewed_code(custom_tools_on, staff, call):
     tool = approve_custom_tool(make(), acting_user=staff)
     type(tool).objects.filter(pk=tool.pk).update(implementation="result = 'sneaky'")
-    assert "awaits review" in call("fresh").error
+    assert "awaits review" in call("fresh").content
 
 
 def test_only_staff_approve(custom_tools_on, django_user_model):

@@ -75,7 +75,7 @@ def test_each_run_records_the_layers_that_were_active(approved_tool, call):
 def test_with_the_flag_off_custom_tools_are_unavailable(approved_tool, call, settings):
     approved_tool("flagged", "result = 1")
     settings.FEATURE_FLAGS = {**settings.FEATURE_FLAGS, "custom_tools_enabled": False}
-    assert "custom tools are not enabled" in call("flagged").error
+    assert "custom tools are not enabled" in call("flagged").content
 
 
 def test_the_django_secret_key_never_reaches_a_run(approved_tool, call, settings):

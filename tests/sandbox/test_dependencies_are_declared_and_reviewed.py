@@ -96,8 +96,8 @@ def test_a_bulk_change_of_the_dependencies_or_the_tenant_cannot_run(staff, custo
     approve_custom_tool(make("moved"), acting_user=staff)
     ToolDefinition.objects.filter(name="widened").update(dependencies=["create_chart", "register_datasource"])
     ToolDefinition.objects.filter(name="moved").update(tenant_id="*")
-    assert "awaits review" in call("widened").error
-    assert "awaits review" in call("moved").error
+    assert "awaits review" in call("widened").content
+    assert "awaits review" in call("moved").content
 
 
 def test_the_snapshot_carries_the_dependencies(custom_tools_on, registry, staff):

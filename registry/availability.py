@@ -1,0 +1,73 @@
+"""Whether a tool can work here and now, and why not: one check for every kind of tool.
+
+A tool that cannot work is never offered: ``registry.surface`` leaves it off
+the model's tool array, ``search_tools`` does not find it, and a call of it
+anyway is answered with a Hint saying why (``ToolRegistry.execute_tool``);
+``manage.py list_tools`` shows the reason beside each such tool. The rules
+are a table by kind of tool; each says why a tool of its kind cannot run, or
+None when it can:
+
+* system: its handler was imported and registered (not turned off by a
+  feature flag, not failing to import), and what it needs is configured — a
+  handler declares that with ``@requires(check)`` next to itself
+  (``web_search`` needs a search backend);
+* MCP: its server offers it (a tool that needs a client feature Eunice lacks
+  is held by ``registry.mcp.inventory`` and said unsupported); a server this
+  process has not connected, or that disconnected, is connected by the call;
+* custom: custom tools are on, and the definition is the one approved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from registry.models import ToolStatus, ToolType
+
+if TYPE_CHECKING:
+    from registry.registry import ToolRegistry
+    from registry.snapshot import Definition
+
+Rule = Callable[["ToolRegistry", "Definition"], "str | None"]
+
+
+def _system(registry: ToolRegistry, definition: Definition) -> str | None:
+    handler = registry.handler(definition.name)
+    if handler is None:
+        return registry.known_reason(definition.name) or "it has no registered handler"
+    return handler.requires() if handler.requires is not None else None
+
+
+def _mcp(registry: ToolRegistry, definition: Definition) -> str | None:
+    # An approved row is one its server offers (held tools are not approved); a server
+    # not connected in this process, or disconnected, is connected by the call itself.
+    return None
+
+
+def _custom(registry: ToolRegistry, definition: Definition) -> str | None:
+    if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
+        return "custom tools are not enabled in this deployment"
+    if not definition.approved_hash or definition.current_hash != definition.approved_hash:
+        # Checked here too, not only in save(): a bulk update bypasses save().
+        return "its definition changed since it was approved and awaits review"
+    return None
+
+
+RULES: dict[str, Rule] = {ToolType.SYSTEM: _system, ToolType.MCP: _mcp, ToolType.CUSTOM: _custom}
+
+
+def why_unavailable(registry: ToolRegistry, definition: Definition) -> str | None:
+    """Why ``definition``'s tool cannot run now (None when it can)."""
+    if definition.status != ToolStatus.APPROVED:
+        held = (
+            f": {definition.status_message}"
+            if definition.tool_type == ToolType.MCP and definition.status_message
+            else ""
+        )
+        return f"it is not approved (status {definition.status}){held}"
+    if not definition.enabled:
+        return "it is disabled"
+    rule = RULES.get(definition.tool_type)
+    return rule(registry, definition) if rule is not None else f"tools of type {definition.tool_type!r} cannot run"
