@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
@@ -92,6 +94,11 @@ TURN_REPLY = inline_serializer(
 )
 
 
+TURN_INTERRUPTED = inline_serializer(
+    "TurnInterrupted",
+    {"detail": serializers.CharField(), "code": serializers.ChoiceField(choices=["turn_interrupted"])},
+)
+
 TURN_IN_PROGRESS = inline_serializer(
     "TurnInProgress",
     {
@@ -153,6 +160,13 @@ class ConversationViewSet(
                     "wait for its answer or cancel it, then send again"
                 ),
             ),
+            503: OpenApiResponse(
+                TURN_INTERRUPTED,
+                description=(
+                    "the server stopped before the answer was finished (after its shutdown grace); "
+                    "the message and what the turn recorded are kept, the turn is closed as interrupted"
+                ),
+            ),
         },
     )
     @action(detail=True, methods=["get", "post"], url_path="messages", throttle_scope="turn")
@@ -183,6 +197,14 @@ class ConversationViewSet(
             return Response(
                 {"detail": str(busy), "code": "turn_in_progress", "running_turn": busy.turn},
                 status=status.HTTP_409_CONFLICT,
+            )
+        except asyncio.CancelledError:
+            # The server stopping cancelled the turn after its grace (eunice/drain.py); the
+            # turn closed itself as interrupted. The request thread itself is not cancelled.
+            return Response(
+                {"detail": drain.INTERRUPTED, "code": "turn_interrupted"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers={"Retry-After": str(drain.RETRY_AFTER_SECONDS)},
             )
         finally:
             runs.finish(request.user.pk)
