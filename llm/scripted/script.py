@@ -5,7 +5,8 @@ a TURN is an object with any of these keys::
 
     text          "Hello" or ["Hel", "lo"]          text chunks, streamed as text_delta
     thinking      "..." or ["...", "..."]           thinking chunks, before the text
-    tool_uses     [{"name": "plan", "input": {...}, "id": "toolu_1"?}]
+    tool_uses     [{"name": "plan", "input": {...}, "id": "toolu_1"?, "raw_input": "..."?}]
+                  raw_input: streamed verbatim as the input's JSON (malformed on purpose)
     stop_reason   default: "tool_use" with tool_uses, else "end_turn"
     usage         {"input_tokens", "output_tokens", "cache_read_input_tokens",
                    "cache_creation_input_tokens"}
@@ -33,6 +34,7 @@ class ToolUse:
     name: str
     input: dict[str, Any] = field(default_factory=dict)
     id: str = ""
+    raw_input: str | None = None
 
 
 @dataclass(frozen=True)
