@@ -28,6 +28,7 @@ from conversations.turn_reservations import TurnInProgress
 from eunice import drain
 from eunice.openapi import NON_BLANK_TEXT
 from eunice.serializers import StrictModelSerializer, StrictSerializer
+from registry.aio import reconnecting
 from registry.tenancy import tenant_of
 
 # The modes a user starts a conversation in (``delegate`` is the helper agents' own).
@@ -208,7 +209,8 @@ class ConversationViewSet(
             )
         finally:
             runs.finish(request.user.pk)
-        reply = ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()
+        # The turn ran on other threads: this request's connection may have gone meanwhile.
+        reply = reconnecting(_last_reply)(conversation)
         return Response(
             {
                 "message": MessageSerializer(reply).data,
@@ -230,3 +232,7 @@ class ConversationViewSet(
         """One page of ``rows``, as every list of the API is paged (eunice/pagination.py)."""
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(serializer(page, many=True).data)
+
+
+def _last_reply(conversation: Conversation) -> ChatMessage | None:
+    return ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()
