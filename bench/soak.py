@@ -110,16 +110,20 @@ class Product:
         if self.process is not None and self.process.poll() is None:
             self.kill(signal.SIGTERM)
 
-    def growth_mb(self) -> tuple[float | None, float]:
-        """RSS growth after warm-up in the longest-lived server process, and how long it was watched."""
+    def growth(self) -> dict:
+        """RSS after warm-up and at the end of the longest-lived server process, and how long it was watched."""
         by_pid: dict[int, list[tuple[float, float]]] = {}
         for pid, age, rss in self.samples:
             by_pid.setdefault(pid, []).append((age, rss))
-        best: tuple[float | None, float] = (None, 0.0)
+        best = {"rss_after_warm_up_mb": None, "rss_at_end_mb": None, "rss_watched_seconds": 0.0}
         for points in by_pid.values():
             warm = [(age, rss) for age, rss in points if age >= WARM_UP_SECONDS]
-            if len(warm) >= 2 and warm[-1][0] - warm[0][0] > best[1]:
-                best = (round(warm[-1][1] - warm[0][1], 1), round(warm[-1][0] - warm[0][0], 1))
+            if len(warm) >= 2 and warm[-1][0] - warm[0][0] > best["rss_watched_seconds"]:
+                best = {
+                    "rss_after_warm_up_mb": round(warm[0][1], 1),
+                    "rss_at_end_mb": round(warm[-1][1], 1),
+                    "rss_watched_seconds": round(warm[-1][0] - warm[0][0], 1),
+                }
         return best
 
 
@@ -172,6 +176,10 @@ async def turn(ws, conversation_id: str, text: str, tally: Tally, sabotage: dict
                     tally.interrupted += 1
                     raise ConnectionAbortedError
             elif kind == "error":
+                # Refused (a turn still running, the server stopping): nothing of the message
+                # is stored, and the client was told. Frames seen before it were another
+                # turn's, still streaming to this conversation after a reconnect.
+                tally.begun.pop(text, None)
                 tally.refused += 1
                 await asyncio.sleep(1.0)
                 return
@@ -288,7 +296,6 @@ def main() -> None:
         product.stop()
         model.terminate()
         model.wait(timeout=30)
-    growth, watched = product.growth_mb()
     results = {
         "conversations": args.conversations,
         "minutes": args.minutes,
@@ -300,8 +307,7 @@ def main() -> None:
         **losses(tally),
         "tool_calls_seen": sum(tally.calls.values()),
         "server_peak_rss_mb": round(product.peak_mb, 1),
-        "rss_growth_after_warm_up_mb": growth,
-        "rss_watched_seconds": watched,
+        **product.growth(),
         "seconds": round(time.monotonic() - started, 1),
     }
     _django.print_results(results, args.json)
