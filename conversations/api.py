@@ -3,6 +3,8 @@ message (runs a turn), read messages and events."""
 
 from __future__ import annotations
 
+import asyncio
+
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
@@ -28,6 +30,7 @@ from conversations.turn_reservations import TurnInProgress
 from eunice import drain
 from eunice.openapi import ANY_TEXT, NON_BLANK_TEXT
 from eunice.serializers import StrictModelSerializer, StrictSerializer
+from registry.aio import reconnecting
 from registry.tenancy import tenant_of
 
 # The modes a user starts a conversation in (``delegate`` is the helper agents' own).
@@ -130,6 +133,11 @@ CANCEL_REPLY = inline_serializer(
 )
 
 
+TURN_INTERRUPTED = inline_serializer(
+    "TurnInterrupted",
+    {"detail": serializers.CharField(), "code": serializers.ChoiceField(choices=["turn_interrupted"])},
+)
+
 TURN_IN_PROGRESS = inline_serializer(
     "TurnInProgress",
     {
@@ -228,6 +236,13 @@ class ConversationViewSet(viewsets.ModelViewSet):
                     "wait for its answer or cancel it, then send again"
                 ),
             ),
+            503: OpenApiResponse(
+                TURN_INTERRUPTED,
+                description=(
+                    "the server stopped before the answer was finished (after its shutdown grace); "
+                    "the message and what the turn recorded are kept, the turn is closed as interrupted"
+                ),
+            ),
         },
     )
     @action(detail=True, methods=["get", "post"], url_path="messages", throttle_scope="turn")
@@ -259,9 +274,18 @@ class ConversationViewSet(viewsets.ModelViewSet):
                 {"detail": str(busy), "code": "turn_in_progress", "running_turn": busy.turn},
                 status=status.HTTP_409_CONFLICT,
             )
+        except asyncio.CancelledError:
+            # The server stopping cancelled the turn after its grace (eunice/drain.py); the
+            # turn closed itself as interrupted. The request thread itself is not cancelled.
+            return Response(
+                {"detail": drain.INTERRUPTED, "code": "turn_interrupted"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers={"Retry-After": str(drain.RETRY_AFTER_SECONDS)},
+            )
         finally:
             runs.finish(request.user.pk)
-        reply = ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()
+        # The turn ran on other threads: this request's connection may have gone meanwhile.
+        reply = reconnecting(_last_reply)(conversation)
         return Response(
             {
                 "message": MessageSerializer(reply).data,
@@ -297,3 +321,7 @@ class ConversationViewSet(viewsets.ModelViewSet):
         """One page of ``rows``, as every list of the API is paged (eunice/pagination.py)."""
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(serializer(page, many=True).data)
+
+
+def _last_reply(conversation: Conversation) -> ChatMessage | None:
+    return ChatMessage.objects.filter(conversation=conversation, role=ChatMessage.Role.ASSISTANT).last()

@@ -21,6 +21,11 @@ logger = logging.getLogger("eunice.drain")
 T = TypeVar("T")
 CANCEL_SECONDS = 5.0  # how long cancelled turns may take to write what they recorded
 REFUSED = "the server is restarting; send your message again in a moment"
+INTERRUPTED = (
+    "the server restarted before the answer was finished; your message and what the answer "
+    "had done so far are kept; send your message again in a moment"
+)
+RETRY_AFTER_SECONDS = 5
 
 _turns: dict[asyncio.Task, str] = {}  # running turn -> its conversation id
 _draining = False

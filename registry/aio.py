@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import logging
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -17,6 +19,7 @@ from typing import Any, TypeVar
 from registry.lazy import Lazy
 
 T = TypeVar("T")
+logger = logging.getLogger("eunice.db")
 
 
 def _start_loop() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
@@ -71,10 +74,40 @@ def in_db_thread(func):
 
     The thread's database connection is tidied before and after, as for a
     request (with CONN_MAX_AGE=0 it is closed), so no connection outlives it.
+    A step whose first statement finds the connection dead runs once more on a
+    new one (``reconnecting``).
     """
     from channels.db import database_sync_to_async
 
-    return database_sync_to_async(func, thread_sensitive=False, executor=_db_pool())
+    return database_sync_to_async(reconnecting(func), thread_sensitive=False, executor=_db_pool())
+
+
+def reconnecting(func):
+    """``func``, run again once on a fresh connection when its very first statement
+    failed because the connection was gone (a failover, ``pg_terminate_backend``, an
+    idle timeout): nothing of the step ran, so running it again is safe. A failure
+    after a statement has run, or on a connection that still works, is raised."""
+    from django.db import InterfaceError, OperationalError, connection
+
+    @functools.wraps(func)
+    def step(*args: Any, **kwargs: Any) -> Any:
+        ran: list[None] = []
+
+        def count(execute, sql, params, many, context):  # noqa: ANN001, ANN202
+            ran.append(None)
+            return execute(sql, params, many, context)
+
+        try:
+            with connection.execute_wrapper(count):
+                return func(*args, **kwargs)
+        except (OperationalError, InterfaceError):
+            if len(ran) > 1 or connection.in_atomic_block or connection.is_usable():
+                raise
+        logger.warning("the database connection was gone before %s; running it on a new one", func.__name__)
+        connection.close()
+        return func(*args, **kwargs)
+
+    return step
 
 
 def in_worker_thread(func):

@@ -68,7 +68,7 @@ def stream_events(turn: Turn, *, model: str, message_id: str) -> list[tuple[str,
         events += _block(index, {"type": "text", "text": ""}, [{"type": "text_delta", "text": c} for c in turn.text])
         index += 1
     for number, tool in enumerate(turn.tool_uses):
-        raw = json.dumps(tool.input)
+        raw = json.dumps(tool.input) if tool.raw_input is None else tool.raw_input
         if tool.cut:  # the output limit arrived in the middle of the input
             raw = raw[: max(1, len(raw) // 2)]
         pieces = [raw[i : i + JSON_CHUNK] for i in range(0, len(raw), JSON_CHUNK)]

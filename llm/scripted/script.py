@@ -7,10 +7,11 @@ a TURN is an object with any of these keys::
     thinking      "..." or ["...", "..."]           thinking chunks, before the text
                   (signed: the server refuses the block back changed)
     redacted_thinking  ["opaque", ...]              redacted_thinking blocks, after thinking
-    tool_uses     [{"name": "plan", "input": {...}, "id": "toolu_1"?, "cut": false}]
+    tool_uses     [{"name": "plan", "input": {...}, "id": "toolu_1"?, "cut": false, "raw_input": "..."?}]
                   "cut": true streams only the first half of the input JSON and
                   stops the turn at max_tokens, as the API does when a call
-                  reaches the output limit
+                  reaches the output limit; "raw_input" is streamed verbatim as
+                  the input's JSON (malformed on purpose)
     stop_reason   default: "max_tokens" with a cut tool use, "tool_use" with
                   tool_uses, else "end_turn" (also "max_tokens", "refusal",
                   "pause_turn", "stop_sequence")
@@ -42,6 +43,7 @@ class ToolUse:
     input: dict[str, Any] = field(default_factory=dict)
     id: str = ""
     cut: bool = False
+    raw_input: str | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ logger = logging.getLogger("eunice.mcp")
 T = TypeVar("T")
 
 MAX_BACKOFF = 60.0
+# A call made while a lost server is reconnected waits this long for it (a process
+# restart is ~1 s) rather than failing at once; past it the call is refused in-band.
+RECONNECT_WAIT_SECONDS = 10.0
 
 
 @dataclass
@@ -295,6 +298,8 @@ class MCPManager:
             return Err("this MCP server is not connected", "MCPUnavailable")
         conn = connection.config.name
         if not connection.alive:
+            connection = self._await_reconnect(server_id, connection, cancelled)
+        if not connection.alive:
             return Err(
                 f"MCP server {conn!r} is reconnecting ({connection.lost_reason or 'the connection closed'}); "
                 "try again in a moment",
@@ -332,6 +337,18 @@ class MCPManager:
             return Err(f"MCP server {conn!r} failed the call: {exc}", "MCPProtocolError")
         breaker.success()
         return to_envelope(conn, tool, result)
+
+    def _await_reconnect(self, server_id: int, lost: Connection, cancelled: Any) -> Connection:
+        """The server's connection once a reconnect under way has replaced ``lost``, waiting
+        at most RECONNECT_WAIT_SECONDS (a restart is not the server being slow, so the
+        call's own timeout starts after it); ``lost`` if it has not."""
+        deadline = time.monotonic() + RECONNECT_WAIT_SECONDS
+        while time.monotonic() < deadline and not (cancelled is not None and cancelled()):
+            current = self._connections.get(server_id)
+            if current is None or current is not lost:
+                return current or lost
+            self._event(server_id).wait(0.05)
+        return lost
 
     def _retry(self, server_id: int, tool: str, arguments: dict) -> Ok | Err:
         connection = self._connections.get(server_id)

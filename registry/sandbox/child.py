@@ -35,6 +35,7 @@ def run_child(
     run's root is built and which uid it takes.
     """
     try:
+        oslayer.die_with_parent()  # a zygote that dies takes its runs with it: no orphan spins on
         _isolate_fds({sock.fileno(), setup.fileno()})
         request = recv_json(sock, _MAX_REQUEST)
         datasets = pickle.loads(recv_frame(sock, _MAX_REQUEST)) if request.get("has_data") else {}

@@ -48,8 +48,12 @@ _MINIMAL_ENV = {
     "NUMEXPR_MAX_THREADS": "1",
 }
 _STATUS_GRACE_SECONDS = 2.0
-# A SIGKILL the zygote did not send comes from the kernel's RLIMIT_CPU.
+# A SIGKILL the zygote did not send comes from the kernel's RLIMIT_CPU when the run
+# has used its CPU seconds; before that, from outside (the OOM killer, an operator).
 _SIGNALS = {signal.SIGXCPU: "os:cpu", signal.SIGKILL: "os:cpu", signal.SIGSEGV: "crash"}
+# rusage samples CPU time at ticks and has read up to ~10% below RLIMIT_CPU's own count
+# on a loaded machine: a run killed past this share of its CPU seconds was the limit.
+_CPU_LIMIT_SHARE = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +290,12 @@ class _Conversation:
         cap = limits.result_bytes + (64 << 10)
         while True:
             if not _readable(self.host, deadline):
+                if self.reports.refused:  # the zygote died, and the run with it
+                    return RunOutcome(
+                        ok=False,
+                        stopped_by="unavailable",
+                        error=f"the sandbox stopped during the run: {self.reports.refused}",
+                    )
                 if self.cancelled is not None and self.cancelled():
                     self.zygote.kill(self.run_id)
                     return RunOutcome(
@@ -344,6 +354,12 @@ class _Conversation:
         if reports.killed == "cancel":
             return RunOutcome(ok=False, stopped_by="cancelled", error="cancelled by the user; the run was killed")
         layer = _SIGNALS.get(reports.signal, "crash") if reports.ended.is_set() else "crash"
+        if reports.signal == signal.SIGKILL and reports.cpu_seconds < limits.cpu_seconds * _CPU_LIMIT_SHARE:
+            return RunOutcome(
+                ok=False,
+                stopped_by="os:killed",
+                error="the tool's process was killed from outside the sandbox (the OOM killer or an operator)",
+            )
         if layer == "os:cpu":
             return RunOutcome(
                 ok=False,

@@ -14,11 +14,13 @@ import errno
 import functools
 import os
 import resource
+import signal
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNS = 0x00020000
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
 # Each concurrent run gets its own uid and gid from this range, so no run can
 # signal, ptrace or re-limit another (those need the same uid or a capability).
 RUN_ID_BASE = 600_000
@@ -112,6 +114,11 @@ def set_limits(*, cpu_seconds: int, memory_bytes: int, file_bytes: int, open_fil
 def _vm_size_bytes() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[0]) * resource.getpagesize()
+
+
+def die_with_parent() -> bool:
+    """SIGKILL this process when the one that forked it (the zygote) dies."""
+    return _libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
 
 
 def no_new_privs() -> bool:

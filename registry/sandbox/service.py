@@ -60,6 +60,8 @@ def zygote() -> Zygote:
     global _zygote
     with _zygote_lock:
         if _zygote is None or not _zygote.alive:
+            if _zygote is not None:
+                _zygote.close()  # a dead zygote's control socket and process entry
             _zygote = Zygote(settings.SANDBOX["SCRATCH_DIR"])
         return _zygote
 

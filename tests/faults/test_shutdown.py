@@ -149,3 +149,43 @@ def test_no_new_turn_starts_while_the_server_drains(servers, model, chat):
 
     assert refused["code"] == "server_stopping" and "restarting" in refused["message"]
     assert server.wait(STOP_BOUND) == 0
+
+
+def test_a_rest_turn_cancelled_at_the_end_of_the_grace_is_answered_with_a_json_error_not_a_500(servers, model, chat):
+    import threading
+
+    import requests
+    from rest_framework.authtoken.models import Token
+
+    from conversations.models import TurnRecord
+
+    conversation, _ = chat
+    token = Token.objects.create(user=conversation.user).key
+    server = servers(
+        **model({"text": ["Never ", "finished"], "pause_after": 4}), EUNICE_SHUTDOWN_GRACE_SECONDS="2", EUNICE_JOBS="0"
+    )
+    answers: list[requests.Response] = []
+    post = threading.Thread(
+        target=lambda: answers.append(
+            requests.post(
+                f"{server.url}/api/conversations/{conversation.pk}/messages/",
+                json={"text": "hang"},
+                headers={"Authorization": f"Token {token}"},
+                timeout=STOP_BOUND,
+            )
+        )
+    )
+    post.start()
+    assert wait_for(lambda: TurnRecord.objects.filter(conversation=conversation, status="running").exists(), 60)
+    code, _ = stop(server)
+    post.join(STOP_BOUND)
+
+    assert code == 0, server.log()[-2000:]
+    (answer,) = answers
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["code"] == "turn_interrupted" and "send your message again" in answer.json()["detail"]
+    assert answer.headers["Retry-After"]
+    assert "Traceback" not in server.log()
+    record = TurnRecord.objects.get(conversation=conversation)
+    assert record.status == "interrupted"
+    assert ChatMessage.objects.filter(conversation=conversation, role="user", text="hang").exists()
