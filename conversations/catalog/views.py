@@ -31,6 +31,7 @@ from datacatalog.files import save_upload
 from datacatalog.models import CatalogDataset
 from datacatalog.store import NAME_RULE, CatalogError, ConversationCatalog
 from datacatalog.uploads import EXCEL_MIME, upload_dataset
+from eunice.bounded_read import check_zip
 from eunice.tenant_files import is_tenant_file
 from registry.context import ToolContext
 from registry.tenancy import tenant_of
@@ -98,10 +99,11 @@ def _upload_name(upload: UploadedFile, types: dict[str, str]) -> str:
 
 
 def _holds(upload: UploadedFile, member: str) -> bool:
-    """Whether the uploaded ZIP container lists ``member`` (its central directory only;
-    nothing is decompressed). The upload is rewound for whoever reads it next."""
+    """Whether the uploaded ZIP container lists ``member`` (its central directory only,
+    within the archive limits; nothing is decompressed; InputTooLarge is a ValueError).
+    The upload is rewound for whoever reads it next."""
     try:
-        with zipfile.ZipFile(upload.file) as container:
+        with check_zip(upload.file, what=f"{upload.name!r}") as container:
             return member in container.namelist()
     except (zipfile.BadZipFile, OSError, ValueError):
         return False
