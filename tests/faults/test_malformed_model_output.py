@@ -68,7 +68,8 @@ def test_tool_arguments_that_are_not_a_json_object_end_the_turn_saying_why_and_t
 ):
     server = model([{"tool_uses": [call("weather", raw_input=raw)]}, FINE])
     outcome = run(conversation, user, "weather in Paris?")
-    assert outcome.text.startswith("The model could not answer: The model sent") and says in outcome.text
+    # The error is the turn's, never the model's words (#27 item 5): nothing was said.
+    assert outcome.text == "" and outcome.error.startswith("The model sent") and says in outcome.error
     assert outcome.stop_reason == "error" and results(conversation) == []  # the tool never ran
     (error,) = ConversationEvent.objects.filter(conversation=conversation, turn=1, event_type="error")
     assert says in error.data["message"]
@@ -116,6 +117,6 @@ def test_arguments_nested_100_000_deep_end_the_turn_naming_the_limit_and_the_nex
 ):
     server = model([{"tool_uses": [call("weather", raw_input=nested(100_000))]}, FINE])
     outcome = run(conversation, user, "weather?")
-    assert "nested deeper than 64 levels, the limit (EUNICE_JSON_MAX_DEPTH)" in outcome.text
-    assert "RecursionError" not in outcome.text and results(conversation) == []
+    assert "nested deeper than 64 levels, the limit (EUNICE_JSON_MAX_DEPTH)" in outcome.error
+    assert "RecursionError" not in outcome.error and results(conversation) == []
     assert_the_conversation_goes_on(server, conversation, user)
