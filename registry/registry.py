@@ -43,7 +43,7 @@ from registry.result import ToolResult
 from registry.snapshot import Definition, Snapshot, redacted
 from registry.suggest import closest_tools
 from registry.validation import InputError, validator_for
-from registry.workers import Busy, ToolWorkers
+from registry.workers import ToolWorkers
 
 if TYPE_CHECKING:
     from registry.search import ToolSearch
@@ -351,26 +351,25 @@ class ToolRegistry:
             try:
                 return future.result(timeout)
             except concurrent.futures.TimeoutError:
-                self.workers().abandon(future)
+                busy = self.workers().abandon(future)
+                if busy is not None:
+                    return _no_slot(busy, timeout)
                 raise TimeoutError(f"timed out after {timeout:g} s") from None
         except TimeoutError as exc:
             return Err(str(exc), "TimeoutError")
-        except Busy as exc:
-            return Err(str(exc), "ToolBusy")
 
     async def _run_on_worker(self, call: Call) -> Envelope:
         """A synchronous handler (inline ones too: nothing blocks the event loop) on a tool worker."""
         handler = call.handler
         assert handler is not None
         timeout = self._timeout(handler)
-        try:
-            future = self._submit(call, timeout)
-        except Busy as exc:
-            return Err(str(exc), "ToolBusy")
+        future = self._submit(call, timeout)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except TimeoutError:
-            self.workers().abandon(future)
+            busy = self.workers().abandon(future)
+            if busy is not None:
+                return _no_slot(busy, timeout)
             return Err(f"timed out after {timeout:g} s", "TimeoutError")
         except asyncio.CancelledError:  # the caller stopped waiting (the user's cancel)
             self.workers().abandon(future)
@@ -472,3 +471,8 @@ get_registry: Lazy[ToolRegistry] = Lazy(ToolRegistry)  # the process-wide regist
 
 def execute_tool(name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
     return get_registry().execute_tool(name, inputs, context)
+
+
+def _no_slot(busy: str, timeout: float) -> Err:
+    """A call that waited its whole timeout for a slot (registry.workers) and never ran."""
+    return Err(f"{busy}; no slot came free within {timeout:g} s, so this call did not run", "ToolBusy")

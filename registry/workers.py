@@ -6,8 +6,10 @@ that thread off (``lost``) and starts another in its place, so hung handlers
 never shrink the pool the other calls run on. What a hung handler does keep
 until it returns is its slots: one of its tool's (``EUNICE_TOOL_CALLS_PER_TOOL``)
 and one of its tenant's (``EUNICE_TOOL_CALLS_PER_TENANT``). A call that finds
-either full is refused at once (``Busy``), so one tool's or one tenant's hung
-calls stop only that tool or that tenant. The threads are daemons: a hung
+either full waits in line (first come, first served) until both have a slot,
+within its own timeout; one that never got a slot is reported as busy
+(``abandon`` says why). So a burst of quick calls runs a few at a time, and one
+tool's or one tenant's hung calls hold up only that tool or that tenant. The threads are daemons: a hung
 handler never holds up the process's exit.
 """
 
@@ -16,14 +18,10 @@ from __future__ import annotations
 import concurrent.futures
 import queue
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-
-class Busy(Exception):
-    """No slot for the call: its tool or its tenant has as many calls running as allowed."""
 
 
 @dataclass(eq=False, slots=True)
@@ -47,6 +45,7 @@ class ToolWorkers:
         self._by_tool: Counter[str] = Counter()
         self._by_tenant: Counter[str] = Counter()
         self._jobs: dict[concurrent.futures.Future, _Job] = {}
+        self._waiting: deque[_Job] = deque()  # calls with no slot yet, in arrival order
         self._live = 0  # threads that are not written off
         self._idle = 0
         self._queued = 0
@@ -55,37 +54,68 @@ class ToolWorkers:
         self._started = 0
 
     def submit(self, tool: str, tenant: str, func: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
-        """Run ``func(*args)`` on a worker. Raises Busy when ``tool`` or ``tenant`` has no slot left."""
+        """Run ``func(*args)`` on a worker, once ``tool`` and ``tenant`` each have a slot."""
         job = _Job(concurrent.futures.Future(), func, args, tool, tenant)
         with self._lock:
-            if self._by_tool[tool] >= self._per_tool:
-                raise Busy(f"{tool} already has {self._per_tool} calls running; try again when one has finished")
-            if self._by_tenant[tenant] >= self._per_tenant:
-                raise Busy(
-                    f"this workspace already has {self._per_tenant} tool calls running; try again when one has finished"
-                )
-            self._by_tool[tool] += 1
-            self._by_tenant[tenant] += 1
             self._jobs[job.future] = job
-            self._queued += 1
-            self._grow()
-        self._queue.put(job)
+            if self._waiting or not self._has_slots(job):
+                self._waiting.append(job)
+                return job.future
+            self._start(job)
         return job.future
 
-    def abandon(self, future: concurrent.futures.Future) -> None:
-        """The caller stopped waiting on ``future``: a call not started never runs; the thread
-        of one running is written off and replaced (the handler's slots stay taken until it returns)."""
+    def _has_slots(self, job: _Job) -> bool:
+        return self._by_tool[job.tool] < self._per_tool and self._by_tenant[job.tenant] < self._per_tenant
+
+    def _start(self, job: _Job) -> None:
+        # Under the lock: take the job's slots and hand it to a thread.
+        self._by_tool[job.tool] += 1
+        self._by_tenant[job.tenant] += 1
+        self._queued += 1
+        self._grow()
+        self._queue.put(job)
+
+    def _admit(self) -> None:
+        # Under the lock, after slots were freed: start the waiting calls that now fit, in
+        # order; a call whose caller gave up is dropped. Others keep their place.
+        still: deque[_Job] = deque()
+        for job in self._waiting:
+            if job.future.cancelled():
+                self._jobs.pop(job.future, None)
+            elif self._has_slots(job):
+                self._start(job)
+            else:
+                still.append(job)
+        self._waiting = still
+
+    def why_busy(self, tool: str, tenant: str) -> str:
+        """Why a call of ``tool`` for ``tenant`` found no slot."""
+        if self._by_tool[tool] >= self._per_tool:
+            return f"{tool} already has {self._per_tool} calls running"
+        return f"this workspace already has {self._per_tenant} tool calls running"
+
+    def abandon(self, future: concurrent.futures.Future) -> str | None:
+        """The caller stopped waiting on ``future``. A call that never got a slot never runs,
+        and the answer says why it had none; the thread of one running is written off and
+        replaced (the handler's slots stay taken until it returns)."""
+        with self._lock:
+            job = self._jobs.get(future)
+            if job is not None and job in self._waiting and future.cancel():
+                self._waiting.remove(job)
+                self._jobs.pop(future, None)
+                return self.why_busy(job.tool, job.tenant)
         if future.cancel():
-            return
+            return None
         with self._lock:
             job = self._jobs.get(future)
             if job is None or job.abandoned or job.settled:
-                return
+                return None
             job.abandoned = True
             self._live -= 1
             self._lost += 1
             self._hung += 1
             self._grow()
+        return None
 
     def stats(self) -> dict[str, int]:
         """What the pool holds now: its threads, those running a call, those written off."""
@@ -93,7 +123,7 @@ class ToolWorkers:
             return {
                 "threads": self._live,
                 "busy": self._live - self._idle,
-                "queued": self._queued,
+                "queued": self._queued + len(self._waiting),
                 "lost": self._lost,
                 "hung": self._hung,
             }
@@ -122,7 +152,10 @@ class ToolWorkers:
                 self._jobs.pop(job.future, None)
                 self._by_tool[job.tool] -= 1
                 self._by_tenant[job.tenant] -= 1
+                if not job.abandoned:
+                    self._idle += 1
+                if self._waiting:
+                    self._admit()
                 if job.abandoned:  # written off: another thread has taken this one's place
                     self._hung -= 1
                     return
-                self._idle += 1
