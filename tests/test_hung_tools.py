@@ -50,7 +50,8 @@ def test_a_tool_with_all_its_slots_hung_waits_its_timeout_and_says_why_it_did_no
     assert [kind(call("hang")) for _ in range(3)] == ["TimeoutError"] * 3
     result, elapsed = timed(call, "hang")
     assert result.content == (
-        "✗ error (ToolBusy): hang already has 3 calls running; no slot came free within 0.05 s, so this call did not run"
+        "✗ error (ToolBusy): hang already has 3 calls running;"
+        " no slot came free within 0.05 s, so this call did not run"
     )
     assert elapsed < PROMPTLY
 
