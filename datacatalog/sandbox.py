@@ -11,17 +11,18 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from django.conf import settings
 from django.db.models import Q
 
 from datacatalog.access import caller_is, is_staff
 from datacatalog.models import CatalogDataset
-from datacatalog.store import ConversationCatalog
-from eunice.bounded_read import read_parquet_file
 from registry.context import ToolContext
 from registry.sandbox.datasets import StoredDataset
+
+if TYPE_CHECKING:  # pandas (the store, the reader) loads at the first run, not at start-up
+    import pandas as pd
 
 _BYTES_PER_CELL = 8  # a lower bound of a loaded cell, to refuse a huge dataset before reading it
 
@@ -30,6 +31,8 @@ class CatalogDatasets:
     """``registry.sandbox.datasets.DatasetSource`` over the conversation catalog."""
 
     def readable(self, context: ToolContext) -> tuple[str | None, list[StoredDataset]]:
+        from datacatalog.store import ConversationCatalog
+
         tenant_id = str(context.tenant_id or "")
         found = context.catalog
         conversation_id = found.conversation_id if isinstance(found, ConversationCatalog) else context.conversation_id
@@ -72,6 +75,8 @@ class _RecentFrames:
             if key in self._frames:
                 self._frames.move_to_end(key)
                 return self._frames[key]
+        from eunice.bounded_read import read_parquet_file
+
         frame = read_parquet_file(path)  # the catalog stored it within the limits; checked again all the same
         loaded = (frame, int(frame.memory_usage(index=True, deep=True).sum()))
         with self._lock:

@@ -7,6 +7,7 @@ REDIS_URL switch to PostgreSQL and Redis.
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,6 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("EUNICE_SECURE_COOKIES", F
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("EUNICE_BEHIND_PROXY", False) else None
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -82,6 +82,11 @@ INSTALLED_APPS = [
     "tools",
     "conversations",
 ]
+# daphne's app makes `manage.py runserver` serve the ASGI app (websockets included). It
+# imports Twisted when the apps load, which cost every other command and the server as
+# much start-up as pandas, so only runserver loads it; scripts/run serves with uvicorn.
+if sys.argv[1:2] == ["runserver"]:
+    INSTALLED_APPS.insert(0, "daphne")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from llm.anthropic_provider import AnthropicProvider
 from llm.errors import LLMConfigError
 from llm.models import ModelConfig
 from llm.offline import MODEL_NAME as OFFLINE_MODEL
 from llm.offline import OfflineProvider
 from llm.provider import Provider
+
+if TYPE_CHECKING:  # the SDK costs a second of start-up: imported when a provider is made
+    from llm.anthropic_provider import AnthropicProvider
 
 
 def get_model_for_role(role: str) -> ModelConfig:
@@ -83,6 +86,8 @@ def _anthropic_provider(api_key: str, base_url: str | None, max_retries: int, ti
     """One provider per configuration, shared by every turn: it keeps the SDK
     clients, their TLS context and their open connections. (The configuration
     comes from settings, so a process holds one, or a few in tests.)"""
+    from llm.anthropic_provider import AnthropicProvider
+
     key = (api_key, base_url, max_retries, timeout)
     with _providers_lock:
         provider = _providers.get(key)

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from registry.context import ToolContext
 from registry.installed import Port
-from registry.sandbox.policy import SandboxRefusal
+from registry.sandbox.refusal import SandboxRefusal
 
 _DATA_NAMES = frozenset({"df", "datasets", "frames"})
 

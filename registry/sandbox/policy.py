@@ -28,10 +28,7 @@ from pandas.core.computation.ops import LOCAL_TAG, MATHOPS
 from pandas.core.groupby.groupby import GroupBy
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-
-class SandboxRefusal(Exception):
-    """The language layer refused an operation; the message names what and why."""
-
+from registry.sandbox.refusal import SandboxRefusal
 
 _DENIED_ATTRIBUTES = frozenset(
     {

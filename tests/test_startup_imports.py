@@ -1,0 +1,58 @@
+"""Start-up loads no heavy library that the command in hand does not use.
+
+Every ``manage.py`` command, the server and each process a test starts pay for what
+the apps import while they load. The model SDKs, pandas and Twisted each cost about as
+much as the rest of start-up together; they load where they are used (a provider, a
+data tool, ``runserver``), not when the apps do.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HEAVY = ("anthropic", "openai", "pandas", "numpy", "pyarrow", "duckdb", "onnxruntime", "twisted", "daphne")
+
+# The apps, the admin (autodiscovered while the apps load) and the modules a CLI tool
+# call and the builder's job code import before any tool runs.
+SCRIPT = f"""
+import json, sys
+import django
+django.setup()
+import conversations.management.commands.call_tool
+import llm.roles
+import registry.custom_tools
+import registry.registry
+import registry.tool_jobs
+print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))
+"""
+
+
+def loaded_by(script: str, *argv: str) -> list[str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.test_settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_loading_the_apps_imports_no_model_sdk_no_pandas_and_no_twisted():
+    assert loaded_by(SCRIPT) == []
+
+
+def test_runserver_still_loads_daphne_which_serves_websockets():
+    script = "import sys, json, django\ndjango.setup()\nfrom django.apps import apps\n"
+    script += "print(json.dumps(['daphne'] if apps.is_installed('daphne') else []))\n"
+    # settings read sys.argv[1]: the command manage.py was given
+    assert loaded_by(script, "runserver") == ["daphne"]
+
+
+def test_a_cli_tool_call_skips_the_servers_system_checks():
+    from conversations.management.commands.call_tool import Command
+
+    # the checks import every view and URL, and with them the model SDKs
+    assert Command.requires_system_checks == []
