@@ -10,15 +10,16 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from datacatalog.models import CatalogDataset
 from eunice.bounded_read import InputTooLarge, check_frame, read_parquet_file
 from eunice.tenant_files import catalog_dir
 from registry.context import ToolContext
 from registry.conversation_records import conversation_records
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME_RULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 SAVED_MARK = "eunice_catalog_saved"
@@ -135,6 +136,8 @@ class ConversationCatalog:
 
     def promote(self, name: str, frame: Any, *, source_tool: str) -> None:
         """Persist a dataset a tool returned, unless the tool already saved it here."""
+        import pandas as pd
+
         if isinstance(frame, pd.DataFrame) and not frame.attrs.get(SAVED_MARK) and NAME_RULE.match(name):
             self.save(name, frame, source="tool", source_detail=source_tool)
 
@@ -157,6 +160,8 @@ def _parquet_ready(frame: pd.DataFrame) -> pd.DataFrame:
     """Parquet needs string column names, a plain index, and one type per column: a column
     holding values of several types (numbers and text in one spreadsheet column) is kept as
     text, its missing values still missing."""
+    import pandas as pd
+
     frame = frame.copy()
     if not isinstance(frame.index, pd.RangeIndex):
         frame = frame.reset_index()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from django.conf import settings
 
 from datacatalog.files import register_export
@@ -13,6 +13,9 @@ from datacatalog.models import CatalogDataset
 from datacatalog.store import CatalogError, ConversationCatalog
 from eunice.bounded_read import InputTooLarge, read_table
 from eunice.tenant_files import safe_name
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMATS = {".csv": "csv", ".tsv": "csv", ".xlsx": "excel", ".parquet": "parquet", ".json": "json"}
 EXCEL_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -52,6 +55,8 @@ def upload_dataset(
 def parse(kind: str, payload: bytes, filename: str) -> pd.DataFrame:
     """Read ``payload`` as ``kind`` within the dataset limits (eunice.bounded_read); raises
     UploadError with the limit or the reader's reason (no traceback)."""
+    import pandas as pd
+
     sep = "\t" if filename.lower().endswith(".tsv") else ","
     try:
         return read_table(kind, payload, sep=sep)

@@ -25,12 +25,14 @@ import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import pandas as pd
 from django.conf import settings
 
 from eunice.jsonlimits import loads_bounded
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Source = bytes | str | Path
 # Below this, a member's ratio says little (a few kilobytes of repeated XML compress
@@ -235,6 +237,7 @@ def read_parquet_file(source: Source | IO[bytes]) -> pd.DataFrame:
 
     Raises InputTooLarge, or pyarrow's errors (OSError, ValueError subclasses).
     """
+    import pandas as pd
     import pyarrow.parquet as pq
 
     parquet = pq.ParquetFile(source)
@@ -298,6 +301,8 @@ _QUOTED = re.compile(rb'"[^"]*"')
 
 
 def _csv(payload: bytes, sep: str) -> pd.DataFrame:
+    import pandas as pd
+
     end = payload.find(b"\n")
     header = payload if end == -1 else payload[:end]
     columns = _QUOTED.sub(b"", header).count(sep.encode()) + 1
@@ -309,6 +314,8 @@ def _csv(payload: bytes, sep: str) -> pd.DataFrame:
 
 def _json(payload: bytes) -> pd.DataFrame:
     # Every value but the last is followed by a comma: an upper bound on cells before parsing.
+    import pandas as pd
+
     _refuse_past("MAX_CELLS", payload.count(b",") + 1, "the JSON file", f"up to {payload.count(b',') + 1:,} values")
     # Keys per object on average (a key is a string then a colon; counted in C, strings and
     # all): past the column limit, some object is wider than a dataset may be. A wide object
@@ -349,6 +356,8 @@ def _json_columns(records: list) -> int:
 
 
 def _excel(payload: bytes) -> pd.DataFrame:
+    import pandas as pd
+
     with check_zip(payload, what="the workbook") as archive:
         rows, columns = _sheet_extent(archive, _sheet_paths(io.BytesIO(payload))[0])
     check_shape(max(rows - 1, 0), columns, "the workbook's first sheet")  # the first row is the header

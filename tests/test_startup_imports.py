@@ -14,10 +14,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HEAVY = ("anthropic", "openai", "pandas", "numpy", "pyarrow", "duckdb", "onnxruntime", "twisted", "daphne")
+HEAVY = ("anthropic", "openai", "pandas", "pyarrow", "duckdb", "onnxruntime", "twisted", "daphne")
 
-# The apps, the admin (autodiscovered while the apps load) and the modules a CLI tool
-# call and the builder's job code import before any tool runs.
+# The apps, the admin (autodiscovered while the apps load), the modules a CLI tool call
+# and the builder's job code import before any tool runs, and the system catalog, which
+# imports every system tool's module for its declarations (``seed_tools``, a CLI call).
 SCRIPT = f"""
 import json, sys
 import django
@@ -27,6 +28,8 @@ import llm.roles
 import registry.custom_tools
 import registry.registry
 import registry.tool_jobs
+from tools.catalog import declared_tools
+declared_tools()
 print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))
 """
 
@@ -40,7 +43,7 @@ def loaded_by(script: str, *argv: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_loading_the_apps_imports_no_model_sdk_no_pandas_and_no_twisted():
+def test_loading_the_apps_and_the_catalog_imports_no_model_sdk_no_pandas_and_no_twisted():
     assert loaded_by(SCRIPT) == []
 
 

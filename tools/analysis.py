@@ -7,9 +7,8 @@ New frames the code puts into ``frames`` are saved to the catalog.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from django.conf import settings
 
 from datacatalog.access import is_staff
@@ -21,6 +20,9 @@ from registry.declarations import Tool
 from registry.sandbox import service
 from tools.datacommon import catalog, catalog_errors, quality_warnings, table_ok
 from tools.fragments import DATASET
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @uniform_contract(name="analyze_data", is_tabular=False)
@@ -73,6 +75,8 @@ def _save_frames(books: Any, payloads: dict[str, dict]) -> tuple[dict[str, pd.Da
 
 def rebuild(payload: dict) -> pd.DataFrame:
     """The DataFrame a run sent as JSON data (runner.frame_payload), with dates restored."""
+    import pandas as pd
+
     split = loads_bounded(payload["split"], what="the frame a run sent")
     frame = pd.DataFrame(split["data"], columns=split["columns"])
     for column, dtype in (payload.get("dtypes") or {}).items():

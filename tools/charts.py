@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from datacatalog.files import file_card, register_export
 from registry.context import ToolContext
@@ -13,6 +12,9 @@ from registry.contract import Effects, HintException, Ok, Warning, uniform_contr
 from registry.declarations import Tool
 from tools.datacommon import catalog, catalog_errors, check_columns, chosen_dataset
 from tools.fragments import DATASET
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CHART_MAX_ROWS = 5000
 MAP_MAX_POINTS = 5000
@@ -87,6 +89,8 @@ def render(spec: dict, image_format: str) -> tuple[bytes, str]:
 
 
 def _type(series: pd.Series) -> str:
+    import pandas as pd
+
     if pd.api.types.is_datetime64_any_dtype(series):
         return "temporal"
     if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
@@ -137,6 +141,8 @@ def display_map(inputs: dict, context: ToolContext) -> Ok:
 
 
 def _points(frame: pd.DataFrame, inputs: dict) -> tuple[dict, list[Warning]]:
+    import pandas as pd
+
     columns = {str(c).lower(): str(c) for c in frame.columns}
     lat = inputs.get("lat_column") or next((columns[c] for c in _LAT if c in columns), None)
     lon = inputs.get("lon_column") or next((columns[c] for c in _LON if c in columns), None)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from datacatalog.store import CatalogError, ConversationCatalog, NoConversation, UnknownDataset
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, Warning, measure_schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def catalog_errors(handler: Callable[[dict, ToolContext], Any]) -> Callable[[dict, ToolContext], Any]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from datacatalog.access import readable_files
 from datacatalog.files import file_card, register_export
@@ -18,6 +17,9 @@ from registry.contract import Effects, HintException, Ok, Warning, uniform_contr
 from registry.declarations import Tool
 from tools.datacommon import catalog, catalog_errors, check_columns, chosen_dataset, ranked
 from tools.fragments import DATASET
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _MIME = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet", "json": "application/json"}
 READ_MAX_CELLS = 2000
@@ -80,6 +82,8 @@ def _file_ok(
 def export_excel(inputs: dict, context: ToolContext) -> Ok:
     """One workbook, one sheet per dataset: bold frozen header, autofilter, widths, number formats,
     and optional formulas appended below each sheet's data."""
+    import pandas as pd
+
     books = catalog(context)
     buffer = io.BytesIO()
     sheets = inputs["sheets"]
@@ -191,6 +195,8 @@ def _read(workbook, sheet_name: str | None, cell_range: str | None) -> str:  # n
 
 
 def _apply(workbook, operation: dict, number: int, context: ToolContext) -> None:  # noqa: ANN001
+    import pandas as pd
+
     kind = operation["op"]
     if kind == "set_cells":
         sheet = _sheet(workbook, operation.get("sheet"))

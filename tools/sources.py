@@ -19,15 +19,17 @@ import difflib
 import re
 import sqlite3
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import pandas as pd
 
 from datacatalog.models import DataSource
 from datacatalog.secrets import unseal
 from eunice.bounded_read import InputTooLarge, read_csv_file, read_parquet_file
 from registry.contract import HintException
 from tools.lib.datasource_reach import check_connected, postgres_target, tenant_file
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _MISSING = re.compile(r'(?:relation|column|table|no such table:|no such column:)\s+"?([\w.]+)"?', re.I)
 
@@ -146,6 +148,7 @@ def _postgres_rows(source: DataSource, sql: str, timeout: float, max_rows: int |
 
 
 def _postgres(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.DataFrame:
+    import pandas as pd
     from psycopg import errors
 
     try:
@@ -194,6 +197,8 @@ def _only_this_file(source: DataSource) -> HintException:
 
 
 def _sqlite(source: DataSource, sql: str, max_rows: int, timeout: float) -> pd.DataFrame:
+    import pandas as pd
+
     connection = _sqlite_connection(source, timeout)
     try:
         cursor = connection.execute(sql)

@@ -15,13 +15,16 @@ statement must be a single SELECT.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-import duckdb
-import pandas as pd
 from django.conf import settings
 
 from registry.contract import HintException
 from tools.datacommon import ranked
+
+if TYPE_CHECKING:  # DuckDB and pandas load at the first query, not with the catalog
+    import duckdb
+    import pandas as pd
 
 # What a statement is told when it reaches for anything but a registered dataset.
 _ONLY_DATASETS = (
@@ -36,6 +39,8 @@ def locked_connection() -> duckdb.DuckDBPyConnection:
     The limits come from ``settings.DATA`` (``DUCKDB_MEMORY_MB``, ``DUCKDB_THREADS``)
     and cannot be changed by SQL afterwards (``lock_configuration``).
     """
+    import duckdb
+
     return duckdb.connect(
         ":memory:",
         config={
@@ -53,6 +58,8 @@ def locked_connection() -> duckdb.DuckDBPyConnection:
 def referenced_tables(sql: str) -> set[str]:
     """The table names ``sql`` reads; raises a schema Hint unless it is one SELECT that parses
     and touches no file, URL or extension."""
+    import duckdb
+
     try:
         with locked_connection() as parser:
             _one_select(parser, sql)
@@ -73,6 +80,8 @@ def run_select(frames: dict[str, pd.DataFrame], sql: str, *, max_rows: int, time
     a file, URL, extension or setting; fetch when the statement ran longer than
     ``timeout`` seconds or needed more memory than ``DUCKDB_MEMORY_MB``.
     """
+    import duckdb
+
     connection = locked_connection()
     try:
         for name, frame in frames.items():
@@ -117,11 +126,15 @@ def run_select(frames: dict[str, pd.DataFrame], sql: str, *, max_rows: int, time
 
 def _reaches_outside(exc: duckdb.Error) -> bool:
     """Whether DuckDB refused a file/network access, or a function that lives in an extension."""
+    import duckdb
+
     message = str(exc)
     return isinstance(exc, duckdb.PermissionException) or ("exists in the" in message and " extension" in message)
 
 
 def _one_select(connection: duckdb.DuckDBPyConnection, sql: str) -> str:
+    import duckdb
+
     statements = connection.extract_statements(sql)
     if len(statements) != 1:
         raise HintException("schema", f"sql must be exactly one SELECT statement; got {len(statements)}")

@@ -3,7 +3,7 @@ tenant's; superusers may ask for every tenant's execution log)."""
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from datacatalog.access import is_superuser
 from registry.context import ToolContext
@@ -12,6 +12,9 @@ from registry.conversation_records import conversation_records
 from registry.declarations import Tool
 from registry.models import ToolExecutionLog
 from tools.datacommon import quality_warnings, table_ok
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @uniform_contract(name="query_telemetry", is_tabular=True)
@@ -37,6 +40,8 @@ def query_telemetry(inputs: dict, context: ToolContext) -> Ok | Err:
 
 
 def _calls(conversation_id: str | None, tenant_id: str | None, tool: str | None, limit: int) -> pd.DataFrame:
+    import pandas as pd
+
     rows = ToolExecutionLog.objects.order_by("-created_at")
     if tenant_id is not None:
         rows = rows.filter(tenant_id=tenant_id)
@@ -57,6 +62,8 @@ def _check_readable(conversation_id: str, context: ToolContext) -> None:
 
 
 def _events(conversation_id: str | None, tenant_id: str, limit: int) -> pd.DataFrame:
+    import pandas as pd
+
     if not conversation_id:
         raise HintException("schema", "conversation_id: events need a conversation (none in this context)")
     events = conversation_records().events(conversation_id, newest_first=True, limit=limit, with_blobs=False)
