@@ -269,6 +269,8 @@ class ConversationViewSet(viewsets.ModelViewSet):
             outcome = async_to_sync(drain.run_tracked)(
                 conversation.pk, run_turn, conversation, text=body.validated_data["text"], user=request.user
             )
+        except runs.RunCapReached as full:  # the user's answers in other server processes fill the cap
+            raise TooManyRuns(str(full)) from None
         except TurnInProgress as busy:
             return Response(
                 {"detail": str(busy), "code": "turn_in_progress", "running_turn": busy.turn},

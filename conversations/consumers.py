@@ -282,6 +282,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             )
         except TurnInProgress as busy:  # refused before anything was stored: only this socket is told
             await self._refuse(str(busy), code="turn_in_progress", running_turn=busy.turn)
+        except runs.RunCapReached as full:  # the user's answers in other server processes fill the cap
+            await self._refuse(str(full))
         except Exception:  # the socket must learn the turn ended, whatever broke
             logger.exception("turn failed in conversation %s", self.conversation_id)
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})

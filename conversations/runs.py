@@ -1,7 +1,11 @@
 """The per-user cap on answers running at once, shared by the websocket and REST.
 
-Counted per process, like the turns themselves: a deployment with several
-server processes allows the cap in each.
+Two checks. ``try_start`` counts this process's answers in memory: the quick
+refusal, before anything is read or stored. The turn's reservation then counts
+the user's turns running in every server process (``turn_reservations``: the
+running, live turn records of the user's conversations, under a lock of the
+user's row on PostgreSQL), so a deployment with several server processes holds
+the cap across all of them and raises ``RunCapReached`` past it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ def finish(user_id) -> None:
         _running[user_id] -= 1
         if _running[user_id] <= 0:
             del _running[user_id]
+
+
+class RunCapReached(Exception):
+    """The user's answers running in all server processes fill the cap; nothing was stored."""
+
+    def __init__(self) -> None:
+        super().__init__(too_many_message())
 
 
 def too_many_message() -> str:

@@ -33,6 +33,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from conversations import runs
 from conversations.inserts import insert_rows
 from conversations.models import (
     ChatMessage,
@@ -64,7 +65,8 @@ class TurnInProgress(Exception):
 
 
 def reserve_turn(conversation: Conversation) -> int:
-    """The number of the turn now reserved for ``conversation``; raises TurnInProgress.
+    """The number of the turn now reserved for ``conversation``; raises TurnInProgress,
+    or ``runs.RunCapReached`` when the user's turns running in any process fill the cap.
 
     Runs inside the caller's transaction (``begin_turn``'s), which it requires:
     the reservation commits with the turn's first message and event. The
@@ -79,6 +81,8 @@ def reserve_turn(conversation: Conversation) -> int:
         if is_alive(latest):
             raise TurnInProgress(conversation.pk, latest.turn)
         close_dead_turn(latest, "the server stopped while this turn was running")
+    if conversation.user_id is not None:
+        _check_run_cap(conversation, conversation.user_id)
     turn = (latest.turn if latest is not None else 0) + 1
     # Turns closed before reservations existed (or broken by them) left events under
     # numbers with no record: never reuse one.
@@ -102,6 +106,27 @@ def reserve_turn(conversation: Conversation) -> int:
         Conversation.objects.filter(pk=conversation.pk).update(cancel_requested_at=None)
     conversation.cancel_requested_at = None
     return turn
+
+
+def _check_run_cap(conversation: Conversation, user_id: int) -> None:
+    """Raise RunCapReached when the user's turns running in any process fill the cap.
+
+    The user's row is locked first (PostgreSQL; SQLite takes one writer at a time), so
+    two processes reserving turns for one user count one after the other. Dead turns
+    (their process gone) do not count; they are closed when their conversation is next
+    used or at start-up.
+    """
+    from django.contrib.auth import get_user_model
+
+    cap = settings.EUNICE_MAX_RUNS_PER_USER
+    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
+    running = (
+        TurnRecord.objects.filter(conversation__user_id=user_id, status=TurnRecord.Status.RUNNING)
+        .exclude(conversation_id=conversation.pk)  # its own running turn is TurnInProgress
+        .only("conversation_id", "turn", "owner", "heartbeat_at")
+    )
+    if sum(1 for record in running if is_alive(record)) >= cap:
+        raise runs.RunCapReached
 
 
 def refused_reservation(conversation: Conversation, error: IntegrityError) -> TurnInProgress:
