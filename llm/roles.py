@@ -21,6 +21,7 @@ from llm.models import ModelConfig
 from llm.offline import MODEL_NAME as OFFLINE_MODEL
 from llm.offline import OfflineProvider
 from llm.provider import Provider
+from llm.tracing import traced
 
 
 def get_model_for_role(role: str) -> ModelConfig:
@@ -58,7 +59,7 @@ def create_llm_client_for_role(role: str, *, model: ModelConfig | None = None) -
             f"The model for role {config.role!r} names an unknown provider {config.provider!r}; "
             f"use one of {', '.join(sorted(PROVIDERS))}."
         )
-    return factory(config)
+    return traced(factory(config))
 
 
 def _anthropic(config: ModelConfig) -> Provider:
