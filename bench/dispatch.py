@@ -3,7 +3,9 @@
 Prints µs/call, each over --calls calls (default 10,000):
   bare_us             the handler called directly
   dispatch_us         execute_tool: lookup, validation, routing, the Ok/Hint/Err
-                      contract and its render; log off
+                      contract and its render; log off, telemetry off
+  dispatch_traced_us  the same with telemetry on: an execute_tool span (batched to an
+                      exporter that drops it) and the duration metric per call
   dispatch_logged_us  the same with the execution log on the configured database
                       (the final flush of buffered rows is included in the time)
   dispatch_thread_us  a handler not marked inline: it runs on a worker thread
@@ -46,6 +48,31 @@ def per_call_us(fn, calls: int, after=None) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
+def traced(fn, calls: int) -> float:
+    """``per_call_us`` with telemetry on, its spans batched to an exporter that drops them."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    from eunice import telemetry
+
+    class Dropped(SpanExporter):
+        def export(self, spans):  # noqa: ANN001, ANN202
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    telemetry.install(tracer_provider, meter_provider)
+    try:
+        return per_call_us(fn, calls)
+    finally:
+        telemetry.uninstall()
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
+
+
 def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
     from registry.context import ToolContext
     from registry.models import ToolDefinition, ToolStatus, ToolType
@@ -70,6 +97,8 @@ def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
     results["bare_us"] = per_call_us(lambda: add(inputs, context), calls)
     settings.EXECUTION_LOG_ENABLED = False
     results["dispatch_us"] = per_call_us(lambda: registry.execute_tool("bench_add", inputs, context), calls)
+    results["dispatch_traced_us"] = traced(lambda: registry.execute_tool("bench_add", inputs, context), calls)
+    results["tracing_cost_us"] = results["dispatch_traced_us"] - results["dispatch_us"]
     results["dispatch_thread_us"] = per_call_us(
         lambda: registry.execute_tool("bench_add_threaded", inputs, context), calls
     )

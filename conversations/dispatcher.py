@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from conversations.policies import Violation, check_policies, count_violation, format_policy_warnings
@@ -62,6 +63,7 @@ class _Planned:
     started: float
     status_message: str  # shown with the call and again with its result
     not_offered: Hint | None = None  # the tool was not on this call's surface: answered, never run
+    surface_reason: str = ""  # why it was on the surface (registry.surface), for its span
     shown: bool = False  # its tool_result is already on the display (a call cancelled on its own)
 
 
@@ -109,14 +111,14 @@ async def dispatch_tool_call(block: dict, runtime: Runtime, state: DispatchState
 
 
 async def dispatch_tool_calls(
-    blocks: list[dict], runtime: Runtime, state: DispatchState, *, offered: frozenset[str] | None = None
+    blocks: list[dict], runtime: Runtime, state: DispatchState, *, offered: Mapping[str, str] | None = None
 ) -> list[DispatchResult]:
     """Run a turn's tool_use blocks, concurrently where allowed, results in the model's order.
 
     A tool registered as sequential runs on its own; the calls around it run
     before and after it, in order. ``offered`` is the surface the model was shown
-    for this call: a call of any other tool is answered with a Hint naming the
-    offered ones, and never runs. None (a command the person typed) checks nothing.
+    for this call, each tool with the reason it was there: a call of any other tool
+    is answered with a Hint naming the offered ones, and never runs. None (a command the person typed) checks nothing.
     """
     results: list[DispatchResult] = []
     gate = TurnGate(runtime, state)
@@ -157,15 +159,18 @@ def _groups(blocks: list[dict], runtime: Runtime) -> list[list[dict]]:
 
 
 def _plan_group(
-    group: list[dict], runtime: Runtime, state: DispatchState, offered: frozenset[str] | None
+    group: list[dict], runtime: Runtime, state: DispatchState, offered: Mapping[str, str] | None
 ) -> list[_Planned]:
     """Checks made before anything runs, in the model's order; their events are written."""
     planned = [_plan(block, runtime, state, offered) for block in group]
+    if offered is not None:
+        for item in planned:
+            item.surface_reason = offered.get(item.block["name"], "")
     runtime.flush_events()
     return planned
 
 
-def _plan(block: dict, runtime: Runtime, state: DispatchState, offered: frozenset[str] | None) -> _Planned:
+def _plan(block: dict, runtime: Runtime, state: DispatchState, offered: Mapping[str, str] | None) -> _Planned:
     name, inputs = block["name"], block.get("input") or {}
     started = time.perf_counter()
     definition = runtime.registry.definitions().get(name)
@@ -199,7 +204,7 @@ def _plan(block: dict, runtime: Runtime, state: DispatchState, offered: frozense
     return _Planned(block, h, refusal, "\n".join(p for p in (warnings, hint) if p), started, status_message)
 
 
-def not_offered_hint(name: str, offered: frozenset[str]) -> Hint:
+def not_offered_hint(name: str, offered: Iterable[str]) -> Hint:
     """The answer to a call of a tool the model was not offered: the offered tools, closest first."""
     matcher = difflib.SequenceMatcher(b=name.lower())
     scored = []
@@ -256,7 +261,7 @@ async def _execute(item: _Planned, runtime: Runtime, gate: TurnGate, cancel: Cal
     """The call through the registry (whose gate refuses what ``_plan`` refused), raced
     against a cancel of the call or of its turn."""
     block = item.block
-    context = runtime.tool_context(block["id"], block["name"], cancel, gate)
+    context = runtime.tool_context(block["id"], block["name"], cancel, gate, item.surface_reason)
     if item.not_offered is not None:
         return await in_db_thread(runtime.registry.refuse)(block["name"], block.get("input"), context, item.not_offered)
     if item.refusal is not None:  # the gate refuses it at once: nothing to race

@@ -43,12 +43,14 @@ from conversations.working_set import copy_scope, drop_scope, paged_in
 from llm import LLMContextTooLongError, LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
 from llm.cost import Usage
 from llm.roles import create_llm_client_for_role, get_model_for_role
+from llm.tracing import invoke_agent
 from registry.aio import in_db_thread
 from registry.context import Budget
 from registry.surface import Surface, compose_surface, surface_event, touch_used
 
 logger = logging.getLogger("eunice.conversations")
 
+AGENT = "eunice"  # gen_ai.agent.name of a turn's invoke_agent span (llm.tracing)
 FINAL_STOP_REASONS = frozenset({"end_turn", "max_tokens", "stop_sequence", "refusal"})
 
 
@@ -116,7 +118,10 @@ async def run_turn(
         try:
             provider = create_llm_client_for_role(role, model=config)
             messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
-            outcome = await _loop(runtime, state, provider, config, messages, progress)
+            with invoke_agent(
+                AGENT, model=config.model, conversation_id=str(conversation.pk), tenant_id=runtime.tenant_id
+            ):
+                outcome = await _loop(runtime, state, provider, config, messages, progress)
         except LLMError as exc:  # the model could not be reached at all (a bad configuration)
             outcome = _failed(runtime, exc, 0, progress)
         finally:
@@ -603,16 +608,17 @@ def _record_call(
     runtime.flush_events()
 
 
-def _offered(provider: Any, entries: list) -> frozenset[str] | None:
-    """The tools the model may call after this request: those it was shown. None when the
-    calls are the person's own commands (offline mode's ``/tool {...}``): theirs to choose."""
+def _offered(provider: Any, entries: list) -> dict[str, str] | None:
+    """The tools the model may call after this request: those it was shown, each with the
+    reason it was. None when the calls are the person's own commands (offline mode's
+    ``/tool {...}``): theirs to choose."""
     if getattr(provider, "runs_the_persons_commands", False):
         return None
-    return frozenset(entry.name for entry in entries)
+    return {entry.name: entry.reason for entry in entries}
 
 
 async def _dispatch(
-    response: LLMResponse, runtime: Runtime, state: DispatchState, offered: frozenset[str] | None
+    response: LLMResponse, runtime: Runtime, state: DispatchState, offered: dict[str, str] | None
 ) -> dict:
     blocks = [{"id": t.id, "name": t.name, "input": t.input} for t in response.tool_uses]
     for block in blocks:  # queued; written with the calls' own events before they run

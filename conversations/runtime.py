@@ -102,7 +102,12 @@ class Runtime:
         return report
 
     def tool_context(
-        self, tool_use_id: str, name: str, cancel: CancelSignal | None = None, gate: CallGate | None = None
+        self,
+        tool_use_id: str,
+        name: str,
+        cancel: CancelSignal | None = None,
+        gate: CallGate | None = None,
+        surface_reason: str = "",
     ) -> ToolContext:
         """The context a handler receives (the registry adds reasoning, registry and tool_name)."""
         return ToolContext(
@@ -124,6 +129,7 @@ class Runtime:
             subtasks=Subtasks(self),
             questions=Questions(self) if self.interactive else None,
             gate=gate,
+            surface_reason=surface_reason,
         )
 
 

@@ -21,6 +21,7 @@ from llm.models import ModelConfig
 from llm.offline import MODEL_NAME as OFFLINE_MODEL
 from llm.offline import OfflineProvider
 from llm.provider import Provider
+from llm.tracing import traced
 
 if TYPE_CHECKING:  # the SDK costs a second of start-up: imported when a provider is made
     from llm.anthropic_provider import AnthropicProvider
@@ -61,7 +62,7 @@ def create_llm_client_for_role(role: str, *, model: ModelConfig | None = None) -
             f"The model for role {config.role!r} names an unknown provider {config.provider!r}; "
             f"use one of {', '.join(sorted(PROVIDERS))}."
         )
-    return factory(config)
+    return traced(factory(config))
 
 
 def _anthropic(config: ModelConfig) -> Provider:

@@ -7,4 +7,8 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from eunice import telemetry
         from registry import checks, signals  # noqa: F401  (registers checks and receivers)
+
+        # Off (and the SDK never imported) unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+        telemetry.start()

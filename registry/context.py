@@ -89,6 +89,9 @@ class ToolContext:
     sandbox: Any = None
     # Set by the host for the run of a call a person approved (registry.approvals).
     approval_id: str = ""
+    # Why the tool was on the surface the model called it from (registry.surface: anchor,
+    # usage, working_set, …); "" for a call no model surface is behind. Told to traces only.
+    surface_reason: str = ""
     # Set by the registry for the call.
     tool_name: str = ""
     reasoning: str | None = None

@@ -25,6 +25,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from eunice.jsonlimits import JSONTooDeep, check_depth
+from eunice.telemetry import state as telemetry
 from registry import aio, availability, gate
 from registry.context import ToolContext
 from registry.contract import (
@@ -46,6 +47,8 @@ from registry.validation import InputError, validator_for
 from registry.workers import ToolWorkers
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from registry.search import ToolSearch
 
 logger = logging.getLogger("eunice.registry")
@@ -62,6 +65,7 @@ class Call:
     handler: Handler | None
     started: float
     early: Envelope | None = None  # set when the call ends before the handler runs
+    span: Span | None = None  # its execute_tool span, while telemetry is on (registry.tracing)
 
 
 class ToolRegistry:
@@ -212,7 +216,15 @@ class ToolRegistry:
                 "use `await registry.aexecute_tool(...)` from async code"
             )
         call = self._prepare(name, inputs, context)
-        envelope = call.early if call.early is not None else self._run_sync(call)
+        if call.early is not None:
+            envelope = call.early
+        elif call.span is None:
+            envelope = self._run_sync(call)
+        else:
+            from registry import tracing
+
+            with tracing.current(call.span):
+                envelope = self._run_sync(call)
         return self._finish(call, envelope)
 
     async def aexecute_tool(self, name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
@@ -239,6 +251,10 @@ class ToolRegistry:
         inputs = dict(inputs or {})
         reasoning = inputs.pop("reasoning", None)
         call = Call(name, inputs, context.for_call(self, name, reasoning), None, None, time.perf_counter())
+        if telemetry.on:
+            from registry import tracing
+
+            call.span = tracing.start(call)
         return self._finish(call, envelope)
 
     def _prepare(self, name: str, inputs: dict | None, context: ToolContext) -> Call:
@@ -251,6 +267,10 @@ class ToolRegistry:
         inputs = dict(inputs or {})
         reasoning = inputs.pop("reasoning", None)
         call = Call(name, inputs, context.for_call(self, name, reasoning), None, None, started)
+        if telemetry.on:
+            from registry import tracing
+
+            call.span = tracing.start(call)
         definitions = self.definitions()
         if gate.concerns(name, call.context):
             refusal = gate.check(self, name, inputs, call.context)
@@ -380,14 +400,24 @@ class ToolRegistry:
         assert handler is not None
         timeout = self._timeout(handler)
         try:
-            return await asyncio.wait_for(handler.func(call.inputs, call.context), timeout)
+            if call.span is None:
+                return await asyncio.wait_for(handler.func(call.inputs, call.context), timeout)
+            from registry import tracing
+
+            with tracing.current(call.span):  # the task wait_for makes copies the context
+                return await asyncio.wait_for(handler.func(call.inputs, call.context), timeout)
         except TimeoutError:
             return Err(f"timed out after {timeout:g} s", "TimeoutError")
 
     def _submit(self, call: Call, timeout: float) -> concurrent.futures.Future:
         assert call.handler is not None
+        run = _on_worker
+        if call.span is not None:
+            from registry import tracing
+
+            run = tracing.on_worker(call.span, _on_worker)
         return self.workers().submit(
-            call.name, call.context.tenant_id, _on_worker, call.handler.func, call.inputs, call.context, timeout
+            call.name, call.context.tenant_id, run, call.handler.func, call.inputs, call.context, timeout
         )
 
     def workers(self) -> ToolWorkers:
@@ -410,6 +440,8 @@ class ToolRegistry:
             _record_envelope(recorder, call, outcome, kind)
         if settings.EXECUTION_LOG_ENABLED:
             self._log(call, result, outcome, kind)
+        if call.span is not None:
+            _trace(call, result, outcome, kind)
         return result
 
     def _log(self, call: Call, result: ToolResult, outcome: str, kind: str | None) -> None:
@@ -452,6 +484,15 @@ def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) 
         recorder.record("contract_envelope", {"tool": call.name, "envelope": outcome, "kind": kind})
     except Exception:  # telemetry must never fail the call it describes
         logger.exception("recording contract_envelope for %s failed", call.name)
+
+
+def _trace(call: Call, result: ToolResult, outcome: str, kind: str | None) -> None:
+    from registry import tracing
+
+    try:
+        tracing.finish(call, result, outcome, kind)
+    except Exception:  # telemetry must never fail the call it describes
+        logger.exception("ending the execute_tool span of %s failed", call.name)
 
 
 def _on_worker(func: HandlerFunc, inputs: dict, context: ToolContext, timeout: float) -> Any:

@@ -89,6 +89,20 @@ def call(registry):
     return run
 
 
+@pytest.fixture
+def otel(monkeypatch):
+    """Telemetry on, into the SDK's in-memory exporters (tests/telemetry.py), content
+    capture off. The process's global providers are left alone."""
+    from eunice import telemetry
+    from tests.telemetry import installed
+
+    recorded, tracer_provider, meter_provider = installed()
+    yield recorded
+    telemetry.uninstall()
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+
+
 def external_assets(html: str) -> list[str]:
     """The src/href URLs of a page that another host would serve (an empty list when all are local).
 
