@@ -119,7 +119,12 @@ SANDBOX_CALLABLE: frozenset[str] = frozenset(
 RETIRED_TOOLS: frozenset[str] = frozenset()
 
 # Tool name -> the feature flag (settings.FEATURE_FLAGS) that must be on for it.
-FLAG_GATED: Mapping[str, str] = MappingProxyType({})
+FLAG_GATED: Mapping[str, str] = MappingProxyType(
+    {
+        "query_frames": "frames_sql_enabled",
+        "query": "unified_query_enabled",
+    }
+)
 
 
 def assemble(declarations: Iterable[Iterable[Tool]], order: tuple[str, ...]) -> list[Tool]:
