@@ -397,6 +397,10 @@ WEB_SEARCH_URL = env_http_url("EUNICE_WEB_SEARCH_URL")
 # Feature flags strip gated tools from the catalog; see tools/catalog.py.
 FEATURE_FLAGS = {
     "custom_tools_enabled": env_bool("EUNICE_CUSTOM_TOOLS", False),
+    # SQL over the conversation's DataFrames (query_frames) and the one SQL tool
+    # over datasets and datasources (query); on unless a deployment turns them off.
+    "frames_sql_enabled": env_bool("EUNICE_FRAMES_SQL", True),
+    "unified_query_enabled": env_bool("EUNICE_UNIFIED_QUERY", True),
 }
 
 # The custom-tool sandbox (registry/sandbox). ALLOW_WEAK runs custom tools even

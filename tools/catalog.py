@@ -25,6 +25,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.agent",
     "tools.mcp",
     "tools.data",
+    "tools.catalog_search",
     "tools.sql",
     "tools.analysis",
     "tools.datasources",
@@ -50,6 +51,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "install_mcp_server",
     "preview_data",
     "describe_entry",
+    "search_catalog",
     "present_rows",
     "query",
     "query_frames",
@@ -93,6 +95,7 @@ SANDBOX_CALLABLE: frozenset[str] = frozenset(
         "search_tools",
         "preview_data",
         "describe_entry",
+        "search_catalog",
         "present_rows",
         "query",
         "query_frames",
@@ -116,7 +119,12 @@ SANDBOX_CALLABLE: frozenset[str] = frozenset(
 RETIRED_TOOLS: frozenset[str] = frozenset()
 
 # Tool name -> the feature flag (settings.FEATURE_FLAGS) that must be on for it.
-FLAG_GATED: Mapping[str, str] = MappingProxyType({})
+FLAG_GATED: Mapping[str, str] = MappingProxyType(
+    {
+        "query_frames": "frames_sql_enabled",
+        "query": "unified_query_enabled",
+    }
+)
 
 
 def assemble(declarations: Iterable[Iterable[Tool]], order: tuple[str, ...]) -> list[Tool]:

@@ -12,12 +12,16 @@ stored vectors only when the scope's fingerprint changes.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from registry.retrieval import Embedder, ToolDocument, ToolSearchIndex
 from registry.search import MIN_SIMILARITY, vector_tag
+
+T = TypeVar("T")
 
 __all__ = ["MIN_SIMILARITY", "IndexCache", "as_document", "build_index", "embed_missing", "vector_tag"]
 
@@ -61,21 +65,30 @@ def build_index(documents: Sequence[ToolDocument], vectors: Sequence[np.ndarray]
 
 
 class IndexCache:
-    """One index per scope, kept while the scope's fingerprint is unchanged."""
+    """One index per scope, kept while the scope's fingerprint is unchanged.
 
-    def __init__(self) -> None:
-        self._entries: dict[Hashable, tuple[Hashable, ToolSearchIndex]] = {}
+    With ``max_scopes``, the least recently used scope is dropped past that many
+    (scopes such as conversations come and go; tenants do not).
+    """
+
+    def __init__(self, max_scopes: int | None = None) -> None:
+        self._entries: OrderedDict[Hashable, tuple[Hashable, Any]] = OrderedDict()
+        self._max_scopes = max_scopes
         self._lock = threading.Lock()
 
-    def get(self, scope: Hashable, fingerprint: Hashable, build: Callable[[], ToolSearchIndex]) -> ToolSearchIndex:
+    def get(self, scope: Hashable, fingerprint: Hashable, build: Callable[[], T]) -> T:
         """The cached index of ``scope`` if built at ``fingerprint``, else a fresh one from ``build``."""
         with self._lock:
             entry = self._entries.get(scope)
             if entry is not None and entry[0] == fingerprint:
+                self._entries.move_to_end(scope)
                 return entry[1]
         index = build()  # outside the lock: building may embed, and other scopes need not wait
         with self._lock:
             self._entries[scope] = (fingerprint, index)
+            self._entries.move_to_end(scope)
+            while self._max_scopes is not None and len(self._entries) > self._max_scopes:
+                self._entries.popitem(last=False)
         return index
 
     def clear(self) -> None:
