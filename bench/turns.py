@@ -14,7 +14,11 @@ Prints completed (the tool ran, the whole answer arrived, in order, and the turn
 failed, p50/p99 relay latency (ms), messages relayed, the server's CPU time
 per chunk, and the peak RSS of the server process and of this client.
 
-Usage: python bench/turns.py [--conversations 200] [--chunks 500] [--chunk-delay 0.02] [--per-second] [--json]
+With `--api chat` the model server speaks the OpenAI-compatible Chat Completions API
+instead, and the chat role's row uses the `openai` provider (the real `openai` SDK).
+
+Usage: python bench/turns.py [--conversations 200] [--chunks 500] [--chunk-delay 0.02] [--api messages|chat]
+       [--per-second] [--json]
 """
 
 from __future__ import annotations
@@ -53,9 +57,11 @@ def listening_socket() -> socket.socket:
     return listener
 
 
-def model_server(chunks: int, delay: float, tool_uses: list | None = None) -> tuple[subprocess.Popen, int]:
-    """The Messages API the server talks to, in its own process (bench/_model_server.py)."""
-    extra = [json.dumps(tool_uses)] if tool_uses else []
+def model_server(
+    chunks: int, delay: float, tool_uses: list | None = None, api: str = "messages"
+) -> tuple[subprocess.Popen, int]:
+    """The model API the server talks to, in its own process (bench/_model_server.py)."""
+    extra = ([json.dumps(tool_uses)] if tool_uses else []) + (["--api", api] if api != "messages" else [])
     with listening_socket() as listener:
         fd, port = listener.fileno(), listener.getsockname()[1]
         process = subprocess.Popen(
@@ -68,8 +74,9 @@ def model_server(chunks: int, delay: float, tool_uses: list | None = None) -> tu
     return process, port
 
 
-def prepare(conversations: int) -> list[tuple[str, str]]:
-    """Users, memberships, conversations and session cookies: [(conversation id, cookie)]."""
+def prepare(conversations: int, model_row: dict | None = None) -> list[tuple[str, str]]:
+    """Users, memberships, conversations and session cookies: [(conversation id, cookie)].
+    ``model_row``: the chat role's ModelConfig fields (default: Anthropic's provider)."""
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -77,7 +84,8 @@ def prepare(conversations: int) -> list[tuple[str, str]]:
     from llm.models import ModelConfig
     from registry.models import TenantMembership
 
-    ModelConfig.objects.update_or_create(role="chat", defaults={"provider": "anthropic", "model": "bench-model"})
+    defaults = model_row or {"provider": "anthropic", "model": "bench-model"}
+    ModelConfig.objects.update_or_create(role="chat", defaults=defaults)
     User = get_user_model()
     pairs = []
     for n in range(conversations):
@@ -216,6 +224,7 @@ def serve_product(model_port: int, server: str = "uvicorn", ws: str = "websocket
         "ANTHROPIC_API_KEY": "bench-key",
         "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}",
         "EUNICE_LLM_MAX_RETRIES": "0",
+        "EUNICE_PRELOAD_OPENAI": "1",
         "EUNICE_LOG_FLUSH_SECONDS": "1",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
     }
@@ -274,14 +283,21 @@ def main() -> None:
         help="uvicorn's websocket implementation (scripts/run uses websockets)",
     )
     parser.add_argument(
+        "--api",
+        choices=("messages", "chat"),
+        default="messages",
+        help="the model server's API: Anthropic's Messages (default) or OpenAI-compatible Chat Completions",
+    )
+    parser.add_argument(
         "--per-second", action="store_true", help="also print relay latency by the second the messages arrived in"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     database = _django.setup()
     machine_ms = reference_ms()  # before anything else runs: the machine's own speed today
-    model, model_port = model_server(args.chunks, args.chunk_delay)
-    pairs = prepare(args.conversations)
+    model, model_port = model_server(args.chunks, args.chunk_delay, api=args.api)
+    openai_row = {"provider": "openai", "model": "bench-model", "base_url": f"http://127.0.0.1:{model_port}/v1"}
+    pairs = prepare(args.conversations, openai_row if args.api == "chat" else None)
     server, port = serve_product(model_port, args.server, args.ws)
     try:
         # The clients are the measuring instrument: a collector pause in this
@@ -312,6 +328,7 @@ def main() -> None:
         "conversations": args.conversations,
         "chunks_per_answer": args.chunks,
         "server": args.server,
+        "model_api": args.api,
         "channel_layer": "redis" if os.environ.get("REDIS_URL") else "in-memory",
         "database": database,
         "completed": completed,

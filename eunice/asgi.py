@@ -36,8 +36,8 @@ get_resolver().url_patterns  # noqa: B018 (the attribute imports the URLconf)
 
 # The same for what the first turn would otherwise import or load while other
 # answers stream: the system tools' handler modules (about half a second
-# under the GIL) and the model SDK's first-request set-up.
-from llm.anthropic_provider import warm_up  # noqa: E402
+# under the GIL), the model SDKs' first-request set-up and the price catalog.
+from llm.roles import warm_up  # noqa: E402
 from registry.handlers import import_system_handlers  # noqa: E402
 
 import_system_handlers()

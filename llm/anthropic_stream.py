@@ -28,6 +28,8 @@ from llm.types import (
     UsageUpdate,
 )
 
+# What an OpenAI-compatible stream's last `data: [DONE]` decodes to.
+SSE_DONE: dict[str, Any] = {"object": "[DONE]"}
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -224,7 +226,9 @@ class SSEBuffer:
         out = []
         for event in complete:
             data = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
-            if data:
+            if data == [b"[DONE]"]:
+                out.append(SSE_DONE)
+            elif data:
                 out.append(_json(b"\n".join(data)))
         return out
 

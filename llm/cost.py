@@ -6,13 +6,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from llm.prices import prices_for
+
 if TYPE_CHECKING:
     from llm.models import ModelConfig
 
-# Prompt-cache pricing relative to the input price, as Anthropic bills it:
-# reading a cached prefix costs a tenth, writing one (5-minute TTL) a quarter more.
-CACHE_READ_MULTIPLIER = Decimal("0.1")
-CACHE_WRITE_MULTIPLIER = Decimal("1.25")
 _MTOK = Decimal(1_000_000)
 
 
@@ -38,13 +36,13 @@ class Usage:
         return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
 
     def cost_usd(self, config: ModelConfig) -> float:
-        """USD for this usage at ``config``'s per-million-token prices."""
-        input_price = Decimal(config.input_price_per_mtok)
-        output_price = Decimal(config.output_price_per_mtok)
+        """USD for this usage at ``config``'s prices (llm/prices.py); 0.0 for an unpriced model."""
+        prices = prices_for(config)
+        prompt = self.total_input_tokens
         micro = (
-            self.input_tokens * input_price
-            + self.cache_read_input_tokens * input_price * CACHE_READ_MULTIPLIER
-            + self.cache_creation_input_tokens * input_price * CACHE_WRITE_MULTIPLIER
-            + self.output_tokens * output_price
+            self.input_tokens * prices.input.at(prompt)
+            + self.cache_read_input_tokens * prices.cache_read.at(prompt)
+            + self.cache_creation_input_tokens * prices.cache_write.at(prompt)
+            + self.output_tokens * prices.output.at(prompt)
         )
         return float(micro / _MTOK)

@@ -10,6 +10,7 @@ field defaults rather than numbers repeated here.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -23,8 +24,9 @@ from llm.offline import OfflineProvider
 from llm.provider import Provider
 from llm.tracing import traced
 
-if TYPE_CHECKING:  # the SDK costs a second of start-up: imported when a provider is made
+if TYPE_CHECKING:  # each SDK costs a second of start-up: imported when its provider is made
     from llm.anthropic_provider import AnthropicProvider
+    from llm.openai_provider import OpenAIProvider
 
 
 def get_model_for_role(role: str) -> ModelConfig:
@@ -65,35 +67,65 @@ def create_llm_client_for_role(role: str, *, model: ModelConfig | None = None) -
     return traced(factory(config))
 
 
+def _api_key(config: ModelConfig, default: str) -> str:
+    """The row's key (from the environment variable it names), else ``default``."""
+    if config.api_key_env:
+        return os.environ.get(config.api_key_env, "").strip()
+    return default
+
+
 def _anthropic(config: ModelConfig) -> Provider:
-    if not settings.ANTHROPIC_API_KEY:
+    api_key = _api_key(config, settings.ANTHROPIC_API_KEY)
+    if not api_key:
+        variable = config.api_key_env or "ANTHROPIC_API_KEY"
         return OfflineProvider(
-            reason=f"The {config.role!r} role is set to {config.provider}/{config.model}, "
-            "but ANTHROPIC_API_KEY is not set."
+            reason=f"The {config.role!r} role is set to {config.provider}/{config.model}, but {variable} is not set."
         )
-    return _anthropic_provider(
-        settings.ANTHROPIC_API_KEY,
-        settings.ANTHROPIC_BASE_URL or None,
+    from llm.anthropic_provider import AnthropicProvider  # the SDK loads with the first provider
+
+    return _shared(
+        AnthropicProvider,
+        api_key,
+        config.base_url or settings.ANTHROPIC_BASE_URL or None,
         settings.LLM_MAX_RETRIES,
         settings.LLM_TIMEOUT_SECONDS,
     )
 
 
-_providers: dict[tuple, AnthropicProvider] = {}
+def _openai(config: ModelConfig) -> Provider:
+    """Any OpenAI-compatible server. A local one (a base_url) may need no key; OpenAI's own does."""
+    from llm.openai_provider import OpenAIProvider  # the SDK loads only for a row that uses it
+
+    api_key = _api_key(config, settings.OPENAI_API_KEY)
+    base_url = config.base_url or settings.OPENAI_BASE_URL or None
+    if not api_key and base_url is None:
+        variable = config.api_key_env or "OPENAI_API_KEY"
+        return OfflineProvider(
+            reason=f"The {config.role!r} role is set to {config.provider}/{config.model}, but {variable} "
+            "is not set and the row has no base URL."
+        )
+    return _shared(OpenAIProvider, api_key, base_url, settings.LLM_MAX_RETRIES, settings.LLM_TIMEOUT_SECONDS)
+
+
+_providers: dict[tuple, AnthropicProvider | OpenAIProvider] = {}
 _providers_lock = threading.Lock()
 
 
-def _anthropic_provider(api_key: str, base_url: str | None, max_retries: int, timeout: float) -> AnthropicProvider:
+def _shared(
+    kind: type[AnthropicProvider] | type[OpenAIProvider],
+    api_key: str,
+    base_url: str | None,
+    max_retries: int,
+    timeout: float,
+) -> Provider:
     """One provider per configuration, shared by every turn: it keeps the SDK
-    clients, their TLS context and their open connections. (The configuration
-    comes from settings, so a process holds one, or a few in tests.)"""
-    from llm.anthropic_provider import AnthropicProvider
-
-    key = (api_key, base_url, max_retries, timeout)
+    clients, their TLS context and their open connections. (A process holds
+    one per distinct endpoint and key, a few at most.)"""
+    key = (kind, api_key, base_url, max_retries, timeout)
     with _providers_lock:
         provider = _providers.get(key)
         if provider is None:
-            provider = _providers[key] = AnthropicProvider(
+            provider = _providers[key] = kind(
                 api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
             )
     return provider
@@ -109,6 +141,19 @@ def close_providers() -> None:
         provider.close()
 
 
+def warm_up() -> None:
+    """Load now what a process's first model call would load on the event loop: the
+    Anthropic SDK's request set-up, the price catalog, and the ``openai`` SDK when
+    ``EUNICE_PRELOAD_OPENAI`` is on. Called at server start."""
+    from llm.anthropic_provider import warm_up as warm_up_anthropic
+    from llm.prices import warm_up as warm_up_prices
+
+    warm_up_anthropic()
+    warm_up_prices()
+    if settings.EUNICE_PRELOAD_OPENAI:
+        import llm.openai_provider  # noqa: F401
+
+
 def _offline(config: ModelConfig) -> Provider:
     return OfflineProvider(reason=f"No language model is configured for the {config.role!r} role.")
 
@@ -116,5 +161,6 @@ def _offline(config: ModelConfig) -> Provider:
 # Names match settings.LLM_PROVIDERS and registry.surface.PROVIDER_NATIVE_CAPABILITIES.
 PROVIDERS: dict[str, Callable[[ModelConfig], Provider]] = {
     "anthropic": _anthropic,
+    "openai": _openai,
     "offline": _offline,
 }

@@ -69,6 +69,7 @@ CAPABILITY_CACHE_SECONDS = 30.0
 # removes a tool: both must hold.
 PROVIDER_NATIVE_CAPABILITIES: dict[str, frozenset[str]] = {
     "anthropic": frozenset(),
+    "openai": frozenset(),
     "offline": frozenset(),
 }
 

@@ -1,10 +1,22 @@
-"""A scripted Messages API server: replays scripted turns over real HTTP.
+"""Scripted model servers: replay scripted turns over real HTTP.
 
-For tests (the real ``anthropic`` SDK talks to it through ANTHROPIC_BASE_URL)
-and for demos (``manage.py fake_model_server``). It never calls a model.
+The Messages API (``ScriptedMessagesServer``) and the OpenAI-compatible Chat
+Completions API (``ScriptedChatCompletionsServer``) answer from the same
+scripts. For tests (the real ``anthropic`` and ``openai`` SDKs talk to them)
+and for demos (``manage.py fake_model_server``). They never call a model.
 """
 
+from llm.scripted.chat import ScriptedChatCompletionsServer
 from llm.scripted.script import Expect, ScriptError, ToolUse, Turn, load_script
 from llm.scripted.server import RecordedRequest, ScriptedMessagesServer
 
-__all__ = ["Expect", "RecordedRequest", "ScriptError", "ScriptedMessagesServer", "ToolUse", "Turn", "load_script"]
+__all__ = [
+    "Expect",
+    "RecordedRequest",
+    "ScriptError",
+    "ScriptedChatCompletionsServer",
+    "ScriptedMessagesServer",
+    "ToolUse",
+    "Turn",
+    "load_script",
+]

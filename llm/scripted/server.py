@@ -177,6 +177,31 @@ class ScriptedMessagesServer:
         if not self._resume.wait(RESUME_TIMEOUT_SECONDS):
             self.fail(f"a paused stream was not resumed within {RESUME_TIMEOUT_SECONDS} s")
 
+    # --- the wire protocol: what a server for another API replaces --------
+
+    path = "/v1/messages"
+    id_prefix = "msg_scripted_"
+
+    def problems(self, body: dict[str, Any]) -> list[str]:
+        """The API's rules ``body`` breaks."""
+        return protocol_problems(body)
+
+    def misses(self, turn: Turn, body: dict[str, Any]) -> list[str]:
+        return expectation_misses(turn.expect, body)
+
+    def error_body(self, error: ScriptError, api_key: str) -> dict[str, Any]:
+        # `{api_key}` in a scripted message echoes the key back, to prove clients redact it.
+        body = error.body(api_key=api_key) if "{api_key}" in error.message else error.body()
+        return {**body, "request_id": "req_scripted"}
+
+    def answer(self, turn: Turn, body: dict[str, Any], message_id: str) -> dict[str, Any]:
+        return message_json(turn, model=str(body.get("model", "")), message_id=message_id)
+
+    def stream_body(self, turn: Turn, body: dict[str, Any], message_id: str) -> list[bytes]:
+        """The streamed answer, one SSE event per item."""
+        model = str(body.get("model", ""))
+        return [sse(name, data) for name, data in stream_events(turn, model=model, message_id=message_id)]
+
 
 def sent_key(headers: dict[str, str]) -> str:
     """The API key a client sent: ``x-api-key``, or a bearer token (what the SDK sends)."""
@@ -210,11 +235,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(ScriptError(400, "invalid_request_error", "The request body is not valid JSON."))
         headers = {name.lower(): value for name, value in self.headers.items()}
         scripted.record(RecordedRequest("POST", self.path, headers, body, self.connection_number))
-        if self.path.split("?")[0] != "/v1/messages":
+        if self.path.split("?")[0] != scripted.path:
             return self._error(ScriptError(404, "not_found_error", f"Not found: {self.path}"))
         if scripted.api_key is not None and sent_key(headers) != scripted.api_key:
             return self._error(ScriptError(401, "authentication_error", "invalid x-api-key"))
-        problems = protocol_problems(body)
+        problems = scripted.problems(body)
         if problems:
             scripted.fail("; ".join(problems))
             return self._error(ScriptError(400, "invalid_request_error", "; ".join(problems)))
@@ -226,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
             turn = replace(turn, usage={**turn.usage, "input_tokens": tokens})
         if turn is None:
             return self._error(ScriptError(500, "api_error", "The scripted server has no turn left."))
-        misses = expectation_misses(turn.expect, body)
+        misses = scripted.misses(turn, body)
         if misses:
             scripted.fail(f"turn {number + 1}: " + "; ".join(misses))
             return self._error(
@@ -234,12 +259,12 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if turn.error is not None:
             return self._error(turn.error, api_key=sent_key(headers))
-        model, message_id = str(body.get("model", "")), f"msg_scripted_{number + 1}"
+        message_id = f"{scripted.id_prefix}{number + 1}"
         if body.get("stream"):
-            return self._stream(scripted, turn, model, message_id)
-        self._json(200, message_json(turn, model=model, message_id=message_id))
+            return self._stream(scripted, turn, scripted.stream_body(turn, body, message_id), message_id)
+        self._json(200, scripted.answer(turn, body, message_id))
 
-    def _stream(self, scripted: ScriptedMessagesServer, turn: Turn, model: str, message_id: str) -> None:
+    def _stream(self, scripted: ScriptedMessagesServer, turn: Turn, events: list[bytes], message_id: str) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -247,12 +272,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         try:
-            for sent, (name, data) in enumerate(stream_events(turn, model=model, message_id=message_id)):
+            for sent, event in enumerate(events):
                 if turn.pause_after is not None and sent == turn.pause_after:
                     scripted.wait_for_resume()
                 if turn.delay and sent:
                     time.sleep(turn.delay)  # demo pacing, set by the script
-                self.wfile.write(http_chunk(sse(name, data)))
+                self.wfile.write(http_chunk(event))
                 self.wfile.flush()
             self.wfile.write(LAST_CHUNK)
             self.wfile.flush()
@@ -260,9 +285,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client stopped reading
 
     def _error(self, error: ScriptError, *, api_key: str = "") -> None:
-        # `{api_key}` in a scripted message echoes the key back, to prove clients redact it.
-        body = error.body(api_key=api_key) if "{api_key}" in error.message else error.body()
-        self._json(error.status, {**body, "request_id": "req_scripted"}, error.headers)
+        scripted: ScriptedMessagesServer = self.server.scripted  # type: ignore[attr-defined]
+        self._json(error.status, scripted.error_body(error, api_key), error.headers)
 
     def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()

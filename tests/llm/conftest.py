@@ -11,15 +11,25 @@ import pytest
 
 from llm import CURRENT_STATE_MARKER, LLMRequest
 from llm.anthropic_provider import AnthropicProvider
-from llm.scripted import ScriptedMessagesServer
+from llm.scripted import ScriptedChatCompletionsServer, ScriptedMessagesServer
 
 TEST_KEY = "sk-ant-test-0123456789abcdef"
+OPENAI_TEST_KEY = "sk-test-openai-0123456789abcdef"
 
 
 @pytest.fixture(autouse=True)
 def _no_hosted_model(monkeypatch):
     """The SDK reads these itself when not given a value: keep a developer's shell out."""
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "EUNICE_DEFAULT_MODEL"):
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_AUTH_TOKEN",
+        "EUNICE_DEFAULT_MODEL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_ORG_ID",
+        "OPENAI_PROJECT_ID",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -38,6 +48,40 @@ def scripted():
         server.stop()
     for server in servers:
         assert server.failures == [], server.failures
+
+
+@pytest.fixture
+def scripted_chat():
+    """scripted_chat(turns, **options) -> a started OpenAI-compatible server, checked at teardown."""
+    servers: list[ScriptedChatCompletionsServer] = []
+
+    def start(turns, **options) -> ScriptedChatCompletionsServer:
+        server = ScriptedChatCompletionsServer(turns, **options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+    for server in servers:
+        assert server.failures == [], server.failures
+
+
+@pytest.fixture
+def openai_provider_for():
+    """openai_provider_for(server, **options) -> an OpenAIProvider that talks to ``server``."""
+    from llm.openai_provider import OpenAIProvider
+
+    providers: list[OpenAIProvider] = []
+
+    def make(server: ScriptedChatCompletionsServer, **options) -> OpenAIProvider:
+        options = {"api_key": OPENAI_TEST_KEY, "max_retries": 0, **options}
+        providers.append(OpenAIProvider(base_url=server.url, **options))
+        return providers[-1]
+
+    yield make
+    for provider in providers:
+        provider.close()
 
 
 @pytest.fixture

@@ -21,12 +21,6 @@ def test_cost_is_tokens_times_the_rows_price_per_million():
     assert usage.cost_usd(priced("3", "15")) == pytest.approx(0.006 + 0.0075)
 
 
-def test_cached_reads_cost_a_tenth_and_cache_writes_a_quarter_more():
-    config = priced("3", "15")
-    assert Usage(cache_read_input_tokens=1_000_000).cost_usd(config) == pytest.approx(0.30)
-    assert Usage(cache_creation_input_tokens=1_000_000).cost_usd(config) == pytest.approx(3.75)
-
-
 def test_cost_is_a_float_in_usd_and_zero_for_an_unpriced_model():
     cost = Usage(input_tokens=10, output_tokens=10).cost_usd(ModelConfig(role="r", provider="offline", model="offline"))
     assert cost == 0.0 and isinstance(cost, float)

@@ -68,9 +68,45 @@ def test_a_row_for_anthropic_without_a_key_answers_offline_and_says_why():
 
 
 def test_a_row_naming_an_unknown_provider_is_a_config_error():
-    row(provider="openai")
-    with pytest.raises(LLMConfigError, match="unknown provider 'openai'; use one of anthropic, offline"):
+    row(provider="gemini")
+    with pytest.raises(LLMConfigError, match="unknown provider 'gemini'; use one of anthropic, offline, openai"):
         create_llm_client_for_role("chat")
+
+
+def test_an_openai_compatible_row_brings_its_own_base_url_and_key(monkeypatch):
+    from llm.openai_provider import OpenAIProvider
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-123456789")
+    row(
+        provider="openai",
+        model="openai/gpt-4o-mini",
+        base_url="https://openrouter.ai/api/v1",
+        api_key_env="OPENROUTER_API_KEY",
+    )
+    provider = create_llm_client_for_role("chat")
+    assert isinstance(provider, OpenAIProvider)
+    assert (provider.base_url, provider._api_key) == ("https://openrouter.ai/api/v1", "sk-or-test-123456789")
+
+
+def test_a_local_openai_compatible_server_needs_no_key():
+    from llm.openai_provider import OpenAIProvider
+
+    row(provider="openai", model="qwen2.5:7b", base_url="http://127.0.0.1:11434/v1")
+    provider = create_llm_client_for_role("chat")
+    assert isinstance(provider, OpenAIProvider) and provider.base_url == "http://127.0.0.1:11434/v1"
+
+
+def test_openai_without_a_key_or_a_base_url_is_offline_and_says_why():
+    row(provider="openai", model="gpt-4o-mini", api_key_env="MISSING_API_KEY")
+    provider = create_llm_client_for_role("chat")
+    assert isinstance(provider, OfflineProvider) and "MISSING_API_KEY is not set" in provider.reason
+
+
+def test_an_anthropic_row_may_name_its_own_key_variable_and_endpoint(monkeypatch):
+    monkeypatch.setenv("TEAM_ANTHROPIC_KEY", TEST_KEY)
+    row(api_key_env="TEAM_ANTHROPIC_KEY", base_url="http://127.0.0.1:9999")
+    provider = create_llm_client_for_role("chat")
+    assert isinstance(provider, AnthropicProvider) and provider.base_url == "http://127.0.0.1:9999"
 
 
 def test_a_request_takes_its_token_limit_from_the_model_row():

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import anthropic
+import openai
 import pytest
 
 from llm.scripted import load_script
@@ -109,7 +110,22 @@ def test_a_script_with_an_unknown_key_is_refused_naming_it():
         load_script({"turns": []})
 
 
-def test_the_fake_model_server_command_serves_a_script_file(tmp_path):
+def _hello(api: str, url: str) -> str:
+    hello = [{"role": "user", "content": "hi"}]
+    if api == "chat":
+        with openai.OpenAI(api_key="anything", base_url=url, max_retries=0) as client:
+            chunks = client.chat.completions.create(model="demo", messages=hello, stream=True)
+            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    with anthropic.Anthropic(api_key="anything", base_url=url, max_retries=0) as client:
+        with client.messages.stream(model="demo", max_tokens=10, messages=hello) as stream:
+            return stream.get_final_text()
+
+
+BANNERS = [("messages", "Scripted Messages API"), ("chat", "Scripted Chat Completions API")]
+
+
+@pytest.mark.parametrize(("api", "banner"), BANNERS)
+def test_the_fake_model_server_command_serves_a_script_file(tmp_path, api, banner):
     script = tmp_path / "demo.json"
     script.write_text(json.dumps({"turns": [{"text": ["Hello ", "from the script."]}]}))
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "eunice.test_settings", "PYTHONUNBUFFERED": "1"}
@@ -123,16 +139,15 @@ def test_the_fake_model_server_command_serves_a_script_file(tmp_path):
         "0",
         "--max-requests",
         "1",
+        "--api",
+        api,
     ]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first_line = process.stdout.readline()
-        assert first_line.startswith("Scripted Messages API on http://127.0.0.1:"), first_line
-        url = first_line.split()[4]
-        hello = [{"role": "user", "content": "hi"}]
-        with anthropic.Anthropic(api_key="anything", base_url=url, max_retries=0) as client:
-            with client.messages.stream(model="demo", max_tokens=10, messages=hello) as stream:
-                assert stream.get_final_text() == "Hello from the script."
+        assert first_line.startswith(f"{banner} on http://127.0.0.1:"), first_line
+        url = first_line.split(" on ")[1].split()[0]
+        assert _hello(api, url) == "Hello from the script."
         out, err = process.communicate(timeout=10)
     finally:
         if process.poll() is None:

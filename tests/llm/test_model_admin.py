@@ -1,0 +1,43 @@
+"""The model configuration's admin: where each price comes from, and "Test this model"."""
+
+import pytest
+
+from llm.models import ModelConfig
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "/admin/llm/modelconfig/"
+
+
+def test_an_unpriced_model_is_flagged_and_a_known_one_shows_its_catalog_price(admin_client):
+    ModelConfig.objects.create(role="chat", provider="openai", model="my-finetune", base_url="http://127.0.0.1:1/v1")
+    ModelConfig.objects.create(role="builder", provider="anthropic", model="claude-sonnet-4-5")
+    page = admin_client.get(CHANGELIST).content.decode()
+    assert "⚠ unknown: set its prices" in page
+    assert "$3 / $15 (catalog)" in page
+
+
+def test_testing_a_model_reports_its_answer_and_cost(admin_client, scripted_chat):
+    server = scripted_chat([{"text": "ready", "usage": {"input_tokens": 12, "output_tokens": 1}}])
+    row = ModelConfig.objects.create(role="delegate", provider="openai", model="gpt-4o-mini", base_url=server.url)
+    response = admin_client.post(CHANGELIST, {"action": "test_model", "_selected_action": [row.pk]}, follow=True)
+    shown = [str(m) for m in response.context["messages"]]
+    assert shown == ["delegate: openai/gpt-4o-mini: answered 'ready' (12 in, 1 out, $0.000002)"]
+    assert server.requests[0].body["max_tokens"] == 16
+
+
+def test_testing_a_model_that_fails_says_why_without_a_traceback(admin_client, scripted_chat):
+    server = scripted_chat([{"error": {"status": 404, "type": "model_not_found", "message": "no such model"}}])
+    row = ModelConfig.objects.create(role="chat", provider="openai", model="nope", base_url=server.url)
+    response = admin_client.post(CHANGELIST, {"action": "test_model", "_selected_action": [row.pk]}, follow=True)
+    (shown,) = [str(m) for m in response.context["messages"]]
+    assert "failed: The model provider rejected the request (404 model_not_found): no such model" in shown
+    assert "Traceback" not in shown
+
+
+def test_a_staff_member_who_is_not_a_superuser_cannot_test_models(client, django_user_model):
+    staff = django_user_model.objects.create_user("staff", password="pw", is_staff=True)
+    client.force_login(staff)
+    row = ModelConfig.objects.create(role="chat", provider="offline", model="offline")
+    response = client.post(CHANGELIST, {"action": "test_model", "_selected_action": [row.pk]})
+    assert response.status_code == 403
