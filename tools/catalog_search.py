@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import Substr
 
@@ -283,6 +282,8 @@ def find(context: ToolContext, query: str, kinds: list[str] | None = None, limit
 @uniform_contract(name="search_catalog", is_tabular=True)
 def search_catalog(inputs: dict, context: ToolContext) -> Ok:
     """The datasets, files, documents, corpora and entities that match a description, best first."""
+    import pandas as pd
+
     kinds = inputs.get("kinds")
     hits = find(context, inputs["query"], kinds, inputs.get("limit", 5))
     if not hits:
