@@ -319,12 +319,10 @@ TOOLS = (
     Tool(
         name="search_catalog",
         description=(
-            "Find what you can work with in this conversation by describing it: its datasets "
-            "(uploaded or made by tools), files, indexed documents and corpora, and known "
-            "entities (customers, sites, people). Use it before asking the user for data or "
-            "guessing a name, e.g. 'monthly sales by region' or 'contract with the Oslo "
-            "supplier'. Returns the best matches with what each is and the tool call that "
-            "opens it."
+            "Look up what this conversation's catalog already holds: its datasets, files, "
+            "indexed documents, corpora and recorded entities, matched by meaning. Use it "
+            "before asking the user for data or guessing a dataset name. Returns each match's "
+            "kind, a summary and the call that opens it."
         ),
         input_schema={
             "type": "object",
