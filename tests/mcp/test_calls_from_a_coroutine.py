@@ -26,8 +26,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def patient_connect(monkeypatch):
     """Connecting is not what these tests are about: on a loaded machine starting the
-    server and importing the SDK can take longer than the product's 10 s."""
+    server and importing the SDK can take longer than the product's 10 s (to connect,
+    and for a call to wait for a reconnect)."""
     monkeypatch.setattr(manager_module, "CONNECT_TIMEOUT", 60.0)
+    monkeypatch.setattr(manager_module, "RECONNECT_WAIT_SECONDS", WAIT)
 
 
 @pytest.fixture
