@@ -6,11 +6,16 @@ For stdio and Streamable HTTP (loopback) it prints, per transport:
                 inside its event loop (no thread hop)
   raw_hop_ms    the same session called from this thread, as sync code would call it:
                 asyncio.run_coroutine_threadsafe(...).result() around each call
-The three take turns in batches of 100 calls, so all see the same load on a shared machine.
-  ratio         registry_ms / raw_ms (target ≤ 1.15)
+  async_ms      median of ``await aexecute_tool`` (a turn's call), timed inside a loop of
+                its own: the call runs on that loop and hops to the MCP loop and back
+  async_here_ms the same awaited on the MCP loop itself: no hop at all
+The paths take turns in batches of 100 calls, so all see the same load on a shared machine.
+  ratio         registry_ms / raw_ms (target ≤ 1.15): a synchronous caller's call
+  async_ratio   async_ms / raw_ms: a turn's call; async_here_ratio likewise
   hop_ratio     raw_hop_ms / raw_ms: what crossing threads alone costs, with no registry
-  calls_per_s   sequential execute_tool calls per second (target ≥ 300 over stdio)
-  switches_*    voluntary context switches of this process per call (registry, raw, raw_hop):
+  calls_per_s   sequential execute_tool calls per second (target ≥ 300 over stdio);
+                async_calls_per_s likewise for aexecute_tool
+  switches_*    voluntary context switches of this process per call (per path):
                 the thread wake-ups a call makes, which load does not change (Linux only)
 
 Usage: python bench/mcp.py [--calls N] [--json]
@@ -100,6 +105,41 @@ def registry_calls(count: int) -> list[float]:
     return samples
 
 
+class Turn:
+    """A loop of its own on a thread, as a turn's is: ``aexecute_tool`` timed inside it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        from registry.context import ToolContext
+        from registry.mcp.naming import tool_name
+        from registry.registry import get_registry
+
+        self.registry, self.context = get_registry(), ToolContext(tenant_id="bench", user_id="bench")
+        self.name = tool_name("bench", "bench", "add")
+        self.thread = None
+        if loop is None:
+            loop = asyncio.new_event_loop()
+            self.thread = threading.Thread(target=loop.run_forever, daemon=True)
+            self.thread.start()
+        self.loop = loop
+
+    async def _calls(self, count: int) -> list[float]:
+        samples = []
+        for _ in range(count):
+            start = time.perf_counter()
+            result = await self.registry.aexecute_tool(self.name, {"a": 1, "b": 2}, self.context)
+            samples.append(time.perf_counter() - start)
+        assert result.error is None, result.content
+        return samples
+
+    def calls(self, count: int) -> list[float]:
+        return asyncio.run_coroutine_threadsafe(self._calls(count), self.loop).result(120)
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+
+
 class RawSession:
     """A raw SDK ClientSession on a loop of its own; each batch is timed inside that loop."""
 
@@ -173,7 +213,14 @@ def measure(transport: str, target: str, calls: int) -> dict:
     from registry.mcp.manager import get_manager
 
     server, raw = registry_server(transport, target), RawSession(transport, target)
-    paths = {"raw": raw.calls, "raw_hop": raw.hop_calls, "registry": registry_calls}
+    turn, here = Turn(), Turn(get_manager().loop())
+    paths = {
+        "raw": raw.calls,
+        "raw_hop": raw.hop_calls,
+        "registry": registry_calls,
+        "async": turn.calls,
+        "async_here": here.calls,
+    }
     samples: dict[str, list[float]] = {name: [] for name in paths}
     switches = dict.fromkeys(paths, 0)
     try:
@@ -186,21 +233,30 @@ def measure(transport: str, target: str, calls: int) -> dict:
                 switches[name] += voluntary_switches() - before
     finally:
         raw.close()
+        turn.close()
         get_manager().disconnect(server.pk)
         server.delete()
     registry_samples = samples["registry"]
     registry_ms, registry_p95 = summary(registry_samples)
     raw_ms, raw_p95 = summary(samples["raw"])
     raw_hop_ms, _ = summary(samples["raw_hop"])
+    async_ms, async_p95 = summary(samples["async"])
+    here_ms, _ = summary(samples["async_here"])
     return {
         "registry_ms": round(registry_ms, 3),
         "registry_p95_ms": round(registry_p95, 3),
         "raw_ms": round(raw_ms, 3),
         "raw_p95_ms": round(raw_p95, 3),
         "raw_hop_ms": round(raw_hop_ms, 3),
+        "async_ms": round(async_ms, 3),
+        "async_p95_ms": round(async_p95, 3),
+        "async_here_ms": round(here_ms, 3),
         "ratio": round(registry_ms / raw_ms, 3),
+        "async_ratio": round(async_ms / raw_ms, 3),
+        "async_here_ratio": round(here_ms / raw_ms, 3),
         "hop_ratio": round(raw_hop_ms / raw_ms, 3),
         "calls_per_s": round(len(registry_samples) / sum(registry_samples), 1),
+        "async_calls_per_s": round(len(samples["async"]) / sum(samples["async"]), 1),
         **{f"switches_{name}": round(switches[name] / len(samples[name]), 2) for name in paths},
         "load": round(os.getloadavg()[0], 1),
     }

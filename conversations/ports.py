@@ -75,6 +75,10 @@ class TurnGate:
     def plan(self, tool_use_id: str, refusal: Err | None) -> None:
         self._planned[tool_use_id] = refusal
 
+    def planned(self, tool_use_id: str | None) -> bool:
+        """Whether ``check`` of this call only reads its verdict back (no query)."""
+        return tool_use_id in self._planned
+
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None:
         if context.tool_use_id in self._planned:
             return self._planned.pop(context.tool_use_id)

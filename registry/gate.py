@@ -84,6 +84,22 @@ def concerns(name: str, context: ToolContext) -> bool:
     return name in _ruled.names
 
 
+def concerns_without_a_query(name: str, context: ToolContext) -> bool | None:
+    """What ``concerns`` says, when it and ``check`` need no query (so they may run on an
+    event loop); None when they might need one. That is: no sandbox scope, and either a
+    caller's gate that has ``planned`` this call (its verdict was made beforehand and is
+    only read back), or no gate and a tool no tenant's rule names, with the list of ruled
+    tools not due for a re-read."""
+    if context.sandbox is not None:
+        return None
+    if context.gate is not None:
+        planned = getattr(context.gate, "planned", None)
+        return True if planned is not None and planned(context.tool_use_id) else None
+    if time.monotonic() > _ruled.due or name in _ruled.names:
+        return None
+    return False
+
+
 class _RuledTools:
     """The tools some tenant's policy rule names, read from the port at most every
     ``RULED_TOOLS_SECONDS`` (a rule saved in this process forgets it at once)."""

@@ -41,6 +41,11 @@ class Handler:
     thread (no timeout can interrupt them); other sync handlers run on a worker
     thread so the caller can stop waiting after ``timeout`` seconds. Coroutine
     functions run on the registry's event loop under the same timeout.
+
+    ``on_loop`` is an async twin for handlers whose work is awaiting I/O (an MCP
+    call): ``aexecute_tool`` awaits it on the caller's own event loop, within the
+    tool's and tenant's slots (``registry.workers``) and the same timeout, instead
+    of handing ``func`` to a worker thread. Sync callers still call ``func``.
     """
 
     func: HandlerFunc
@@ -49,6 +54,7 @@ class Handler:
     timeout: float | None  # None: the deployment's TOOL_TIMEOUT_SECONDS
     sequential: bool = False  # never runs alongside other calls of the same turn
     requires: Requirement | None = None  # see ``requires``
+    on_loop: HandlerFunc | None = None  # an async twin for async callers (see above)
 
     @classmethod
     def wrap(
@@ -59,8 +65,11 @@ class Handler:
         timeout: float | None = None,
         sequential: bool = False,
         requires: Requirement | None = None,
+        on_loop: HandlerFunc | None = None,
     ) -> Handler:
         is_async = inspect.iscoroutinefunction(func)
+        if on_loop is not None and not inspect.iscoroutinefunction(on_loop):
+            raise TypeError("a handler's on_loop twin must be a coroutine function")
         return cls(
             func=func,
             is_async=is_async,
@@ -68,6 +77,7 @@ class Handler:
             timeout=timeout,
             sequential=sequential,
             requires=requires,
+            on_loop=on_loop,
         )
 
 

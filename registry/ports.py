@@ -133,7 +133,11 @@ class QuestionAsker(Protocol):
 
 class CallGate(Protocol):
     """The caller's own rules for a call, run by the registry's gate before anything else
-    (the conversation's loop guard and policy rules). None lets the call through."""
+    (the conversation's loop guard and policy rules). None lets the call through.
+
+    A gate may also have ``planned(tool_use_id) -> bool``: True when its ``check`` of
+    that call only reads back a verdict made beforehand, with no query, so the registry
+    may run it on the caller's event loop (``registry.gate.concerns_without_a_query``)."""
 
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
 

@@ -91,11 +91,18 @@ class ToolRegistry:
         inline: bool = False,
         timeout: float | None = None,
         sequential: bool = False,
+        on_loop: HandlerFunc | None = None,
     ) -> None:
-        """Make ``func`` the handler of tool ``name`` (system and MCP tools)."""
+        """Make ``func`` the handler of tool ``name`` (system and MCP tools); ``on_loop`` is
+        its async twin for async callers (``Handler``)."""
         dispatch = wrap_for_dispatch(name, func)
         handler = Handler.wrap(
-            dispatch, inline=inline, timeout=timeout, sequential=sequential, requires=_requirement(func)
+            dispatch,
+            inline=inline,
+            timeout=timeout,
+            sequential=sequential,
+            requires=_requirement(func),
+            on_loop=wrap_for_dispatch(name, on_loop) if on_loop is not None else None,
         )
         with self._lock:
             self._handlers[name] = handler
@@ -228,10 +235,21 @@ class ToolRegistry:
         return self._finish(call, envelope)
 
     async def aexecute_tool(self, name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
-        """``execute_tool`` for async callers: nothing blocks the caller's event loop."""
-        call = await aio.in_db_thread(self._prepare)(name, inputs, context)
+        """``execute_tool`` for async callers: nothing blocks the caller's event loop.
+
+        A tool whose handler has an ``on_loop`` twin (an MCP tool) runs on the caller's
+        loop from end to end when preparing it needs no query (``_prepare_here``) and
+        the execution log is buffered: no database thread, no worker thread, only the
+        hop to the session's loop when that is another one (``MCPManager.acall_tool``).
+        """
+        here = self._prepare_here(name, inputs, context)
+        call = here if here is not None else await aio.in_db_thread(self._prepare)(name, inputs, context)
         if call.early is not None:
             envelope = call.early
+        elif call.handler is not None and call.handler.on_loop is not None:
+            envelope = await self._run_on_loop(call)
+            if here is not None and (not settings.EXECUTION_LOG_ENABLED or writer().flush_seconds > 0):
+                return self._finish(call, envelope)  # the log row is only queued
         elif call.handler is not None and call.handler.is_async:
             envelope = await self._run_async(call)
         else:
@@ -258,7 +276,36 @@ class ToolRegistry:
         return self._finish(call, envelope)
 
     def _prepare(self, name: str, inputs: dict | None, context: ToolContext) -> Call:
+        return self._prepared(name, inputs, context, time.perf_counter(), None, None, None)
+
+    def _prepare_here(self, name: str, inputs: dict | None, context: ToolContext) -> Call | None:
+        """``_prepare`` of a call to run on the caller's event loop (its handler has an
+        ``on_loop`` twin), when nothing in it needs a query; None when something might:
+        the definitions or the ruled tools are due a re-check, the caller's gate has not
+        planned the call, or the tool has no handler in this process yet (its server
+        would be connected from its row). Those calls take ``_prepare`` on a DB thread."""
         started = time.perf_counter()
+        snapshot = self._snapshot
+        if not snapshot.fresh() or self._system_loaded_for != snapshot.generation:
+            return None
+        handler = self._handlers.get(name)
+        if handler is None or handler.on_loop is None:
+            return None
+        concerned = gate.concerns_without_a_query(name, context)
+        if concerned is None:
+            return None
+        return self._prepared(name, inputs, context, started, snapshot.by_name, concerned, handler)
+
+    def _prepared(
+        self,
+        name: str,
+        inputs: dict | None,
+        context: ToolContext,
+        started: float,
+        definitions: dict[str, Definition] | None,
+        concerned: bool | None,
+        handler: Handler | None,
+    ) -> Call:
         if not isinstance(context, ToolContext):
             raise TypeError(f"execute_tool needs a ToolContext, not {type(context).__name__}")
         tenant_id = context.tenant_id
@@ -271,8 +318,11 @@ class ToolRegistry:
             from registry import tracing
 
             call.span = tracing.start(call)
-        definitions = self.definitions()
-        if gate.concerns(name, call.context):
+        if definitions is None:
+            definitions = self.definitions()
+        if concerned is None:
+            concerned = gate.concerns(name, call.context)
+        if concerned:
             refusal = gate.check(self, name, inputs, call.context)
             if refusal is not None:
                 call.definition, call.early = definitions.get(name), refusal
@@ -300,7 +350,7 @@ class ToolRegistry:
         except JSONTooDeep as exc:
             call.early = Hint("schema", f"invalid input for {name}: {exc}; pass a flatter object")
             return call
-        call.handler, why_not = self._route(definition)
+        call.handler, why_not = (handler, "") if handler is not None else self._route(definition)
         if call.handler is None:
             call.early = Err(f"tool {name!r} is unavailable: {why_not}", "ToolUnavailable")
         return call
@@ -394,6 +444,37 @@ class ToolRegistry:
         except asyncio.CancelledError:  # the caller stopped waiting (the user's cancel)
             self.workers().abandon(future)
             raise
+
+    async def _run_on_loop(self, call: Call) -> Envelope:
+        """A handler's ``on_loop`` twin awaited right here, once the tool and the tenant each
+        have a slot (``ToolWorkers.reserve``: the threaded calls' slots and line), within
+        the handler's timeout. A cancel of the caller's task stops it and frees the slots."""
+        handler = call.handler
+        assert handler is not None and handler.on_loop is not None
+        timeout = self._timeout(handler)
+        workers = self.workers()
+        tool, tenant = call.name, call.context.tenant_id
+        slot = workers.reserve(tool, tenant)
+        try:
+            async with asyncio.timeout(timeout):
+                if not slot.done():
+                    await _settled(slot)
+                if call.span is None:
+                    return await handler.on_loop(call.inputs, call.context)
+                from registry import tracing
+
+                with tracing.current(call.span):  # an MCP server gets it as its traceparent
+                    return await handler.on_loop(call.inputs, call.context)
+        except TimeoutError:
+            busy = None if slot.done() else workers.abandon(slot)
+            return (
+                _no_slot(busy, timeout) if busy is not None else Err(f"timed out after {timeout:g} s", "TimeoutError")
+            )
+        finally:
+            if not slot.done():
+                workers.abandon(slot)
+            if slot.done() and not slot.cancelled():
+                workers.release(tool, tenant)
 
     async def _run_async(self, call: Call) -> Envelope:
         handler = call.handler
@@ -512,6 +593,23 @@ get_registry: Lazy[ToolRegistry] = Lazy(ToolRegistry)  # the process-wide regist
 
 def execute_tool(name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
     return get_registry().execute_tool(name, inputs, context)
+
+
+async def _settled(future: concurrent.futures.Future) -> None:
+    """Wait for ``future`` on the running loop. Unlike ``asyncio.wrap_future``, a cancel of
+    the waiter leaves ``future`` alone: ``ToolWorkers.abandon`` decides what becomes of it."""
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+
+    def settle() -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    def wake(_: concurrent.futures.Future) -> None:
+        loop.call_soon_threadsafe(settle)
+
+    future.add_done_callback(wake)
+    await woken
 
 
 def _no_slot(busy: str, timeout: float) -> Err:

@@ -178,6 +178,10 @@ class Snapshot:
     def invalidate(self) -> None:
         self._dirty = True
 
+    def fresh(self) -> bool:
+        """Whether ``current`` would answer now without a query."""
+        return not self._dirty and time.monotonic() - self._checked_at <= REFRESH_SECONDS
+
     def current(self) -> dict[str, Definition]:
         """The definitions, reloaded first if they may be stale."""
         now = time.monotonic()

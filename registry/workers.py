@@ -27,7 +27,7 @@ from typing import Any
 @dataclass(eq=False, slots=True)
 class _Job:
     future: concurrent.futures.Future
-    func: Callable[..., Any]
+    func: Callable[..., Any] | None  # None: a reservation (``reserve``), which runs on no thread
     args: tuple
     tool: str
     tenant: str
@@ -64,6 +64,28 @@ class ToolWorkers:
             self._start(job)
         return job.future
 
+    def reserve(self, tool: str, tenant: str) -> concurrent.futures.Future:
+        """Slots for a call that runs on its caller's event loop rather than a thread (an
+        MCP call awaits a session there): the future is done once ``tool`` and ``tenant``
+        each have a slot, at once when both are free, else in line with the threaded calls.
+        Give them back with ``release``; stop waiting with ``abandon``, as for ``submit``."""
+        job = _Job(concurrent.futures.Future(), None, (), tool, tenant)
+        with self._lock:
+            if self._waiting or not self._has_slots(job):
+                self._jobs[job.future] = job
+                self._waiting.append(job)
+                return job.future
+            self._start(job)
+        return job.future
+
+    def release(self, tool: str, tenant: str) -> None:
+        """Give back the slots a reservation took (its call has ended)."""
+        with self._lock:
+            self._by_tool[tool] -= 1
+            self._by_tenant[tenant] -= 1
+            if self._waiting:
+                self._admit()
+
     def _has_slots(self, job: _Job) -> bool:
         return self._by_tool[job.tool] < self._per_tool and self._by_tenant[job.tenant] < self._per_tenant
 
@@ -71,6 +93,10 @@ class ToolWorkers:
         # Under the lock: take the job's slots and hand it to a thread.
         self._by_tool[job.tool] += 1
         self._by_tenant[job.tenant] += 1
+        if job.func is None:  # a reservation: its caller runs the call
+            self._jobs.pop(job.future, None)
+            job.future.set_result(None)
+            return
         self._queued += 1
         self._grow()
         self._queue.put(job)
@@ -142,6 +168,7 @@ class ToolWorkers:
             with self._lock:
                 self._idle -= 1
                 self._queued -= 1
+            assert job.func is not None  # reservations never reach a thread
             if job.future.set_running_or_notify_cancel():
                 try:
                     job.future.set_result(job.func(*job.args))

@@ -70,13 +70,20 @@ class _OnLoop:
     __slots__ = ("_done", "_error", "_loop", "_task", "_value")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> None:
-        self._loop = loop
         self._done = threading.Lock()
         self._done.acquire()
+        self._schedule(loop, coro)
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> None:
+        self._loop = loop
         self._task: asyncio.Task | None = None
         self._error: BaseException | None = None
         self._value: Any = None
         loop.call_soon_threadsafe(self._start, coro)
+
+    def _ended(self) -> None:
+        """Called on the MCP loop the moment the coroutine ends: wake the waiter."""
+        self._done.release()
 
     def _start(self, coro: Coroutine[Any, Any, Any]) -> None:
         self._task = self._loop.create_task(self._drive(coro))
@@ -90,7 +97,7 @@ class _OnLoop:
             self._error = exc
             raise
         finally:
-            self._done.release()
+            self._ended()
 
     def wait(self, timeout: float) -> bool:
         """True once the coroutine has ended; False after ``timeout`` seconds."""
@@ -109,6 +116,36 @@ class _OnLoop:
         if self._error is not None:
             raise self._error
         return self._value
+
+
+class _AwaitedOnLoop(_OnLoop):
+    """One coroutine run on the MCP loop for a coroutine on another event loop (a turn's):
+    the one hop there and back a session on another loop costs, with no thread between."""
+
+    __slots__ = ("_caller", "_woken")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> None:
+        self._caller = asyncio.get_running_loop()
+        self._woken: asyncio.Future = self._caller.create_future()
+        self._schedule(loop, coro)
+
+    def _ended(self) -> None:
+        self._caller.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        if not self._woken.done():
+            self._woken.set_result(None)
+
+    async def result(self, timeout: float) -> Any:
+        """The coroutine's value (or its exception), within ``timeout`` seconds; a timeout or
+        a cancel of the waiting coroutine cancels it on the MCP loop."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._woken
+        except BaseException:
+            self.cancel()
+            raise
+        return self.outcome()
 
 
 class MCPManager:
@@ -292,13 +329,61 @@ class MCPManager:
         connection was lost under it and the tool is listed as idempotent. The
         breaker counts only calls the server failed: a lost connection (and a
         call made while it is re-established) is the reconnect's business.
+        ``acall_tool`` is the same call for a coroutine.
         """
         connection = self._connections.get(server_id)
+        if connection is not None and not connection.alive:
+            connection = self._await_reconnect(server_id, connection, cancelled)
+        breaker = self._admit(server_id, connection)
+        if isinstance(breaker, Err):
+            return breaker
+        assert connection is not None  # _admit refuses a server with none
+        started, conn, timeout = time.monotonic(), connection.config.name, connection.config.call_timeout
+        try:
+            result = self._run(connection.call(tool, arguments, timeout), timeout, cancelled)
+        except CallCancelled:
+            return Err(f"cancelled by the user; MCP server {conn!r} was told to stop {tool!r}", "Cancelled")
+        except ConnectionLost as exc:
+            self._event(server_id).clear()  # before the loop notices: waiters must see the reconnect
+            remaining = timeout - (time.monotonic() - started)
+            if tool in connection.config.idempotent_tools and self.wait_connected(server_id, max(remaining, 0)):
+                return self._retry(server_id, tool, arguments)
+            return _lost_under_call(conn, exc)
+        except Exception as exc:  # noqa: BLE001 - a timeout or the SDK's protocol errors: a typed Err
+            return _failed(conn, tool, timeout, breaker, exc)
+        breaker.success()
+        return to_envelope(conn, tool, result)
+
+    async def acall_tool(self, server_id: int, tool: str, arguments: dict) -> Ok | Err:
+        """``call_tool`` for a coroutine, with nothing blocking its loop: run right there when
+        that loop is the MCP loop, else with one hop to it and back (no thread between).
+        A cancel of the awaiting coroutine cancels the request, and the SDK tells the
+        server to stop, as ``call_tool``'s ``cancelled`` does."""
+        found = self._connections.get(server_id)
+        connection = await self._areconnected(server_id, found) if found is not None and not found.alive else found
+        admitted = self._admit(server_id, connection)
+        if isinstance(admitted, Err):
+            return admitted
+        assert connection is not None  # _admit refuses a server with none
+        config, started = connection.config, time.monotonic()
+        try:
+            result = await self._aon_loop(connection.call(tool, arguments, config.call_timeout), config.call_timeout)
+        except ConnectionLost as exc:
+            self._event(server_id).clear()
+            remaining = config.call_timeout - (time.monotonic() - started)
+            if tool in config.idempotent_tools and await self._aconnected(server_id, remaining):
+                return await self._aretry(server_id, tool, arguments)
+            return _lost_under_call(config.name, exc)
+        except Exception as exc:  # noqa: BLE001 - a timeout or the SDK's protocol errors: a typed Err
+            return _failed(config.name, tool, config.call_timeout, admitted, exc)
+        admitted.success()
+        return to_envelope(config.name, tool, result)
+
+    def _admit(self, server_id: int, connection: Connection | None) -> CircuitBreaker | Err:
+        """The server's breaker when a call may go to ``connection`` now, else the Err saying why not."""
         if connection is None:
             return Err("this MCP server is not connected", "MCPUnavailable")
         conn = connection.config.name
-        if not connection.alive:
-            connection = self._await_reconnect(server_id, connection, cancelled)
         if not connection.alive:
             return Err(
                 f"MCP server {conn!r} is reconnecting ({connection.lost_reason or 'the connection closed'}); "
@@ -313,30 +398,14 @@ class MCPManager:
                 f"calls are paused for {blocked:.0f} s more",
                 "MCPUnavailable",
             )
-        timeout = connection.config.call_timeout
-        started = time.monotonic()
-        try:
-            result = self._run(connection.call(tool, arguments, timeout), timeout, cancelled)
-        except CallCancelled:
-            return Err(f"cancelled by the user; MCP server {conn!r} was told to stop {tool!r}", "Cancelled")
-        except ConnectionLost as exc:
-            self._event(server_id).clear()  # before the loop notices: waiters must see the reconnect
-            remaining = timeout - (time.monotonic() - started)
-            if tool in connection.config.idempotent_tools and self.wait_connected(server_id, max(remaining, 0)):
-                return self._retry(server_id, tool, arguments)
-            return Err(f"MCP server {conn!r} went away during the call: {exc}; reconnecting", "MCPConnectionLost")
-        except TimeoutError:
-            breaker.failure()
-            return Err(f"MCP server {conn!r} did not answer {tool!r} within {timeout:g} s", "TimeoutError")
-        except Exception as exc:  # noqa: BLE001 - the SDK's protocol errors: shown as a typed Err
-            from mcp.shared.exceptions import MCPError as SDKError
+        return breaker
 
-            if not isinstance(exc, SDKError):
-                raise
-            breaker.failure()
-            return Err(f"MCP server {conn!r} failed the call: {exc}", "MCPProtocolError")
-        breaker.success()
-        return to_envelope(conn, tool, result)
+    async def _aon_loop(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        loop = self.loop()
+        if asyncio.get_running_loop() is loop:
+            async with asyncio.timeout(timeout):
+                return await coro
+        return await _AwaitedOnLoop(loop, coro).result(timeout)
 
     def _await_reconnect(self, server_id: int, lost: Connection, cancelled: Any) -> Connection:
         """The server's connection once a reconnect under way has replaced ``lost``, waiting
@@ -350,6 +419,24 @@ class MCPManager:
             self._event(server_id).wait(0.05)
         return lost
 
+    async def _areconnected(self, server_id: int, lost: Connection) -> Connection:
+        """``_await_reconnect`` for a coroutine: it looks every 50 ms."""
+        deadline = time.monotonic() + RECONNECT_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            current = self._connections.get(server_id)
+            if current is None or current is not lost:
+                return current or lost
+            await asyncio.sleep(0.05)
+        return lost
+
+    async def _aconnected(self, server_id: int, timeout: float) -> bool:
+        """``wait_connected`` for a coroutine: it looks every 50 ms."""
+        deadline = time.monotonic() + timeout
+        # The event is a threading.Event (set by connects on other threads): looked at, not awaited.
+        while not (connected := self._event(server_id).is_set()) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        return connected
+
     def _retry(self, server_id: int, tool: str, arguments: dict) -> Ok | Err:
         connection = self._connections.get(server_id)
         if connection is None:
@@ -357,6 +444,17 @@ class MCPManager:
         conn, timeout = connection.config.name, connection.config.call_timeout
         try:
             result = self._run(connection.call(tool, arguments, timeout), timeout)
+        except (ConnectionLost, TimeoutError) as exc:
+            return Err(f"MCP server {conn!r} failed the retried call: {exc}", "MCPConnectionLost")
+        return to_envelope(conn, tool, result)
+
+    async def _aretry(self, server_id: int, tool: str, arguments: dict) -> Ok | Err:
+        connection = self._connections.get(server_id)
+        if connection is None:
+            return Err("this MCP server is not connected", "MCPUnavailable")
+        conn, timeout = connection.config.name, connection.config.call_timeout
+        try:
+            result = await self._aon_loop(connection.call(tool, arguments, timeout), timeout)
         except (ConnectionLost, TimeoutError) as exc:
             return Err(f"MCP server {conn!r} failed the retried call: {exc}", "MCPConnectionLost")
         return to_envelope(conn, tool, result)
@@ -406,7 +504,9 @@ class MCPManager:
             }
         for name, remote in active.items():
             if not registry.has_handler(name):
-                registry.register_handler(name, _handler(self, config, remote), inline=True)
+                registry.register_handler(
+                    name, _handler(self, config, remote), inline=True, on_loop=_on_loop_handler(self, config, remote)
+                )
 
     def _close(self, server_id: int) -> None:
         connection = self._connections.pop(server_id, None)
@@ -479,6 +579,23 @@ class MCPManager:
             return self._locks.setdefault(server_id, threading.Lock())
 
 
+def _lost_under_call(conn: str, exc: ConnectionLost) -> Err:
+    return Err(f"MCP server {conn!r} went away during the call: {exc}; reconnecting", "MCPConnectionLost")
+
+
+def _failed(conn: str, tool: str, timeout: float, breaker: CircuitBreaker, exc: Exception) -> Err:
+    """The Err of a call the server failed (counted by the breaker); anything else is raised."""
+    from mcp.shared.exceptions import MCPError as SDKError
+
+    if isinstance(exc, TimeoutError):
+        breaker.failure()
+        return Err(f"MCP server {conn!r} did not answer {tool!r} within {timeout:g} s", "TimeoutError")
+    if not isinstance(exc, SDKError):
+        raise exc
+    breaker.failure()
+    return Err(f"MCP server {conn!r} failed the call: {exc}", "MCPProtocolError")
+
+
 def _handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
@@ -488,6 +605,18 @@ def _handler(manager: MCPManager, config: ServerConfig, tool: str):
 
     call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return call_mcp_tool
+
+
+def _on_loop_handler(manager: MCPManager, config: ServerConfig, tool: str):
+    """The handler's twin for ``aexecute_tool``: awaited on the caller's event loop (a turn
+    cancels it by cancelling the call's task)."""
+    server_id = config.id
+
+    async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
+        return await manager.acall_tool(server_id, tool, inputs)
+
+    acall_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
+    return acall_mcp_tool
 
 
 def _with_db(func, *args):  # noqa: ANN001, ANN202
