@@ -24,6 +24,7 @@ from conversations.ports import TurnGate
 from conversations.runtime import Runtime
 from conversations.side_effects import route_side_effects
 from conversations.state import CallCancel, DispatchState
+from conversations.timeline import result_outcome
 from registry.aio import in_db_thread
 from registry.context import ToolContext
 from registry.contract import Err, Hint
@@ -337,6 +338,7 @@ def _result_chunk(item: _Planned, result: ToolResult, content: str) -> dict:
         "status_message": item.status_message,
         "content": content,
         "error": result.error is not None,
+        **result_outcome(content, result.error is not None),
     }
 
 

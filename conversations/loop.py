@@ -24,6 +24,7 @@ from conversations.effects import SubtaskLog
 from conversations.history import load_history, sendable
 from conversations.inserts import insert_rows
 from conversations.models import Conversation, UsageLog
+from conversations.presenting import for_person
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime
 from conversations.state import CostTracker, DispatchState
@@ -116,7 +117,7 @@ async def run_turn(
     progress = Progress()
     try:
         try:
-            provider = create_llm_client_for_role(role, model=config)
+            provider = _provider(role, config)
             messages = [*history, {"role": "user", "content": [{"type": "text", "text": text}]}]
             with invoke_agent(
                 AGENT, model=config.model, conversation_id=str(conversation.pk), tenant_id=runtime.tenant_id
@@ -144,6 +145,15 @@ async def run_turn(
         }
     )
     return outcome
+
+
+def _provider(role: str, config: Any) -> Any:
+    """The role's model; offline mode shows the person's own tool calls' results as a person
+    reads them (``conversations.presenting``), not as a model does."""
+    provider = create_llm_client_for_role(role, model=config)
+    if getattr(provider, "runs_the_persons_commands", False):
+        provider.present = for_person
+    return provider
 
 
 def _interruption(exc: BaseException) -> str:
@@ -176,7 +186,7 @@ async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, r
     """A delegated task: a fresh history in delegate mode, within the parent's turn, with
     its own pane on the display, working set, plan and budget (``_subtask_runtime``)."""
     config = await in_db_thread(get_model_for_role)(role)
-    provider = create_llm_client_for_role(role, model=config)
+    provider = _provider(role, config)
     child = _subtask_runtime(parent, budget_usd)
     child.display.send({"type": "subtask_started", "task": task[:200]})
     state = await in_db_thread(_open_subtask)(child, parent, task)

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 from csp.constants import UNSAFE_EVAL, UNSAFE_INLINE
-from csp.decorators import csp_update
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.views.decorators.http import require_POST
 
 from conversations import listing
 from conversations.access import conversations_of, owned_conversation
 from conversations.approvals import pending_cards
-from conversations.models import ChatMessage, Conversation
+from conversations.models import Conversation, TurnRecord
+from conversations.timeline import timeline
 from llm.roles import get_model_for_role
 from registry.tenancy import tenant_of
-
 
 # Vega compiles a chart's expressions with Function(); its eval-free interpreter
 # (vega-interpreter) ships in no package installed here. Vega-embed and its
 # tooltips add <style> elements and style attributes. So the page that draws
 # charts, and only it, allows eval and inline styles (docs/deploy.md,
 # "Content-Security-Policy"); its scripts still come from this site only.
-@csp_update({"script-src": [UNSAFE_EVAL], "style-src": [UNSAFE_INLINE]})
+CHAT_CSP = {"script-src": [UNSAFE_EVAL], "style-src": [UNSAFE_INLINE]}
+
+
 @login_required
 def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpResponse:
     conversation = None
@@ -36,11 +39,11 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
         listed = listed.search(search)
     # Just deleted (the page came here from it): offer to undo.
     deleted = conversations_of(request.user, deleted=True).filter(pk=request.GET.get("deleted", "")).first()
-    messages, approvals = [], []
+    chunks, approvals = [], []
     if conversation is not None:
-        messages = ChatMessage.objects.filter(conversation=conversation).order_by("created_at", "id")
+        chunks = timeline(conversation)  # what the person saw, drawn by the page (chat.js)
         approvals = pending_cards(conversation)  # still waiting for a click: shown again after a reload
-    return render(
+    response = render(
         request,
         "eunice/chat.html",
         {
@@ -48,12 +51,40 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
             "conversations": listed[:50],
             "search": search,
             "deleted": deleted,
-            "messages": messages,
+            "timeline": chunks,
             "approvals": approvals,
+            "chat_settings": {
+                "world": static("vendor/world-atlas/countries-110m.json"),
+                "tiles": settings.EUNICE_MAP_TILES,
+                "tiles_attribution": settings.EUNICE_MAP_ATTRIBUTION,
+            },
             "offline": get_model_for_role("chat").provider == "offline",
             "no_tenant": tenant_of(request.user) is None,
         },
     )
+    update = dict(CHAT_CSP)
+    if settings.EUNICE_MAP_TILES:  # the map's tiles come from that server
+        update["img-src"] = [tile_origin(settings.EUNICE_MAP_TILES)]
+    response._csp_update = update  # type: ignore[attr-defined]  # what csp_update would set, per request
+    return response
+
+
+def tile_origin(template: str) -> str:
+    """The origin of a tile URL template, for the page's ``img-src``: Leaflet's ``{s}``
+    subdomain becomes a wildcard (``https://{s}.tile.example.org/…`` → ``https://*.tile.example.org``)."""
+    scheme, _, rest = template.partition("://")
+    host = rest.split("/", 1)[0].replace("{s}.", "*.")
+    return f"{scheme}://{host}"
+
+
+@login_required
+def conversation_timeline(request: HttpRequest, conversation_id: str) -> JsonResponse:
+    """The conversation as the page draws it (``timeline``): for a page that reconnected."""
+    conversation = owned_conversation(request.user, conversation_id)
+    if conversation is None:
+        raise Http404("No such conversation.")
+    running = conversation.turns.filter(status=TurnRecord.Status.RUNNING).exists()
+    return JsonResponse({"chunks": timeline(conversation), "running": running})
 
 
 @login_required

@@ -195,3 +195,19 @@ def env_rate(name: str, default: str) -> str:
             f"{name}={raw!r} is not a rate; use a count per period, e.g. 600/min (periods: s, min, hour, day)."
         )
     return raw
+
+
+def env_tile_template(name: str) -> str:
+    """A map tile server's URL template (``https://…/{z}/{x}/{y}.png``), or "" when unset."""
+    value = os.environ.get(name, "").strip()
+    if value and not (
+        value.startswith(("https://", "http://"))
+        and all(part in value for part in ("{z}", "{x}", "{y}"))
+        and not any(c.isspace() or c in "\"'<>`" for c in value)
+        and len(value) <= 500
+    ):
+        raise ImproperlyConfigured(
+            f"{name}={value[:200]!r} must be an http(s) URL template with {{z}}, {{x}} and {{y}} "
+            "(at most 500 characters, no quotes or spaces), e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+        )
+    return value

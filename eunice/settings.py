@@ -26,6 +26,7 @@ from eunice.env import (
     env_model_ref,
     env_rate,
     env_str,
+    env_tile_template,
     redis_driver_info,
     sqlite_database,
     validate_redis_url,
@@ -372,6 +373,11 @@ EUNICE_DB_THREADS = env_int("EUNICE_DB_THREADS", 1, minimum=1)
 # Loop tools: how deep delegation may nest, how long a question waits for the user.
 EUNICE_MAX_DELEGATION_DEPTH = env_int("EUNICE_MAX_DELEGATION_DEPTH", 1, minimum=0)
 EUNICE_QUESTION_TIMEOUT = env_float("EUNICE_QUESTION_TIMEOUT", 600.0, minimum=1.0)
+
+# The chat page's maps: a world layer shipped with Eunice always; with EUNICE_MAP_TILES (a
+# tile server's URL template, for a deployment with internet) that server's tiles under it.
+EUNICE_MAP_TILES = env_tile_template("EUNICE_MAP_TILES")
+EUNICE_MAP_ATTRIBUTION = env_str("EUNICE_MAP_ATTRIBUTION").strip()[:300]
 
 # How many tool calls of one assistant turn may run at once.
 EUNICE_PARALLEL_TOOLS = env_int("EUNICE_PARALLEL_TOOLS", 4, minimum=1)

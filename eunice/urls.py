@@ -30,6 +30,7 @@ urlpatterns = [
     path("", chat_views.chat, name="chat"),
     path("c/new/", chat_views.new_conversation, name="chat-new"),
     path("c/<str:conversation_id>/", chat_views.chat, name="chat-conversation"),
+    path("c/<str:conversation_id>/timeline/", chat_views.conversation_timeline, name="chat-timeline"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("playground/", staff_views.playground, name="playground"),

@@ -14,7 +14,9 @@ TOOL_NAME is 1–128 of ``A-Z a-z 0-9 _ -`` (the Messages API's rule for tool
 names). Whitespace around the parts is ignored and the JSON may span lines.
 Invalid JSON, or JSON that is not an object, gets a reply that names the
 problem and shows an example; no tool runs. After a tool ran, the reply is
-the tool's result, and the turn ends.
+the tool's result, and the turn ends: as written for a model, or as its caller's
+``present(tool name, content)`` puts it for a person (the chat loop gives it
+``conversations.presenting.for_person``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from eunice.jsonlimits import JSONTooDeep, loads_bounded
@@ -55,14 +57,24 @@ class OfflineProvider:
 
     name = "offline"
 
-    def __init__(self, *, reason: str = "No language model is configured.") -> None:
+    def __init__(
+        self,
+        *,
+        reason: str = "No language model is configured.",
+        present: Callable[[str, str], str] | None = None,
+    ) -> None:
         self.reason = reason
+        self.present = present
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         last = request.messages[-1] if request.messages else {"role": "user", "content": ""}
         results = [b for b in _blocks(last) if b.get("type") == "tool_result"]
         if last.get("role") == "user" and results:
-            return _reply("\n\n".join(_result_text(b) for b in results))
+            if self.present is None:
+                return _reply("\n\n".join(_result_text(b) for b in results))
+            names = _tool_names(request.messages[-2] if len(request.messages) > 1 else {})
+            shown = [self.present(names.get(str(b.get("tool_use_id", "")), ""), _result_text(b)) for b in results]
+            return _reply("\n\n".join(shown))
         return self._answer(_user_text(last), request.tools)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
@@ -122,6 +134,11 @@ def _example(tools: list[dict[str, Any]]) -> str:
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content", [])
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _tool_names(message: dict[str, Any]) -> dict[str, str]:
+    """Each tool call's id and tool name, in the assistant message that made them."""
+    return {b.get("id", ""): b.get("name", "") for b in _blocks(message) if b.get("type") == "tool_use"}
 
 
 def _user_text(message: dict[str, Any]) -> str:

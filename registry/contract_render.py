@@ -229,11 +229,11 @@ def _render_hint(hint: Hint) -> str:
             lines.append(f"  {rank}. {alternative['label']} (score {float(alternative['score']):.2f})")
             input_schema = alternative.get("input_schema")
             if input_schema is not None:
-                lines.append(f"     input: {_compact_input_schema(input_schema)}")
+                lines.append(f"     input: {compact_input_schema(input_schema)}")
     return "\n".join(lines)
 
 
-def _compact_input_schema(schema: Any) -> str:
+def compact_input_schema(schema: Any) -> str:
     """``{query: string, limit?: integer}`` from a JSON schema: enough to call it next turn."""
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
     if not isinstance(properties, Mapping):

@@ -154,6 +154,8 @@ ONCE = (
     "tests/web/test_approval_card.py",
     "tests/web/test_chat_markdown.py",
     "tests/web/test_chat_layout.py",
+    "tests/web/test_chat_history.py",
+    "tests/web/test_chat_accessibility.py",
     "tests/test_collector.py",
     "tests/test_search_preload.py",
     "tests/sandbox/test_the_zygote_starts_with_the_server.py",

@@ -66,6 +66,10 @@ def vega_lite(frame: pd.DataFrame, inputs: dict) -> dict:
     }
     if inputs.get("aggregate"):
         encoding["y"]["aggregate"] = inputs["aggregate"]
+    if inputs.get("mark") == "point":  # a scatter plot spans its data, not zero to the data
+        for axis in ("x", "y"):
+            if encoding[axis]["type"] == "quantitative":
+                encoding[axis]["scale"] = {"zero": False}
     if inputs.get("color"):
         encoding["color"] = {"field": inputs["color"], "type": "nominal"}
     return {

@@ -7,14 +7,20 @@
   const prompt = document.getElementById("prompt");
   const send = document.getElementById("send");
   const cancel = document.getElementById("cancel");
-  const thinking = document.getElementById("thinking");
   const panel = document.getElementById("panel");
-  // Cards shown in the side panel only, and those also shown inline (the spec's placement table).
+  const settings = JSON.parse(document.getElementById("chat-settings").textContent || "{}");
+  // Cards shown in the side panel only, and those shown in the conversation: a chart is
+  // drawn once, in the conversation, and the panel keeps a link to it.
   const INLINE_CARDS = new Set(["file_download", "chart"]);
+  const INLINE_ONLY = new Set(["chart"]);
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${scheme}://${location.host}/ws/conversations/${conversationId}/`);
+  const socketUrl = `${scheme}://${location.host}/ws/conversations/${conversationId}/`;
+  let socket = null;
   let answer = null;
-  const tools = {};
+  let running = false;  // an answer of this conversation is running (here or in another tab)
+  let turn = { thinking: null, lastUser: "" };  // the turn being drawn: its thinking pane, its question
+  let tools = {};
+  let drawing = false;  // redrawing the stored conversation: no scrolling per message
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -24,15 +30,20 @@
   }
 
   function busy(on) {
-    send.disabled = on;
-    cancel.disabled = !on;
+    running = on;
+    send.disabled = on || !connected();
+    cancel.disabled = !on || !connected();
+  }
+
+  function connected() {
+    return socket !== null && socket.readyState === WebSocket.OPEN;
   }
 
   function bubble(role, text) {
     const box = el("div", `message ${role}`);
     box.appendChild(el("div", "text", text));
     messages.appendChild(box);
-    box.scrollIntoView({ block: "end" });
+    if (!drawing) box.scrollIntoView({ block: "end" });
     return box;
   }
 
@@ -54,13 +65,14 @@
     box.appendChild(actions);
   }
 
-  // Answers stored before this page loaded: the server sent their Markdown as text.
-  messages.querySelectorAll(".message.assistant").forEach((box) => {
-    const text = box.querySelector(".text").textContent;
+  // An answer stored whole (a reload): drawn at once, with its Copy button.
+  function storedAnswer(text) {
+    const box = bubble("assistant", "");
     window.EuniceMarkdown.render(box.querySelector(".text"), text);
     box.markdown = { finish: () => text };
     finishAnswer(box);
-  });
+    return box;
+  }
 
   // A card's link only ever leads to a path of this site: never javascript:, data: or another host.
   function sameSitePath(url) {
@@ -114,40 +126,96 @@
     return box;
   }
 
-  // Maps draw their layers on a blank canvas: no tile server is needed (or reachable).
+  // Maps draw on a world layer shipped with the page (Natural Earth's countries, 1:110m),
+  // fetched once; with a tile server configured (EUNICE_MAP_TILES) its tiles lie under it.
+  let world = null;
+  function worldLayer() {
+    if (!world) {
+      world = fetch(settings.world, { credentials: "same-origin" })
+        .then((r) => r.json())
+        .then((topology) => window.topojson.feature(topology, topology.objects.countries))
+        .catch(() => null);  // the data layers are drawn all the same
+    }
+    return world;
+  }
+
+  // A feature's label: the layer's label column (display_map's label_column), else a name it has.
+  function featureLabel(feature, column) {
+    const properties = (feature && feature.properties) || {};
+    const value = column ? properties[column] : (properties.name ?? properties.label ?? properties.title);
+    return value === undefined || value === null ? "" : String(value);
+  }
+
   function drawMap(card) {
     const holder = el("div", "map");
-    holder.style.height = "260px";
+    holder.setAttribute("role", "region");
+    holder.setAttribute("aria-label", card.title ? `Map: ${card.title}` : "Map");
     setTimeout(() => {
-      const map = window.L.map(holder, { attributionControl: false });
+      const map = window.L.map(holder, { attributionControl: Boolean(settings.tiles), worldCopyJump: true });
+      const css = getComputedStyle(document.documentElement);
+      const colour = (name) => css.getPropertyValue(name).trim();
+      if (settings.tiles) {
+        window.L.tileLayer(settings.tiles, { attribution: settings.tiles_attribution || "", maxZoom: 18 }).addTo(map);
+        if (map.attributionControl) map.attributionControl.setPrefix(false);
+      }
+      map.createPane("basemap").style.zIndex = 250;  // under the data (overlayPane is 400)
+      worldLayer().then((countries) => {
+        if (!countries || settings.tiles) return;
+        window.L.geoJSON(countries, {
+          pane: "basemap", interactive: false,
+          style: { color: colour("--map-border"), weight: 0.6, fillColor: colour("--map-land"), fillOpacity: 1 },
+        }).addTo(map);
+      });
+      const labels = {};  // source id -> the label column a layer names for it
+      (card.layers || []).forEach((layer) => { if (layer.source && layer.label) labels[layer.source] = layer.label; });
       const group = window.L.featureGroup().addTo(map);
+      // An element, not a string: Leaflet puts a string tooltip in as HTML, and a
+      // label can come from any data (a fetched page, an uploaded file).
+      const tip = (layer, text) => { if (text) layer.bindTooltip(el("span", "", text)); };
+      const style = { color: colour("--accent"), weight: 2, fillOpacity: 0.6 };
+      const options = (column) => ({
+        style,
+        pointToLayer: (feature, latlng) => window.L.circleMarker(latlng, { ...style, radius: 5, weight: 1 }),
+        onEachFeature: (feature, layer) => tip(layer, featureLabel(feature, column)),
+      });
       (card.sources || []).forEach((source) => {
-        if (source.type === "geojson" && source.data) {
-          window.L.geoJSON(source.data, { pointToLayer: (f, latlng) => window.L.circleMarker(latlng, { radius: 4 }) }).addTo(group);
-        }
+        if (source.type === "geojson" && source.data) window.L.geoJSON(source.data, options(labels[source.id])).addTo(group);
       });
       (card.layers || []).forEach((layer) => {
-        if (layer.geojson) window.L.geoJSON(layer.geojson).addTo(group);
-        // An element, not a string: Leaflet puts a string tooltip in as HTML, and a
-        // label can come from any data (a fetched page, an uploaded file).
-        (layer.points || []).forEach((p) => window.L.circleMarker([p.lat, p.lon], { radius: 4 })
-          .bindTooltip(el("span", "", String(p.label ?? ""))).addTo(group));
+        if (layer.geojson) window.L.geoJSON(layer.geojson, options(layer.label)).addTo(group);
+        (layer.points || []).forEach((p) => {
+          const marker = window.L.circleMarker([p.lat, p.lon], { ...style, radius: 5, weight: 1 }).addTo(group);
+          tip(marker, String(p.label ?? ""));
+        });
       });
-      if (card.bounds) map.fitBounds(card.bounds);
-      else if (group.getLayers().length) map.fitBounds(group.getBounds(), { padding: [10, 10] });
-      else map.setView([0, 0], 1);
+      if (card.bounds) map.fitBounds(card.bounds, { padding: [20, 20], maxZoom: 8 });
+      else if (group.getLayers().length) map.fitBounds(group.getBounds(), { padding: [20, 20], maxZoom: 8 });
+      else map.setView([20, 0], 1);
     });
     return holder;
   }
 
-  // Shows cards in the panel (and inline under `where` for INLINE_CARDS); returns the nodes made.
+  // Shows cards in the panel, and INLINE_CARDS in the conversation under `where`. A chart
+  // is drawn once, in the conversation: the panel keeps a link to it. Returns the nodes made.
   function showCards(cards, where) {
     const nodes = [];
     (cards || []).forEach((card) => {
-      nodes.push(panel.appendChild(renderCard(card)));
-      if (INLINE_CARDS.has(card.type) && where) nodes.push(where.appendChild(renderCard(card)));
+      const inline = INLINE_CARDS.has(card.type) && where ? where.appendChild(renderCard(card)) : null;
+      if (inline) nodes.push(inline);
+      nodes.push(panel.appendChild(inline && INLINE_ONLY.has(card.type) ? cardLink(card, inline) : renderCard(card)));
     });
     return nodes;
+  }
+
+  function cardLink(card, target) {
+    const box = el("div", `card card-link card-${card.type}-link`);
+    box.appendChild(el("div", "card-type", card.type));
+    const title = card.title || (card.spec && typeof card.spec.title === "string" && card.spec.title) || card.type;
+    const button = box.appendChild(el("button", "link", `${title}: see it in the conversation`));
+    button.type = "button";
+    target.tabIndex = -1;
+    button.addEventListener("click", () => { target.scrollIntoView({ block: "center" }); target.focus(); });
+    return box;
   }
 
   // Cards stream in as their tools finish; when the answer is done, the stored
@@ -155,34 +223,48 @@
   let live = { cards: [], nodes: [] };
   function settleCards(final, where) {
     final = (final || []).filter((card) => card.type !== "approval");  // drawn in the thread, not the panel
-    if (JSON.stringify(final || []) === JSON.stringify(live.cards)) { live = { cards: [], nodes: [] }; return; }
+    if (JSON.stringify(final) === JSON.stringify(live.cards)) { live = { cards: [], nodes: [] }; return; }
     live.nodes.forEach((node) => node.remove());
     live = { cards: [], nodes: [] };
-    showCards(final, where);
+    showCards(final, where || (final.some((card) => INLINE_CARDS.has(card.type)) ? messages.appendChild(el("div", "message cards")) : null));
   }
 
+  // A question from the model: its choices as buttons, and a box for any other answer.
   function ask(chunk) {
     const box = el("form", "question");
+    box.setAttribute("aria-label", "Question from the assistant");
     box.appendChild(el("p", "", chunk.text));
+    const status = el("p", "muted question-status");
+    const reply = (text) => {
+      if (!connected()) { status.textContent = "Not connected; the page reconnects, then try again."; return; }
+      socket.send(JSON.stringify({ type: "answer", question_id: chunk.question_id, text }));
+      box.replaceWith(el("p", "muted answered", `You answered: ${text}`));
+    };
+    const choices = Array.isArray(chunk.choices) ? chunk.choices.filter((c) => typeof c === "string" && c) : [];
+    if (choices.length) {
+      const row = box.appendChild(el("div", "choices"));
+      choices.forEach((choice) => {
+        const button = row.appendChild(el("button", "choice", choice));
+        button.type = "button";
+        button.addEventListener("click", () => reply(choice));
+      });
+    }
     const input = el("input");
     input.name = "answer";
-    input.required = true;
-    if (chunk.choices && chunk.choices.length) {
-      const list = el("datalist");
-      list.id = `choices-${chunk.question_id}`;
-      chunk.choices.forEach((c) => { const o = el("option"); o.value = c; list.appendChild(o); });
-      box.appendChild(list);
-      input.setAttribute("list", list.id);
-    }
+    input.setAttribute("aria-label", choices.length ? "Or answer in your own words" : "Your answer");
+    input.placeholder = choices.length ? "Or answer in your own words" : "Your answer";
     box.appendChild(input);
     box.appendChild(el("button", "", "Answer"));
+    box.appendChild(status);
     box.addEventListener("submit", (event) => {
       event.preventDefault();
-      socket.send(JSON.stringify({ type: "answer", question_id: chunk.question_id, text: input.value }));
-      box.replaceWith(el("p", "muted", `You answered: ${input.value}`));
+      if (input.value.trim()) reply(input.value.trim());
     });
     messages.appendChild(box);
+    box.scrollIntoView({ block: "end" });
+    (box.querySelector("button.choice") || input).focus({ preventScroll: true });
   }
+
 
   // A tool call waiting for the person (registry.approvals): exactly what it would run,
   // and Approve / Reject. The click goes over the socket with the hash of what is shown.
@@ -207,7 +289,7 @@
     const status = el("p", "muted approval-status", "Waiting for your decision; the assistant cannot approve it.");
     const entry = { box, approve, reject, status, sent: false };
     const decide = (decision) => {
-      if (socket.readyState !== WebSocket.OPEN) { status.textContent = "Not connected; reload the page and try again."; return; }
+      if (!connected()) { status.textContent = "Not connected; the page reconnects, then try again."; return; }
       approve.disabled = reject.disabled = true;
       entry.sent = true;
       status.textContent = decision === "approve" ? "Approved; running…" : "Rejecting…";
@@ -232,7 +314,6 @@
     if (card.outcome) entry.box.appendChild(el("pre", "approval-outcome", card.outcome));
   }
 
-  JSON.parse(document.getElementById("pending-approvals").textContent || "[]").forEach(showApproval);
 
   // A delegated task (a helper) streams into a labelled pane of its own, never into the
   // answer: its text, its thinking and its tool lines. Its cards, questions and errors
@@ -290,36 +371,116 @@
     return false;
   }
 
-  socket.addEventListener("message", (event) => {
-    const chunk = JSON.parse(event.data);
+  // A new turn: its own thinking pane, its own helpers' panes, its question for Retry.
+  function newTurn(text) {
+    turn = { thinking: null, lastUser: text };
+    Object.keys(panes).forEach((id) => delete panes[id]);
+    tools = {};
+    answer = null;
+  }
+
+  function toolLine(chunk, replay) {
+    const line = el("div", "tool running");
+    const label = line.appendChild(el("span", "tool-label", `${chunk.status_message || "Running"} · ${chunk.name}…`));
+    line.dataset.label = label.textContent;
+    line.dataset.name = chunk.name;
+    if (!replay) {
+      // Cancels this call only: it returns Cancelled and the answer goes on with the others.
+      const stop = line.appendChild(el("button", "tool-cancel", "Cancel"));
+      stop.type = "button";
+      stop.title = `Stop this ${chunk.name} call; the answer goes on without it`;
+      stop.addEventListener("click", () => {
+        stop.disabled = true;
+        if (connected()) socket.send(JSON.stringify({ type: "cancel", tool_use_id: chunk.tool_use_id }));
+      });
+    }
+    tools[chunk.tool_use_id] = line;
+    messages.appendChild(line);
+  }
+
+  // What the result line says: done, failed, or (a hint) what to change; an unknown tool is named so.
+  function resultLabel(chunk) {
+    if (chunk.outcome === "error" || (chunk.outcome === undefined && chunk.error)) return ["failed", `${chunk.name} failed`];
+    if (chunk.outcome === "hint") return ["hint", chunk.unknown ? `No tool is called ${chunk.name}` : `${chunk.name}: not run, see the hint`];
+    return ["done", `${chunk.name} done`];
+  }
+
+  function toolResult(chunk) {
+    const line = tools[chunk.tool_use_id] || el("div", "tool");
+    const [kind, label] = resultLabel(chunk);
+    line.className = `tool ${kind}`;
+    line.textContent = "";
+    const details = el("details");
+    details.appendChild(el("summary", "", label));
+    details.appendChild(el("pre", "", chunk.content));
+    line.appendChild(details);
+    if (!line.parentNode) messages.appendChild(line);
+    if (answer) finishAnswer(answer);
+    answer = null;  // text after a tool call starts a new bubble
+    turn.thinking = null;  // and the next model call's thinking a new pane
+  }
+
+  // A model error: said as an error, with Retry (the turn's message sent again).
+  function errorBubble(chunk) {
+    const box = bubble("error", chunk.message);
+    if (chunk.refused || chunk.subtask || !turn.lastUser) return box;
+    const text = turn.lastUser;
+    const retry = box.appendChild(el("button", "retry", "Retry"));
+    retry.type = "button";
+    retry.setAttribute("aria-label", "Retry: send the message again");
+    retry.addEventListener("click", () => {
+      if (running || !connected()) return;
+      retry.remove();
+      sendMessage(text);
+    });
+    return box;
+  }
+
+  // Tool calls the turn left without a result (it was cancelled or interrupted).
+  function stopRunningTools() {
+    Object.values(tools).forEach((line) => {
+      if (!line.classList.contains("running")) return;
+      line.className = "tool stopped";
+      line.textContent = `${line.dataset.name}: stopped before it finished`;
+    });
+  }
+
+  // One chunk of the conversation: live from the socket, or (`replay`) rebuilt from the
+  // stored events on a reload or a reconnect (conversations/timeline.py), drawn alike.
+  function handle(chunk, replay) {
     if (chunk.subtask && subtaskChunk(chunk)) return;
     switch (chunk.type) {
+      case "user":
+        bubble("user", chunk.text);
+        newTurn(chunk.text);
+        break;
+      case "answer":  // stored without its events: the text and its cards
+        showCards(chunk.cards, storedAnswer(chunk.text));
+        break;
+      case "running":  // a reload while the answer is still being written
+        busy(true);
+        break;
       case "text_delta":
         if (!answer) answer = startAnswer();
         answer.markdown.append(chunk.text);
         break;
-      case "thinking":
-        thinking.hidden = false;
-        thinking.querySelector("pre").textContent += chunk.text;
-        break;
-      case "tool_call": {
-        const line = el("div", "tool running");
-        const label = line.appendChild(el("span", "tool-label", `${chunk.status_message || "Running"} · ${chunk.name}…`));
-        line.dataset.label = label.textContent;
-        // Cancels this call only: it returns Cancelled and the answer goes on with the others.
-        const stop = line.appendChild(el("button", "tool-cancel", "Cancel"));
-        stop.type = "button";
-        stop.title = `Stop this ${chunk.name} call; the answer goes on without it`;
-        stop.addEventListener("click", () => {
-          stop.disabled = true;
-          socket.send(JSON.stringify({ type: "cancel", tool_use_id: chunk.tool_use_id }));
-        });
-        tools[chunk.tool_use_id] = line;
-        messages.appendChild(line);
+      case "thinking": {
+        // Each turn's thinking in its own pane, where it happened, closed until opened.
+        if (!turn.thinking) {
+          const pane = messages.appendChild(el("details", "thinking"));
+          pane.appendChild(el("summary", "", "Thinking"));
+          turn.thinking = pane.appendChild(el("pre"));
+          if (answer) { finishAnswer(answer); answer = null; }
+        }
+        turn.thinking.textContent += chunk.text;
         break;
       }
+      case "tool_call":
+        toolLine(chunk, replay);
+        break;
       case "progress": {
         const line = tools[chunk.tool_use_id];
+        if (replay) break;
         const percent = typeof chunk.fraction === "number" ? ` (${Math.round(chunk.fraction * 100)} %)` : "";
         if (line && line.classList.contains("running")) {
           line.querySelector(".tool-label").textContent = `${line.dataset.label} ${chunk.message}${percent}`;
@@ -332,7 +493,7 @@
         break;
       }
       case "card": {
-        if (chunk.card.type === "approval") { showApproval(chunk.card); break; }
+        if (chunk.card.type === "approval") { if (!replay) showApproval(chunk.card); break; }
         live.cards.push(chunk.card);
         let holder = null;  // inline cards get a place in the conversation, as after an answer
         if (INLINE_CARDS.has(chunk.card.type)) {
@@ -342,19 +503,9 @@
         live.nodes.push(...showCards([chunk.card], holder));
         break;
       }
-      case "tool_result": {
-        const line = tools[chunk.tool_use_id] || el("div", "tool");
-        line.className = chunk.error ? "tool failed" : "tool done";
-        line.textContent = "";
-        const details = el("details");
-        details.appendChild(el("summary", "", chunk.name + (chunk.error ? " failed" : " done")));
-        details.appendChild(el("pre", "", chunk.content));
-        line.appendChild(details);
-        if (!line.parentNode) messages.appendChild(line);
-        if (answer) finishAnswer(answer);
-        answer = null;  // text after a tool call starts a new bubble
+      case "tool_result":
+        toolResult(chunk);
         break;
-      }
       case "question":
         ask(chunk);
         break;
@@ -363,7 +514,7 @@
         bubble("user", chunk.text);
         break;
       case "error":
-        bubble("error", chunk.message);
+        errorBubble(chunk);
         if (chunk.refused) giveBack();
         // A decision the server refused: the buttons are usable again.
         Object.values(approvalBoxes).filter((e) => e.sent).forEach((e) => {
@@ -374,37 +525,102 @@
         break;
       case "done": {
         busy(false);
-        if (answer) finishAnswer(answer);
+        stopRunningTools();
+        if (replay && !answer && chunk.text) answer = storedAnswer(chunk.text);
+        else if (answer) finishAnswer(answer);
+        const where = answer;  // inline cards go under this answer
         if (chunk.cancelled) bubble("notice", "Cancelled.");
         if (chunk.notice) bubble("notice", chunk.notice);  // cut off at the output limit, or refused
-        const where = answer;  // inline cards go under this answer
+        answer = null;
+        if (replay) { settleCards(chunk.cards ?? live.cards, where); break; }
+        const resumed = resumedAnswer;
+        resumedAnswer = null;
         fetch(`/api/conversations/${conversationId}/messages/?order=newest&limit=1`, { credentials: "same-origin" })
           .then((r) => r.json())
-          .then((page) => { const last = page.results[0]; settleCards(last ? last.cards : [], where); });
-        answer = null;
+          .then((page) => {
+            const last = page.results[0];
+            // Reconnected while it was being written: the stored answer, whole, in its place.
+            if (resumed && last && last.role === "assistant") window.EuniceMarkdown.render(resumed.querySelector(".text"), last.text);
+            settleCards(last ? last.cards : [], where);
+          });
         break;
       }
     }
-  });
+  }
 
-  // Sending waits for the connection: nothing typed is silently dropped.
-  send.disabled = true;
-  send.title = "Connecting…";
-  socket.addEventListener("open", () => { send.disabled = false; send.title = ""; });
-  socket.addEventListener("close", () => {
-    send.disabled = true;
-    cancel.disabled = true;  // nothing to cancel on a closed socket
-    // Say what is down (/health/ names each dependency) rather than only "disconnected".
+  // The conversation as stored: on a reload the page draws it from the chunks the server
+  // put in the page; after a reconnect it asks for them again and draws them afresh.
+  let resumedAnswer = null;
+  function redraw(chunks) {
+    messages.textContent = "";
+    panel.textContent = "";
+    live = { cards: [], nodes: [] };
+    Object.keys(approvalBoxes).forEach((id) => delete approvalBoxes[id]);
+    newTurn("");
+    drawing = true;
+    try { chunks.forEach((chunk) => handle(chunk, true)); } finally { drawing = false; }
+    if (running && !answer) answer = startAnswer();  // the rest of the running answer streams in here
+    resumedAnswer = running ? answer : null;
+    messages.lastElementChild && messages.lastElementChild.scrollIntoView({ block: "end" });
+  }
+  redraw(JSON.parse(document.getElementById("timeline").textContent || "[]"));
+  performance.mark("eunice-thread-drawn");  // bench/page.py measures to here
+  JSON.parse(document.getElementById("pending-approvals").textContent || "[]").forEach(showApproval);
+
+  // Sending waits for the connection: nothing typed is silently dropped. A dropped socket
+  // is opened again (at once, then after 1, 2, 4… up to 10 s); once it is, the page draws
+  // the conversation as stored and the running answer goes on streaming in.
+  let retries = 0;
+  let downNotice = null;
+  function connect() {
+    socket = new WebSocket(socketUrl);
+    socket.addEventListener("message", (event) => handle(JSON.parse(event.data), false));
+    socket.addEventListener("open", () => {
+      send.title = "";
+      const reconnected = retries > 0 || downNotice !== null;
+      retries = 0;
+      if (downNotice) { downNotice.remove(); downNotice = null; }
+      if (!reconnected) { busy(running); return; }
+      fetch(`/c/${conversationId}/timeline/`, { credentials: "same-origin", cache: "no-store" })
+        .then((r) => r.json())
+        .then((data) => { running = data.running; redraw(data.chunks); busy(running); })
+        .catch(() => busy(running));
+    });
+    socket.addEventListener("close", (event) => {
+      send.disabled = true;
+      cancel.disabled = true;  // nothing to cancel on a closed socket
+      if (event.code === 4401 || event.code === 4403 || event.code === 4404) {  // refused for good (signed out, no access)
+        showDown("Disconnected; reload the page to sign in again.");
+        return;
+      }
+      const wait = retries === 0 ? 0 : Math.min(10_000, 1000 * 2 ** (retries - 1));
+      retries += 1;
+      if (retries > 1) explainDown();
+      setTimeout(connect, wait);
+    });
+  }
+
+  function showDown(text) {
+    if (!downNotice) downNotice = bubble("error", text);
+    else downNotice.querySelector(".text").textContent = text;
+    downNotice.classList.add("disconnected");
+  }
+
+  // Say what is down (/health/ names each dependency) rather than only "disconnected".
+  function explainDown() {
     fetch("/health/", { credentials: "same-origin", cache: "no-store" })
       .then((r) => r.json())
       .then((health) => {
         const down = (health.down || []).map((name) => name.replace("_", " "));
-        bubble("error", down.length
-          ? `Disconnected: the server cannot reach its ${down.join(", ")}. Reload the page once it is back.`
-          : "Disconnected; reload the page to reconnect.");
+        showDown(down.length
+          ? `Disconnected: the server cannot reach its ${down.join(", ")}. Reconnecting…`
+          : "Disconnected; reconnecting…");
       })
-      .catch(() => bubble("error", "Disconnected: the server is not answering. Reload the page once it is back."));
-  });
+      .catch(() => showDown("Disconnected: the server is not answering. Reconnecting…"));
+  }
+  send.disabled = true;
+  send.title = "Connecting…";
+  connect();
 
   // The server refused the last message (a turn already running, a limit, a restart):
   // nothing was stored, so its bubble goes, its text returns to the composer, and the
@@ -419,23 +635,31 @@
     prompt.focus();
   }
 
+  function sendMessage(text) {
+    sent = { text, box: bubble("user", text) };
+    newTurn(text);
+    socket.send(JSON.stringify({ type: "message", text }));
+    busy(true);
+  }
+
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = prompt.value.trim();
     if (!text) return;
-    if (socket.readyState !== WebSocket.OPEN) {
+    if (!connected()) {
       bubble("error", "Not connected yet; try again in a moment.");
       return;
     }
-    sent = { text, box: bubble("user", text) };
-    socket.send(JSON.stringify({ type: "message", text }));
+    sendMessage(text);
     prompt.value = "";
-    answer = null;
-    busy(true);
   });
 
   prompt.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
+  });
+  // Escape stops the running answer, from anywhere on the page but a question's box.
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && running && !event.target.closest(".question, .conversations")) cancel.click();
   });
 
   // Uploads go to the conversation's catalog; the model sees them as datasets.
@@ -464,7 +688,7 @@
 
   // Stop waiting at once: the server cancels the stream or tool within 100 ms.
   cancel.addEventListener("click", () => {
-    socket.send(JSON.stringify({ type: "cancel" }));
+    if (connected()) socket.send(JSON.stringify({ type: "cancel" }));
     busy(false);
   });
 })();

@@ -194,3 +194,14 @@ def test_a_superuser_may_read_every_tenants_calls(sales, in_conversation, other_
     in_conversation("preview_data", tenant=OTHER_TENANT, context={"conversation_id": other_conversation.id})
     result = in_conversation("query_telemetry", context={"user_id": str(root.pk)}, all_tenants=True)
     assert OTHER_TENANT in text(result)
+
+
+def test_a_scatter_plot_spans_its_data_not_zero():
+    import pandas as pd
+
+    from tools.charts import vega_lite
+
+    frame = pd.DataFrame({"year": [2001, 2010], "rain": [800.5, 950.0], "city": ["a", "b"]})
+    spec = vega_lite(frame, {"x": "year", "y": "rain", "mark": "point"})
+    assert spec["encoding"]["x"]["scale"] == {"zero": False} and spec["encoding"]["y"]["scale"] == {"zero": False}
+    assert "scale" not in vega_lite(frame, {"x": "city", "y": "rain", "mark": "bar"})["encoding"]["y"]

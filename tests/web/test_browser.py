@@ -96,7 +96,7 @@ def test_a_tool_call_streams_in_and_a_long_answer_can_be_cancelled(talkative, se
     say(page, "Plan my trip")
     page.wait_for_selector(".tool.done")
     page.wait_for_function("document.querySelector('#send').disabled === false")
-    assert "The user wants a plan." in page.text_content("#thinking pre")
+    assert "The user wants a plan." in page.text_content("#messages details.thinking pre")
     assert page.text_content(".message.assistant .text") == "Here is your plan."
     say(page, "Now talk for a long time")
     page.wait_for_function("document.querySelectorAll('.message.assistant').length === 2")
@@ -208,10 +208,12 @@ def test_chart_and_map_cards_render_from_local_libraries(chart_tool, server, con
     # When the answer is done the page reads the stored answer's cards (merged, with citations).
     with page.expect_response(lambda r: "/messages/?order=newest&limit=1" in r.url and r.ok):
         say(page, "/rain_chart")
-    page.wait_for_selector("#panel .card-chart svg")  # drawn by the locally served vega-embed
+    page.wait_for_selector("#messages .card-chart svg")  # drawn by the locally served vega-embed
     page.wait_for_selector("#panel .card-map_display .leaflet-container")
     assert page.locator("#panel .card-map_display .leaflet-interactive").count() == 2  # the two cities
-    assert page.locator(".message .card-chart svg").count() == 1  # charts show inline too
+    # A chart is drawn once, in the conversation; the panel links to it.
+    assert page.locator(".card-chart svg").count() == 1
+    assert page.locator("#panel .card-chart-link button").count() == 1
 
 
 HOSTILE_TOOL = """
@@ -260,7 +262,7 @@ def test_a_user_uploads_a_csv_and_sees_a_chart_of_it(server, conversation, brows
     page.wait_for_function("document.querySelector('#upload-status').textContent.includes('is ready')")
     assert '"rain" is ready (3 rows)' in page.text_content("#upload-status")
     say(page, '/create_chart {"dataset": "rain", "x": "city", "y": "rain"}')
-    page.wait_for_selector("#panel .card-chart svg")
+    page.wait_for_selector("#messages .card-chart svg")
     page.wait_for_selector("#panel .card-file_download a.download")
     href = page.get_attribute("#panel .card-file_download a.download", "href")
     assert href.startswith("/files/")

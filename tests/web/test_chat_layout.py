@@ -77,7 +77,7 @@ def test_long_words_urls_tables_code_and_charts_never_widen_the_page(server, lon
         open_conversation(page, server, conversation)
         if viewport is DESKTOP:
             say(page, "/wide_cards")
-            page.wait_for_selector("#panel .card-chart svg")
+            page.wait_for_selector("#messages .card-chart svg")
             page.wait_for_selector("#panel .card-table table")
         assert page_width(page) <= viewport["width"], viewport
         send = page.locator("#send").bounding_box()

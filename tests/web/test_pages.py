@@ -165,3 +165,37 @@ def test_the_playground_keeps_staff_to_their_own_tenant(client, staff, settings)
     assert response.status_code == 404 and not ToolExecutionLog.objects.filter(tool_name="their_secret").exists()
     refused = client.post("/playground/search_tools/", {"inputs": '{"query": "plan"}', "tenant": OTHER_TENANT})
     assert refused.status_code == 403 and not ToolExecutionLog.objects.filter(tool_name="search_tools").exists()
+
+
+def test_the_timeline_of_a_conversation_is_its_owners_only(client, member):
+    mine = Conversation.objects.create(tenant_id=TENANT, user=member)
+    other = get_user_model().objects.create_user("eve", password="pw")
+    TenantMembership.objects.create(user=other, tenant_id=TENANT)
+    theirs = Conversation.objects.create(tenant_id=TENANT, user=other)
+    assert client.get(f"/c/{mine.pk}/timeline/").json() == {"chunks": [], "running": False}
+    assert client.get(f"/c/{theirs.pk}/timeline/").status_code == 404
+    client.logout()
+    assert client.get(f"/c/{mine.pk}/timeline/").status_code == 302
+
+
+def test_a_tile_server_is_allowed_images_on_the_chat_page_only_when_configured(client, member, settings):
+    conversation = Conversation.objects.create(tenant_id=TENANT, user=member)
+    page = client.get(f"/c/{conversation.pk}/")
+    assert '"tiles": ""' in page.content.decode() and "tile.example.org" not in page["Content-Security-Policy"]
+    settings.EUNICE_MAP_TILES = "https://{s}.tile.example.org/{z}/{x}/{y}.png"
+    page = client.get(f"/c/{conversation.pk}/")
+    assert "https://*.tile.example.org" in page["Content-Security-Policy"]
+    assert "{s}.tile.example.org/{z}/{x}/{y}.png" in page.content.decode()
+
+
+@pytest.mark.parametrize("value", ["ftp://x/{z}/{x}/{y}", "https://x/tiles.png", 'https://x/{z}/{x}/{y}.png" onerror'])
+def test_a_tile_url_that_is_no_template_is_refused_at_start(value, monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from eunice.env import env_tile_template
+
+    monkeypatch.setenv("EUNICE_MAP_TILES", value)
+    with pytest.raises(ImproperlyConfigured, match=r"EUNICE_MAP_TILES=.*\{z\}, \{x\} and \{y\}"):
+        env_tile_template("EUNICE_MAP_TILES")
+    monkeypatch.setenv("EUNICE_MAP_TILES", " https://tile.example.org/{z}/{x}/{y}.png ")
+    assert env_tile_template("EUNICE_MAP_TILES") == "https://tile.example.org/{z}/{x}/{y}.png"
