@@ -7,4 +7,4 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from registry import checks, signals  # noqa: F401  (registers checks and receivers)
+        from registry import approval_rules, checks, signals  # noqa: F401  (registers checks and receivers)
