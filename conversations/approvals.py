@@ -108,6 +108,10 @@ def _approve_edited(
 ) -> tuple[PendingApproval, bool]:
     if not isinstance(arguments, dict):
         raise ValueError('edited \'arguments\' must be a JSON object, e.g. {"query": "plan"}')
+    try:
+        check_depth(arguments, what="the edited arguments")
+    except JSONTooDeep as exc:
+        raise ValueError(str(exc)) from None
     if len(json.dumps(arguments, default=str)) > MAX_EDITED_CHARS:
         raise ValueError(f"the edited arguments are longer than {MAX_EDITED_CHARS:,} characters as JSON")
     pending = approvals.find(approval_id, tenant_of(acting_user) or "").values_list("tool_name", "shown").first()
@@ -117,9 +121,8 @@ def _approve_edited(
     definition = get_registry().definitions().get(tool_name)
     if definition is not None:
         try:
-            check_depth(arguments, what="the edited arguments")
             validator_for(definition.input_schema, definition.schema_key)(arguments)
-        except (InputError, JSONTooDeep) as exc:
+        except InputError as exc:
             raise ValueError(f"the edited arguments are not valid for {tool_name}: {exc}") from None
     return approvals.approve_edited(
         approval_id,

@@ -40,6 +40,7 @@ from registry.models import (
     ToolDefinition,
     ToolType,
 )
+from registry.tenancy import tenant_of
 from registry.validation import InputError, validator_for
 
 REFRESH_SECONDS = 2.0
@@ -174,10 +175,10 @@ def _approved_run(name: str, inputs: dict, context: ToolContext) -> Err | None:
 
 def _ask(rule: Rule, name: str, inputs: dict, context: ToolContext) -> Err:
     person = _person(context.user_id)
-    if person is None:
+    if person is None or tenant_of(person) != context.tenant_id:
         return Err(
-            f"{name} needs a person's approval (rule {rule.name!r}) and no signed-in person is behind this call "
-            "to ask; it did not run",
+            f"{name} needs a person's approval (rule {rule.name!r}) and no signed-in person of the tenant is "
+            "behind this call to ask; it did not run",
             "ApprovalRequired",
         )
     shown = {"title": f"Run {name}?", "tool": name, "arguments": inputs, "rule": rule.name}

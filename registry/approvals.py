@@ -143,6 +143,8 @@ def approve_edited(
     row = _decidable(approval_id, acting_user, conversation_id)
     if row.status == ApprovalStatus.APPROVED and row.arguments == arguments:
         return row, False
+    if row.source != ApprovalSource.RULE:
+        raise ApprovalConflict("this call shows what it will run and cannot be edited; approve or reject it")
     if row.status != ApprovalStatus.PENDING:
         raise ApprovalConflict(f"this call was already {row.status}; it cannot be edited now")
     if expected_hash != row.args_hash:

@@ -214,3 +214,23 @@ def test_rules_for_mcp_hints_and_writes(registry):
     assert _covered(ApprovalRuleKind.WRITES, "mcp", {"destructiveHint": False})
     assert _covered(ApprovalRuleKind.WRITES, "custom", None)
     assert not _covered(ApprovalRuleKind.MCP_DESTRUCTIVE, "system", None)
+
+
+def test_a_call_a_tool_asked_about_itself_cannot_be_edited(conversation):
+    row = approvals.request_approval(
+        acting_user=conversation.user,
+        tenant_id=TENANT,
+        conversation_id=conversation.pk,
+        tool_name="install_mcp_server",
+        arguments={"id": "time", "name": "time"},
+        shown={"launch": "python -m mcp_server_time"},
+    )
+    with pytest.raises(approvals.ApprovalConflict, match="cannot be edited"):
+        decisions.decide(
+            str(row.pk),
+            "edit",
+            acting_user=conversation.user,
+            expected_hash=row.args_hash,
+            arguments={"id": "evil", "name": "evil"},
+        )
+    assert PendingApproval.objects.get().status == ApprovalStatus.PENDING
