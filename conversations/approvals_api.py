@@ -1,4 +1,4 @@
-"""REST for pending tool approvals (/api/approvals/): list them, approve or reject one.
+"""REST for pending tool approvals (/api/approvals/): list them, approve, edit or reject one.
 
 The chat page decides over its websocket; this is the same decision for other
 clients. Only rows of the caller's tenant are ever listed or found, and only
@@ -7,16 +7,21 @@ the caller's own unless they hold ``registry.decide_pendingapproval``.
 
 from __future__ import annotations
 
+from asgiref.sync import async_to_sync
 from django.core.exceptions import PermissionDenied
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.exceptions import PermissionDenied as APIPermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from conversations import approvals
+from conversations import approvals, runs
+from conversations.loop import run_turn
+from conversations.models import Conversation
+from conversations.turn_reservations import TurnInProgress
+from eunice import drain
 from eunice.serializers import StrictSerializer
 from registry.approvals import DECIDE_ANY, ApprovalConflict, ApprovalNotFound
 from registry.models import PendingApproval
@@ -40,6 +45,8 @@ class PendingApprovalSerializer(serializers.ModelSerializer):
             "decided_at",
             "reason",
             "outcome",
+            "source",
+            "original_arguments",
             "created_at",
             "expires_at",
         )
@@ -48,6 +55,11 @@ class PendingApprovalSerializer(serializers.ModelSerializer):
 
 class ApproveSerializer(StrictSerializer):
     args_hash = serializers.CharField(max_length=64, help_text="The hash of the call you were shown.")
+
+
+class EditSerializer(StrictSerializer):
+    args_hash = serializers.CharField(max_length=64, help_text="The hash of the call you were shown and edited.")
+    arguments = serializers.DictField(help_text="The arguments to run instead of the model's (a JSON object).")
 
 
 class RejectSerializer(StrictSerializer):
@@ -89,21 +101,69 @@ class PendingApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
         body.is_valid(raise_exception=True)
         return self._decide(pk, "approve", body.validated_data["args_hash"], "")
 
+    @extend_schema(request=EditSerializer, responses={200: PendingApprovalSerializer})
+    @action(detail=True, methods=["post"])
+    def edit(self, request: Request, pk: str | None = None) -> Response:
+        """Approve the call with your arguments instead of the model's, and run it."""
+        body = EditSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        return self._decide(pk, "edit", data["args_hash"], "", arguments=dict(data["arguments"]))
+
     @extend_schema(request=RejectSerializer, responses={200: PendingApprovalSerializer})
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str | None = None) -> Response:
+        """Reject the call; the reason is what the model reads."""
         body = RejectSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         return self._decide(pk, "reject", body.validated_data.get("args_hash"), body.validated_data.get("reason", ""))
 
-    def _decide(self, pk: str | None, decision: str, expected: str | None, reason: str) -> Response:
+    def _decide(
+        self, pk: str | None, decision: str, expected: str | None, reason: str, arguments: dict | None = None
+    ) -> Response:
         try:
-            approvals.decide(str(pk), decision, acting_user=self.request.user, expected_hash=expected, reason=reason)
+            card = approvals.decide(
+                str(pk),
+                decision,
+                acting_user=self.request.user,
+                expected_hash=expected,
+                reason=reason,
+                arguments=arguments,
+            )
         except ApprovalNotFound:
             raise NotFound("no such approval") from None
         except PermissionDenied as exc:
             raise APIPermissionDenied(str(exc)) from None
         except ApprovalConflict as exc:
             raise Conflict(str(exc)) from None
+        except ValueError as exc:
+            raise ValidationError({"arguments": [str(exc)]}) from None
+        resumed = _resume(str(pk), card.get("resume"))
         row = PendingApproval.objects.select_related("decided_by").get(pk=pk)
-        return Response(PendingApprovalSerializer(row).data)
+        return Response({**PendingApprovalSerializer(row).data, "resumed": resumed})
+
+
+def _resume(approval_id: str, resume: dict | None) -> str | None:
+    """Resume the turn the decided call paused (returns when it is done): its stop reason,
+    or None when there was none to resume or it could not start now (then the decision
+    is a turn of its own, which the model reads on the next)."""
+    if resume is None:
+        return None
+    row = PendingApproval.objects.get(pk=approval_id)
+    conversation = Conversation.objects.filter(pk=row.conversation_id, tenant_id=row.tenant_id).first()
+    if conversation is None:
+        return None
+    owner = conversation.user
+    if drain.draining() or not runs.try_start(owner.pk):
+        approvals.report_by_id(approval_id, owner)
+        return None
+    try:
+        outcome = async_to_sync(drain.run_tracked)(
+            conversation.pk, run_turn, conversation, text=resume["text"], user=owner, events=resume["events"]
+        )
+    except TurnInProgress:
+        approvals.report_by_id(approval_id, owner)
+        return None
+    finally:
+        runs.finish(owner.pk)
+    return outcome.stop_reason

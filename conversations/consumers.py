@@ -216,7 +216,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def _decide(self, conversation, content: dict) -> None:
         """The person's click on an approval card: decided as the conversation's owner.
 
-        Off the thread-sensitive executor: an approved call may run for a minute.
+        Off the thread-sensitive executor: an approved call may run for a minute. A
+        decision on a call that paused its turn resumes the turn here.
         """
         approval_id, decision = content.get("approval_id"), content.get("decision")
         expected, reason = content.get("args_hash"), content.get("reason") or ""
@@ -226,16 +227,29 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         try:
-            await database_sync_to_async(approvals.decide, thread_sensitive=False)(
+            card = await database_sync_to_async(approvals.decide, thread_sensitive=False)(
                 approval_id,
                 decision,
                 acting_user=conversation.user,
                 expected_hash=expected,
                 reason=reason,
                 conversation_id=conversation.pk,
+                arguments=content.get("arguments"),
             )
         except (ValueError, ApprovalNotFound, PermissionDenied, ApprovalConflict) as exc:
             await self.send_json({"type": "error", "message": f"the decision was not taken: {exc}"})
+            return
+        resume = card.get("resume")
+        if resume is not None:
+            await self._resume(conversation, str(approval_id), resume)
+
+    async def _resume(self, conversation, approval_id: str, resume: dict) -> None:
+        """The turn a decision resumes; when one cannot start now, the decision is a turn
+        of its own, which the model reads on the next one."""
+        if drain.draining() or not runs.try_start(self.user.pk):
+            await database_sync_to_async(approvals.report_by_id)(approval_id, conversation.user)
+            return
+        asyncio.ensure_future(self._run(conversation, resume["text"], events=resume["events"], approval_id=approval_id))
 
     async def _refuse(self, message: str, **detail) -> None:
         """Tells this socket its message was not taken and nothing was stored (the page gives the text back)."""
@@ -267,7 +281,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return
         asyncio.ensure_future(self._run(conversation, text))
 
-    async def _run(self, conversation, text: str) -> None:
+    async def _run(self, conversation, text: str, *, events: tuple = (), approval_id: str = "") -> None:
         display = ChannelDisplay(self.conversation_id, self.channel_layer, asyncio.get_running_loop())
         pump = asyncio.ensure_future(display.pump())
         try:
@@ -279,11 +293,18 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 user=conversation.user,
                 display=display,
                 interactive=True,
+                events=events,
             )
         except TurnInProgress as busy:  # refused before anything was stored: only this socket is told
-            await self._refuse(str(busy), code="turn_in_progress", running_turn=busy.turn)
+            if approval_id:  # a decision that could not resume now is kept as a turn of its own
+                await database_sync_to_async(approvals.report_by_id)(approval_id, conversation.user)
+            else:
+                await self._refuse(str(busy), code="turn_in_progress", running_turn=busy.turn)
         except runs.RunCapReached as full:  # the user's answers in other server processes fill the cap
-            await self._refuse(str(full))
+            if approval_id:
+                await database_sync_to_async(approvals.report_by_id)(approval_id, conversation.user)
+            else:
+                await self._refuse(str(full))
         except Exception:  # the socket must learn the turn ended, whatever broke
             logger.exception("turn failed in conversation %s", self.conversation_id)
             display.send({"type": "error", "message": "the answer failed; the details are in the server log"})

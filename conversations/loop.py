@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
+from conversations.approvals import expire_overdue
 from conversations.context import store_estimator, stored_estimator
 from conversations.dispatcher import dispatch_tool_calls
 from conversations.effects import SubtaskLog
@@ -103,15 +104,25 @@ async def run_turn(
     mode: str | None = None,
     role: str = "chat",
     interactive: bool = False,
+    events: tuple[tuple[str, dict], ...] = (),
 ) -> TurnOutcome:
     """Answer one user message, calling tools as the model asks; returns when done.
+
+    ``events`` are recorded first in the turn (a person's decision that resumes it).
 
     Raises ``TurnInProgress`` (before anything is stored) when a turn of the
     conversation is already running. A turn that raises or is cancelled is
     closed as interrupted, keeping what it did; the exception goes on.
     """
     config, history, runtime, state = await in_db_thread(_open_turn)(
-        conversation, role, user=user, user_message=text, display=display, mode=mode, interactive=interactive
+        conversation,
+        role,
+        events,
+        user=user,
+        user_message=text,
+        display=display,
+        mode=mode,
+        interactive=interactive,
     )
     beats = asyncio.ensure_future(heartbeat(conversation.pk, runtime.turn))
     progress = Progress()
@@ -164,7 +175,7 @@ def _interruption(exc: BaseException) -> str:
     return f"the turn failed with an internal error ({type(exc).__name__}); the details are in the server log"
 
 
-def _open_turn(conversation: Conversation, role: str, **begin: Any):
+def _open_turn(conversation: Conversation, role: str, events: tuple[tuple[str, dict], ...], **begin: Any):
     """A turn's opening database work as one step: the role's model, the new turn, the
     history, the dispatch state. The history is read once the turn is reserved (which
     closes a dead earlier turn, storing its partial answer) and leaves out the new
@@ -173,8 +184,11 @@ def _open_turn(conversation: Conversation, role: str, **begin: Any):
     once, every hop is another wait for the GIL, and another time the event
     loop waits for it back while it relays the answers already streaming."""
     config = get_model_for_role(role)
+    expire_overdue(conversation)  # an approval nobody decided in time: the model reads so in the history
     runtime = begin_turn(conversation, **begin)
     try:
+        for kind, data in events:
+            runtime.recorder.record(kind, data)
         history = load_history(conversation, leaving_out=runtime.user_message_id)
         return config, history, runtime, DispatchState.for_conversation(conversation)
     except BaseException as exc:
@@ -300,6 +314,10 @@ async def _loop(
                 results["content"].append(cut_tool_note(response.cut_tool_uses, config.max_output_tokens))
             messages.append(results)
             new_messages.append(results)
+            if runtime.awaiting:  # a call waits for the person: the turn pauses, their decision resumes it
+                runtime.recorder.record("status", {"awaiting_approval": [c["approval_id"] for c in runtime.awaiting]})
+                text = answer.text(response.text)
+                return TurnOutcome(text, "awaiting_approval", call, runtime.cost.total, messages=new_messages)
             answer.reset()
             continue
         if response.stop_reason in ("pause_turn", "max_tokens"):

@@ -85,3 +85,14 @@ class TurnGate:
         from conversations.dispatcher import policy_refusal
 
         return policy_refusal(name, self._runtime, self._state)[0]
+
+    def awaiting(self, card: dict) -> None:
+        """A call of this turn (or a program's inner call) waits for the person: its card
+        goes to the page and on record, and the turn pauses after this round of calls."""
+        runtime = self._runtime
+        runtime.awaiting.append(card)
+        runtime.recorder.record(
+            "approval_requested",
+            {"approval": card["approval_id"], "tool": card["tool"], "args_hash": card["args_hash"]},
+        )
+        runtime.display.send({"type": "card", "card": card})

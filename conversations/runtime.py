@@ -51,6 +51,8 @@ class Runtime:
     # Delegated tasks of this run that stopped before finishing ({"task", "stopped"}),
     # not yet put to the model by the completion guardrail.
     failed_delegations: list[dict] = field(default_factory=list)
+    # Calls of this turn waiting for a person's approval (their cards): the turn pauses.
+    awaiting: list[dict] = field(default_factory=list)
 
     @property
     def tenant_id(self) -> str:

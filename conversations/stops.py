@@ -31,7 +31,12 @@ CONTINUE_NOTE = (
 CUT_NOTICE = "(The answer was cut off: it reached the model's output limit.)"
 REFUSAL_NOTICE = "(The model declined to answer this.)"
 # What the page shows under an answer that stopped short (the websocket's ``done`` carries it).
-NOTICES = {"max_tokens": CUT_NOTICE.strip("()"), "refusal": REFUSAL_NOTICE.strip("()")}
+AWAITING_NOTICE = "Waiting for your decision on the call above; the answer goes on once you decide."
+NOTICES = {
+    "max_tokens": CUT_NOTICE.strip("()"),
+    "refusal": REFUSAL_NOTICE.strip("()"),
+    "awaiting_approval": AWAITING_NOTICE,
+}
 # What a refused reply is stored as: it said nothing the model should read back.
 REFUSED_MESSAGE: dict = {"role": "assistant", "content": []}
 

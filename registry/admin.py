@@ -18,7 +18,9 @@ from eunice.platform_admin import PlatformAdmin
 from registry import custom_tools
 from registry.admin_scope import TenantScopedAdmin
 from registry.models import (
+    ApprovalRule,
     JobRun,
+    PendingApproval,
     SandboxRun,
     SeedLog,
     ToolDefinition,
@@ -237,6 +239,32 @@ class ToolExecutionLogAdmin(TenantScopedAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ApprovalRule)
+class ApprovalRuleAdmin(TenantScopedAdmin):
+    """Which calls wait for a person's approval (docs/approvals.md)."""
+
+    list_display = ("name", "kind", "tool_name", "tenant_id", "timeout_seconds", "enabled")
+    list_filter = ("kind", "enabled", "tenant_id")
+    search_fields = ("name", "tool_name")
+
+
+@admin.register(PendingApproval)
+class PendingApprovalAdmin(TenantScopedAdmin):
+    """Every call that waited for a person, and what they decided (read only: decided in the chat or REST)."""
+
+    list_display = ("created_at", "tool_name", "status", "source", "user", "decided_by", "decided_at", "tenant_id")
+    list_filter = ("status", "source", "tool_name", "tenant_id")
+    search_fields = ("tool_name", "conversation_id")
+    list_select_related = ("user", "decided_by")
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
 
 

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from registry.cards import CardType
 from registry.context import ToolContext
-from registry.models import ApprovalStatus, PendingApproval
+from registry.models import ApprovalSource, ApprovalStatus, PendingApproval
 from registry.tenancy import tenant_of
 
 DECIDE_ANY = "registry.decide_pendingapproval"
@@ -64,10 +64,21 @@ def arguments_hash(tool_name: str, arguments: dict, shown: dict) -> str:
 
 @transaction.atomic
 def request_approval(
-    *, acting_user: Any, tenant_id: str, conversation_id: str, tool_name: str, arguments: dict, shown: dict
+    *,
+    acting_user: Any,
+    tenant_id: str,
+    conversation_id: str,
+    tool_name: str,
+    arguments: dict,
+    shown: dict,
+    source: str = ApprovalSource.TOOL,
+    tool_use_id: str = "",
+    ttl_seconds: int | None = None,
 ) -> PendingApproval:
     """The pending approval of this exact call, made now or (the same call asked
-    again) the one already waiting. ``acting_user`` is whose call it is.
+    again) the one already waiting. ``acting_user`` is whose call it is; ``source``
+    who asked (the tool itself, or an approval rule in the registry's gate);
+    ``ttl_seconds`` how long it stays decidable (default EUNICE_APPROVAL_TTL_SECONDS).
 
     Raises TypeError for arguments JSON cannot express.
     """
@@ -88,7 +99,9 @@ def request_approval(
         arguments=arguments,
         shown=shown,
         args_hash=digest,
-        expires_at=timezone.now() + timedelta(seconds=settings.EUNICE_APPROVAL_TTL_SECONDS),
+        source=source,
+        tool_use_id=tool_use_id[:64],
+        expires_at=timezone.now() + timedelta(seconds=ttl_seconds or settings.EUNICE_APPROVAL_TTL_SECONDS),
     )
 
 
@@ -106,6 +119,56 @@ def approve(
     """
     _expire_if_overdue(approval_id)
     return _decide(approval_id, ApprovalStatus.APPROVED, acting_user, expected_hash, "", conversation_id)
+
+
+@transaction.atomic
+def approve_edited(
+    approval_id: str | uuid.UUID,
+    *,
+    acting_user: Any,
+    expected_hash: str,
+    arguments: dict,
+    shown: dict,
+    conversation_id: str | None = None,
+) -> tuple[PendingApproval, bool]:
+    """Approve the call with the arguments the person edited it to; returns the row and
+    whether this click approved it.
+
+    ``expected_hash`` is the hash of the call they were shown and edited. The row's
+    arguments become the edited ones, ``shown`` what the page shows of them, and its
+    hash is made again over both: what runs is exactly what the person wrote and saw.
+    The model's arguments are kept in ``original_arguments``. Raises as ``approve``.
+    """
+    _expire_if_overdue(approval_id)
+    row = _decidable(approval_id, acting_user, conversation_id)
+    if row.status == ApprovalStatus.APPROVED and row.arguments == arguments:
+        return row, False
+    if row.source != ApprovalSource.RULE:
+        raise ApprovalConflict("this call shows what it will run and cannot be edited; approve or reject it")
+    if row.status != ApprovalStatus.PENDING:
+        raise ApprovalConflict(f"this call was already {row.status}; it cannot be edited now")
+    if expected_hash != row.args_hash:
+        raise ApprovalConflict("this is not the call you were shown; reload the page and look again")
+    if arguments_hash(row.tool_name, row.arguments, row.shown) != row.args_hash:
+        raise ApprovalConflict("this call's arguments changed after it was shown; it cannot be approved")
+    row.original_arguments = row.arguments
+    row.arguments, row.shown = arguments, shown
+    row.args_hash = arguments_hash(row.tool_name, arguments, shown)
+    row.status, row.decided_by, row.decided_at = ApprovalStatus.APPROVED, acting_user, timezone.now()
+    row.reason = "edited by the person"
+    row.save(
+        update_fields=[
+            "original_arguments",
+            "arguments",
+            "shown",
+            "args_hash",
+            "status",
+            "decided_by",
+            "decided_at",
+            "reason",
+        ]
+    )
+    return row, True
 
 
 def reject(
@@ -172,6 +235,13 @@ def _expire_if_overdue(approval_id: str | uuid.UUID) -> None:
     ).update(status=ApprovalStatus.EXPIRED, decided_at=timezone.now())
 
 
+def find(approval_id: str | uuid.UUID, tenant_id: str | None = None) -> Any:
+    """The row with this id (none for an id that is no UUID), only of ``tenant_id`` when given."""
+    key = _uuid(approval_id)
+    rows = PendingApproval.objects.filter(pk=key) if key is not None else PendingApproval.objects.none()
+    return rows.filter(tenant_id=tenant_id) if tenant_id is not None else rows
+
+
 def _uuid(approval_id: str | uuid.UUID) -> uuid.UUID | None:
     try:
         return approval_id if isinstance(approval_id, uuid.UUID) else uuid.UUID(str(approval_id))
@@ -233,6 +303,7 @@ def card(row: PendingApproval) -> dict:
         "tool": row.tool_name,
         "status": row.status,
         "shown": row.shown,
+        "editable": row.source == ApprovalSource.RULE,
         "expires_at": row.expires_at.isoformat(),
     }
 

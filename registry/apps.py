@@ -8,7 +8,7 @@ class RegistryConfig(AppConfig):
 
     def ready(self) -> None:
         from eunice import telemetry
-        from registry import checks, signals  # noqa: F401  (registers checks and receivers)
+        from registry import approval_rules, checks, signals  # noqa: F401  (registers checks and receivers)
 
         # Off (and the SDK never imported) unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
         telemetry.start()

@@ -13,6 +13,9 @@ The rules are a table, in order; the first that refuses decides:
 * ``tenants_rules``: for a call that carries no gate (no conversation behind it: the
   command line, the playground, a REST view, the MCP endpoint), the tenant's policy
   rules behind the ``TenantPolicy`` port that ``conversations`` installs.
+* ``persons_approval``: a call an approval rule covers (registry.approval_rules) waits
+  for a person's approval instead of running; a run the person approved passes once,
+  with exactly the approved arguments.
 
 A refusal is an Err; the registry renders, records and logs it like a call that ran.
 Every call meets the table: a caller cannot leave a rule out by leaving a port unset.
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING
 from registry.context import ToolContext
 from registry.contract import Err
 from registry.installed import Port
+from registry.models import ALL_TENANTS
 from registry.ports import TenantPolicy
 
 if TYPE_CHECKING:
@@ -61,7 +65,13 @@ def tenants_rules(registry: ToolRegistry, name: str, inputs: dict, context: Tool
     return policy.check(name, inputs, context) if policy is not None else None
 
 
-RULES: tuple[Rule, ...] = (sandboxed_caller, callers_rules, tenants_rules)
+def persons_approval(registry: ToolRegistry, name: str, inputs: dict, context: ToolContext) -> Err | None:
+    from registry import approval_rules
+
+    return approval_rules.check(registry, name, inputs, context)
+
+
+RULES: tuple[Rule, ...] = (sandboxed_caller, callers_rules, tenants_rules, persons_approval)
 
 
 def check(registry: ToolRegistry, name: str, inputs: dict, context: ToolContext) -> Err | None:
@@ -77,11 +87,11 @@ def concerns(name: str, context: ToolContext) -> bool:
     """Whether any rule of ``RULES`` could refuse this call. False only for a call with no
     sandbox scope and no gate, of a tool no tenant's rule names: the hot path of a call
     from the command line, the playground or a test, which then skips ``check``."""
-    if context.gate is not None or context.sandbox is not None:
+    if context.gate is not None or context.sandbox is not None or context.approval_id:
         return True
     if time.monotonic() > _ruled.due:
         _ruled.refresh()
-    return name in _ruled.names
+    return name in _ruled.names or context.tenant_id in _ruled.approving or _ruled.approve_all
 
 
 def concerns_without_a_query(name: str, context: ToolContext) -> bool | None:
@@ -104,15 +114,21 @@ class _RuledTools:
     """The tools some tenant's policy rule names, read from the port at most every
     ``RULED_TOOLS_SECONDS`` (a rule saved in this process forgets it at once)."""
 
-    __slots__ = ("names", "due")
+    __slots__ = ("names", "approving", "approve_all", "due")
 
     def __init__(self) -> None:
         self.names: frozenset[str] = frozenset()
+        self.approving: frozenset[str] = frozenset()  # tenants an approval rule is for
+        self.approve_all = False  # an approval rule for every tenant
         self.due = float("-inf")
 
     def refresh(self) -> None:
+        from registry import approval_rules
+
         policy = tenant_policy.installed()
         self.names = policy.ruled_tools() if policy is not None else frozenset()
+        self.approving = approval_rules.tenants()
+        self.approve_all = ALL_TENANTS in self.approving
         self.due = time.monotonic() + RULED_TOOLS_SECONDS
 
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -589,6 +590,59 @@ class ApprovalStatus(models.TextChoices):
     EXPIRED = "expired", "Expired"
 
 
+class ApprovalSource(models.TextChoices):
+    TOOL = "tool", "Asked for by the tool itself"
+    RULE = "rule", "Asked for by an approval rule (the registry's gate)"
+
+
+class ApprovalRuleKind(models.TextChoices):
+    TOOL = "tool", "One tool, by name"
+    MCP_DESTRUCTIVE = "mcp_destructive", "MCP tools that may destroy (destructiveHint)"
+    WRITES = "writes", "Tools that write (MCP tools not read-only, custom tools)"
+    ALL = "all", "Every tool (tenant-wide)"
+
+
+class ApprovalRule(models.Model):
+    """Staff's choice of which calls wait for a person's approval (registry.approval_rules).
+
+    Checked by the registry's one gate before a call runs, whatever path it came by.
+    ``tenant_id`` ``*`` is every tenant's rule. A call no enabled rule covers runs
+    as before, at no cost on the dispatch path.
+    """
+
+    name = models.CharField(max_length=100)
+    tenant_id = models.CharField(max_length=64, default=ALL_TENANTS, db_index=True)
+    kind = models.CharField(max_length=16, choices=ApprovalRuleKind.choices, default=ApprovalRuleKind.TOOL)
+    tool_name = models.CharField(max_length=64, blank=True, help_text="The tool, for a rule of kind 'One tool'.")
+    timeout_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(60), MaxValueValidator(30 * 24 * 3600)],
+        help_text="Seconds to decide (60 s to 30 days); empty: EUNICE_APPROVAL_TTL_SECONDS.",
+    )
+    note = models.CharField(max_length=300, blank=True, help_text="Why the rule exists (shown on the card).")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "approval_rules"
+        ordering = ["tenant_id", "kind", "tool_name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=ApprovalRuleKind.values), name="approval_rule_kind_known"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.kind == ApprovalRuleKind.TOOL and not self.tool_name.strip():
+            raise ValidationError({"tool_name": "a rule of kind 'One tool' needs the tool's name"})
+        if self.kind != ApprovalRuleKind.TOOL and self.tool_name:
+            raise ValidationError(
+                {"tool_name": f"a rule of kind {self.kind!r} covers many tools; leave the name empty"}
+            )
+
+
 class PendingApprovalQuerySet(models.QuerySet):
     def for_tenant(self, tenant_id: str) -> PendingApprovalQuerySet:
         return self.filter(tenant_id=tenant_id)
@@ -631,6 +685,11 @@ class PendingApproval(models.Model):
     # Set once, by the call that runs it (a conditional update): an approval runs at most once.
     executed_at = models.DateTimeField(null=True, blank=True)
     outcome = models.TextField(blank=True, help_text="What the approved call returned.")
+    source = models.CharField(max_length=8, choices=ApprovalSource.choices, default=ApprovalSource.TOOL)
+    tool_use_id = models.CharField(max_length=64, blank=True, help_text="The model's call that asked.")
+    original_arguments = models.JSONField(
+        null=True, blank=True, help_text="The arguments the model asked for, when the person edited them."
+    )
     expires_at = models.DateTimeField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 

@@ -141,6 +141,10 @@ class CallGate(Protocol):
 
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
 
+    def awaiting(self, card: dict) -> None:
+        """A call of the caller's now waits for a person's approval (``card`` shows it):
+        the caller shows it and pauses once the calls under way have answered."""
+
 
 class TenantPolicy(Protocol):
     """The tenant's own rules for a call that carries no ``CallGate`` (the command line,

@@ -152,6 +152,8 @@ ONCE = (
     "tests/faults/",
     "tests/web/test_browser.py",
     "tests/web/test_approval_card.py",
+    "tests/web/test_call_approvals.py",
+    "tests/web/test_call_approval_restart.py",
     "tests/web/test_chat_markdown.py",
     "tests/web/test_chat_layout.py",
     "tests/web/test_chat_history.py",

@@ -276,29 +276,54 @@
     box.dataset.approval = card.approval_id;
     box.appendChild(el("p", "approval-title", shown.title || `Run ${card.tool}?`));
     const facts = el("dl");
-    const rows = shown.launch !== undefined
-      ? [["Command", shown.launch], ["Package", shown.package], ["Version", shown.version], ["Source", shown.source]]
-      : [["Arguments", JSON.stringify(shown, null, 2)]];
+    let rows;
+    if (shown.launch !== undefined) {
+      rows = [["Command", shown.launch], ["Package", shown.package], ["Version", shown.version], ["Source", shown.source]];
+    } else if (shown.arguments !== undefined) {
+      rows = [["Tool", card.tool], ["Arguments", JSON.stringify(shown.arguments, null, 2)], ["Why", shown.note || `approval rule: ${shown.rule}`]];
+    } else rows = [["Arguments", JSON.stringify(shown, null, 2)]];
     rows.forEach(([label, value]) => {
       facts.appendChild(el("dt", "", label));
-      facts.appendChild(el("dd", "", String(value ?? "")));
+      facts.appendChild(el("dd", label === "Arguments" ? "approval-arguments" : "", String(value ?? "")));
     });
     box.appendChild(facts);
     const approve = el("button", "approve", "Approve");
+    const edit = el("button", "edit", "Edit");
     const reject = el("button", "reject", "Reject");
+    const reason = el("input", "approval-reason");
+    reason.placeholder = "Reason for a rejection (the assistant reads it)";
+    reason.maxLength = 1000;
+    const editor = el("textarea", "approval-editor");
+    editor.hidden = true;
+    editor.rows = 6;
     const status = el("p", "muted approval-status", "Waiting for your decision; the assistant cannot approve it.");
-    const entry = { box, approve, reject, status, sent: false };
-    const decide = (decision) => {
+    const buttons = card.editable ? [approve, edit, reject] : [approve, reject];
+    const entry = { box, buttons, status, sent: false };
+    const send = (decision, extra) => {
       if (!connected()) { status.textContent = "Not connected; the page reconnects, then try again."; return; }
-      approve.disabled = reject.disabled = true;
+      buttons.forEach((b) => { b.disabled = true; });
       entry.sent = true;
-      status.textContent = decision === "approve" ? "Approved; running…" : "Rejecting…";
-      socket.send(JSON.stringify({ type: "approval", approval_id: card.approval_id, decision, args_hash: card.args_hash }));
+      status.textContent = decision === "reject" ? "Rejecting…" : "Approved; running…";
+      socket.send(JSON.stringify({ type: "approval", approval_id: card.approval_id, decision, args_hash: card.args_hash, ...extra }));
     };
-    approve.addEventListener("click", () => decide("approve"));
-    reject.addEventListener("click", () => decide("reject"));
-    box.appendChild(approve);
-    box.appendChild(reject);
+    approve.addEventListener("click", () => {
+      if (editor.hidden) { send("approve", {}); return; }
+      let edited;
+      try { edited = JSON.parse(editor.value); } catch (error) { status.textContent = `The arguments are not valid JSON: ${error.message}`; return; }
+      if (edited === null || typeof edited !== "object" || Array.isArray(edited)) { status.textContent = "The arguments must be a JSON object."; return; }
+      send("edit", { arguments: edited });
+    });
+    edit.addEventListener("click", () => {
+      editor.hidden = false;
+      editor.value = JSON.stringify(shown.arguments || {}, null, 2);
+      approve.textContent = "Approve edited";
+      edit.disabled = true;
+      editor.focus();
+    });
+    reject.addEventListener("click", () => send("reject", { reason: reason.value }));
+    if (card.editable) box.appendChild(editor);
+    buttons.forEach((b) => box.appendChild(b));
+    box.appendChild(reason);
     box.appendChild(status);
     messages.appendChild(box);
     approvalBoxes[card.approval_id] = entry;
@@ -307,7 +332,7 @@
   function settleApproval(card) {
     const entry = approvalBoxes[card.approval_id];
     if (!entry) return;
-    entry.approve.disabled = entry.reject.disabled = true;
+    entry.buttons.forEach((b) => { b.disabled = true; });
     entry.sent = false;
     entry.box.classList.add(`approval-${card.status}`);
     entry.status.textContent = `${card.status[0].toUpperCase()}${card.status.slice(1)}.`;
@@ -519,7 +544,7 @@
         // A decision the server refused: the buttons are usable again.
         Object.values(approvalBoxes).filter((e) => e.sent).forEach((e) => {
           e.sent = false;
-          e.approve.disabled = e.reject.disabled = false;
+          e.buttons.forEach((b) => { b.disabled = false; });
           e.status.textContent = "Not decided; see the error above.";
         });
         break;

@@ -97,6 +97,7 @@ def test_the_models_call_only_asks_the_person_and_says_it_cannot_approve(registr
             "tool": "install_mcp_server",
             "status": "pending",
             "shown": row.shown,
+            "editable": False,
             "expires_at": row.expires_at.isoformat(),
         }
     ]
