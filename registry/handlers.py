@@ -41,6 +41,8 @@ class Handler:
     thread (no timeout can interrupt them); other sync handlers run on a worker
     thread so the caller can stop waiting after ``timeout`` seconds. Coroutine
     functions run on the registry's event loop under the same timeout.
+    ``killable`` sync handlers run in a child process (registry.killable), killed
+    past their timeout or on a cancel; ``path`` is the dotted path the child imports.
     """
 
     func: HandlerFunc
@@ -49,6 +51,8 @@ class Handler:
     timeout: float | None  # None: the deployment's TOOL_TIMEOUT_SECONDS
     sequential: bool = False  # never runs alongside other calls of the same turn
     requires: Requirement | None = None  # see ``requires``
+    killable: bool = False
+    path: str = ""
 
     @classmethod
     def wrap(
@@ -59,8 +63,12 @@ class Handler:
         timeout: float | None = None,
         sequential: bool = False,
         requires: Requirement | None = None,
+        killable: bool = False,
+        path: str = "",
     ) -> Handler:
         is_async = inspect.iscoroutinefunction(func)
+        if killable and (is_async or inline or not path):
+            raise ValueError("a killable handler is a synchronous, non-inline one named by its dotted path")
         return cls(
             func=func,
             is_async=is_async,
@@ -68,6 +76,8 @@ class Handler:
             timeout=timeout,
             sequential=sequential,
             requires=requires,
+            killable=killable,
+            path=path,
         )
 
 
