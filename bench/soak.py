@@ -19,7 +19,8 @@ answered (goal 0 outside the documented window: rows buffered in the second befo
 SIGKILL, registry/execlog.py), and the server's peak RSS with its growth after warm-up
 (goal: flat).
 
-Usage: python bench/soak.py [--conversations 200] [--minutes 5] [--fault-every 30] [--seed 1] [--json]
+Usage: python bench/soak.py [--conversations 200] [--minutes 5] [--fault-every 30]
+       [--faults sigkill,sigterm,drop,malformed] [--seed 1] [--json]
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ MAX_MINUTES = 60
 FLUSH_SECONDS = 1.0  # EUNICE_LOG_FLUSH_SECONDS: the window a SIGKILL may lose log rows from
 WARM_UP_SECONDS = 30.0  # RSS growth is measured from this long into a server process's life
 CHUNKS = 20
+FAULTS = ("sigkill", "sigterm", "drop", "malformed")
+SETTLE_SECONDS = 1.5  # a socket quiet this long after a (re)connect carries no earlier turn's frames
 
 
 @dataclass
@@ -71,8 +74,12 @@ class Product:
         self.samples: list[tuple[int, float, float]] = []  # (pid, age s, RSS MB)
         self.peak_mb = 0.0
         self.started_at = 0.0
+        self.serving = False  # the current process listens: its age (and RSS samples) count from then
 
     def start(self) -> None:
+        # Not sampled while it starts: its age would be counted from the previous process's
+        # start, and its start-up heap (imports, 60 -> 260 MB) read as growth after warm-up.
+        self.serving = False
         listener = listening_socket()
         self.port = listener.getsockname()[1]
         listener.close()  # eunice.serve binds its own port; a race with another process is unlikely on loopback
@@ -85,9 +92,10 @@ class Product:
         )
         wait_for_port(self.port, self.process, timeout=180, path="/health/")
         self.started_at = time.monotonic()
+        self.serving = True
 
     def sample(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        if not self.serving or self.process is None or self.process.poll() is not None:
             return
         try:
             rss = _rss_mb(self.process.pid)
@@ -109,6 +117,21 @@ class Product:
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.kill(signal.SIGTERM)
+
+    def series(self, every: float = 30.0) -> list[tuple[float, float]]:
+        """The longest-lived server process's RSS (MB) about every ``every`` seconds of its life."""
+        by_pid: dict[int, list[tuple[float, float]]] = {}
+        for pid, age, rss in self.samples:
+            by_pid.setdefault(pid, []).append((age, rss))
+        if not by_pid:
+            return []
+        points = max(by_pid.values(), key=lambda p: p[-1][0] - p[0][0])
+        picked, next_at = [], 0.0
+        for age, rss in points:
+            if age >= next_at:
+                picked.append((round(age), round(rss, 1)))
+                next_at = age + every
+        return picked
 
     def growth(self) -> dict:
         """RSS after warm-up and at the end of the longest-lived server process, and how long it was watched."""
@@ -144,12 +167,30 @@ async def converse(product: Product, conversation_id: str, cookie: str, deadline
         headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{product.port}"}
         try:
             async with websockets.connect(url, additional_headers=headers, open_timeout=10, max_size=None) as ws:
+                await settle(ws)
                 while time.monotonic() < deadline:
                     number += 1
                     text = f"soak {conversation_id} {number}"
                     await turn(ws, conversation_id, text, tally, sabotage)
         except (TimeoutError, OSError, websockets.exceptions.WebSocketException):
             await asyncio.sleep(0.5 + random.random())  # the server is restarting
+
+
+async def settle(ws) -> None:  # noqa: ANN001
+    """After a (re)connect: read what is still streaming to the conversation (a turn begun
+    before the socket closed goes on in the server) until the socket is quiet.
+
+    Frames carry no message of their own: without this, the end of that earlier turn
+    was read as the answer to the next message sent, which the server had refused
+    (its conversation still busy), and the bench counted a message lost that the
+    server had never taken (bench/HISTORY.md, 2026-12-02)."""
+    while True:
+        try:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), timeout=SETTLE_SECONDS))
+        except TimeoutError:
+            return
+        if frame.get("type") == "done":
+            continue  # the earlier turn ended; anything after it is read the same way
 
 
 async def turn(ws, conversation_id: str, text: str, tally: Tally, sabotage: dict) -> None:  # noqa: ANN001
@@ -197,13 +238,15 @@ async def turn(ws, conversation_id: str, text: str, tally: Tally, sabotage: dict
         raise
 
 
-async def inject(product: Product, pairs, deadline: float, every: float, tally: Tally, sabotage: dict) -> None:
-    while True:
+async def inject(
+    product: Product, pairs, deadline: float, every: float, tally: Tally, sabotage: dict, kinds: tuple[str, ...]
+) -> None:
+    while kinds:
         pause = random.expovariate(1 / every)
         if time.monotonic() + pause >= deadline - 5:
             return
         await asyncio.sleep(pause)
-        fault = random.choice(("sigkill", "sigterm", "drop", "malformed"))
+        fault = random.choice(kinds)
         tally.faults[fault] += 1
         if fault in ("sigkill", "sigterm"):
             if fault == "sigkill":
@@ -221,11 +264,13 @@ async def watch(product: Product, deadline: float) -> None:
         await asyncio.sleep(2.0)
 
 
-async def soak(product: Product, pairs, minutes: float, every: float, tally: Tally) -> None:
+async def soak(product: Product, pairs, minutes: float, every: float, tally: Tally, kinds: tuple[str, ...]) -> None:
     deadline = time.monotonic() + minutes * 60
     sabotage: dict[str, str] = {}
     clients = [converse(product, c, k, deadline, tally, sabotage) for c, k in pairs]
-    await asyncio.gather(inject(product, pairs, deadline, every, tally, sabotage), watch(product, deadline), *clients)
+    await asyncio.gather(
+        inject(product, pairs, deadline, every, tally, sabotage, kinds), watch(product, deadline), *clients
+    )
 
 
 def losses(tally: Tally) -> dict:
@@ -263,9 +308,19 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=200, help=f"at most {MAX_CONVERSATIONS}")
     parser.add_argument("--minutes", type=float, default=5.0, help=f"at most {MAX_MINUTES}")
     parser.add_argument("--fault-every", type=float, default=30.0, help="mean seconds between faults")
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help=f"the faults to choose from, comma-separated ({', '.join(FAULTS)}; 'none': no fault). "
+        "Without sigkill and sigterm one server process lives the whole run: its RSS over time tells "
+        "a leak from warm-up",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    kinds = tuple(k for k in args.faults.split(",") if k and k != "none")
+    if set(kinds) - set(FAULTS):
+        parser.error(f"--faults: choose from {', '.join(FAULTS)} or 'none'")
     if not (1 <= args.conversations <= MAX_CONVERSATIONS and 0 < args.minutes <= MAX_MINUTES):
         parser.error(f"--conversations 1..{MAX_CONVERSATIONS}, --minutes up to {MAX_MINUTES}")
     random.seed(args.seed)
@@ -291,7 +346,7 @@ def main() -> None:
     started = time.monotonic()
     try:
         product.start()
-        asyncio.run(soak(product, pairs, args.minutes, args.fault_every, tally))
+        asyncio.run(soak(product, pairs, args.minutes, args.fault_every, tally, kinds))
     finally:
         product.stop()
         model.terminate()
@@ -308,6 +363,7 @@ def main() -> None:
         "tool_calls_seen": sum(tally.calls.values()),
         "server_peak_rss_mb": round(product.peak_mb, 1),
         **product.growth(),
+        "rss_every_30s_mb": product.series(),
         "seconds": round(time.monotonic() - started, 1),
     }
     _django.print_results(results, args.json)

@@ -32,7 +32,7 @@ from eunice import drain
 from eunice.health import unavailable_message
 from eunice.jsonlimits import loads_bounded
 from eunice.throttling import turn_refused_message, turn_retry_after
-from registry.aio import in_db_thread
+from registry.aio import in_db_thread, reconnecting
 from registry.approvals import ApprovalConflict, ApprovalNotFound
 
 logger = logging.getLogger("eunice.conversations")
@@ -79,8 +79,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         That call is a hop to the one thread-sensitive executor thread for every
         message, so every chunk of every conversation queued behind it: the
         largest cost of relaying. Our handlers never use the database on the
-        event loop; their database work goes through ``database_sync_to_async``,
-        which closes stale connections itself.
+        event loop; their database work goes through ``in_db_thread`` (or
+        ``database_sync_to_async`` with ``reconnecting``), which closes stale
+        connections itself and replaces one the database ended.
         """
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
@@ -99,7 +100,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if not getattr(self.user, "is_authenticated", False):
             await self.close(code=4401)
             return
-        if await database_sync_to_async(owned_conversation)(self.user, self.conversation_id) is None:
+        if await in_db_thread(owned_conversation)(self.user, self.conversation_id) is None:
             await self.close(code=4404)
             return
         group = group_name(self.conversation_id)
@@ -171,7 +172,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.receive_json(content)
 
     async def receive_json(self, content: dict, **kwargs) -> None:
-        conversation = await database_sync_to_async(owned_conversation)(self.user, self.conversation_id)
+        # On a database thread with the reconnect of every turn step (registry.aio.reconnecting):
+        # a connection the database ended (a failover) is replaced, not the socket's end.
+        conversation = await in_db_thread(owned_conversation)(self.user, self.conversation_id)
         if conversation is None:  # membership or ownership changed since connect
             await self.send_json({"type": "error", "message": "you no longer have access to this conversation"})
             await self.close(code=4403)
@@ -227,7 +230,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         try:
-            card = await database_sync_to_async(approvals.decide, thread_sensitive=False)(
+            card = await database_sync_to_async(reconnecting(approvals.decide), thread_sensitive=False)(
                 approval_id,
                 decision,
                 acting_user=conversation.user,

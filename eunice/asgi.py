@@ -43,6 +43,11 @@ from registry.handlers import import_system_handlers  # noqa: E402
 import_system_handlers()
 warm_up()
 
+# The child processes killable tools run in (registry.killable), when one can run here.
+from registry.killable import preload as preload_killable  # noqa: E402
+
+preload_killable()
+
 # Tool search's embedding models, which the first search_tools call of the
 # process would otherwise load (1.6 s for that user, under the GIL while
 # other answers stream). EUNICE_PRELOAD_TOOL_SEARCH=0 leaves them to first use.

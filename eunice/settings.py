@@ -340,6 +340,9 @@ TOOL_TIMEOUT_SECONDS = env_float("EUNICE_TOOL_TIMEOUT", 300.0, minimum=0.001)
 EUNICE_TOOL_THREADS = env_int("EUNICE_TOOL_THREADS", 32, minimum=1)
 EUNICE_TOOL_CALLS_PER_TOOL = env_int("EUNICE_TOOL_CALLS_PER_TOOL", 8, minimum=1)
 EUNICE_TOOL_CALLS_PER_TENANT = env_int("EUNICE_TOOL_CALLS_PER_TENANT", 16, minimum=1)
+# Tools declared killable run in child processes killed past their timeout
+# (registry.killable); this many idle children are kept for the next calls.
+EUNICE_KILLABLE_PROCESSES = env_int("EUNICE_KILLABLE_PROCESSES", 2, minimum=1)
 
 # Execution log: rows are buffered and written in batches by a background
 # thread every EXECUTION_LOG_FLUSH_SECONDS (0 writes each row synchronously).

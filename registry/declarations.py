@@ -23,6 +23,7 @@ OPTIONAL_KEYS = (
     "timeout_seconds",
     "replaced_by_model_capability",
     "sequential",
+    "killable",
 )
 
 
@@ -53,7 +54,9 @@ class Tool:
     None for the deployment's default; ``sequential``: never runs alongside
     other calls of the same turn; ``large_output``: results are paged, not
     inlined; ``replaced_by_model_capability``: the provider feature that
-    supersedes the tool. Raises DeclarationError naming the tool for an empty
+    supersedes the tool; ``killable``: a sync handler that may hang (a
+    third-party library, a blocking C call) runs in a child process that is
+    killed past its timeout (registry.killable; it gets no ports). Raises DeclarationError naming the tool for an empty
     name, description or category, a schema that is not an object, or a
     handler that is not a module-level function.
     """
@@ -69,6 +72,7 @@ class Tool:
     timeout_seconds: float | None = None
     replaced_by_model_capability: str | None = None
     sequential: bool = False
+    killable: bool = False
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -46,6 +46,9 @@ class Handler:
     call): ``aexecute_tool`` awaits it on the caller's own event loop, within the
     tool's and tenant's slots (``registry.workers``) and the same timeout, instead
     of handing ``func`` to a worker thread. Sync callers still call ``func``.
+
+    ``killable`` sync handlers run in a child process (registry.killable), killed
+    past their timeout or on a cancel; ``path`` is the dotted path the child imports.
     """
 
     func: HandlerFunc
@@ -55,6 +58,8 @@ class Handler:
     sequential: bool = False  # never runs alongside other calls of the same turn
     requires: Requirement | None = None  # see ``requires``
     on_loop: HandlerFunc | None = None  # an async twin for async callers (see above)
+    killable: bool = False
+    path: str = ""
 
     @classmethod
     def wrap(
@@ -66,10 +71,14 @@ class Handler:
         sequential: bool = False,
         requires: Requirement | None = None,
         on_loop: HandlerFunc | None = None,
+        killable: bool = False,
+        path: str = "",
     ) -> Handler:
         is_async = inspect.iscoroutinefunction(func)
         if on_loop is not None and not inspect.iscoroutinefunction(on_loop):
             raise TypeError("a handler's on_loop twin must be a coroutine function")
+        if killable and (is_async or inline or not path):
+            raise ValueError("a killable handler is a synchronous, non-inline one named by its dotted path")
         return cls(
             func=func,
             is_async=is_async,
@@ -78,6 +87,8 @@ class Handler:
             sequential=sequential,
             requires=requires,
             on_loop=on_loop,
+            killable=killable,
+            path=path,
         )
 
 

@@ -38,6 +38,7 @@ from registry.contract import (
 )
 from registry.execlog import summarize, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
+from registry.killable import KillableProcesses, Killed
 from registry.lazy import Lazy
 from registry.models import ToolType
 from registry.result import ToolResult
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from registry.search import ToolSearch
 
 logger = logging.getLogger("eunice.registry")
+
+KILL_SECONDS = 5.0  # a killable call past its timeout: its child killed and its worker back within this
 
 
 @dataclass(slots=True)
@@ -76,6 +79,7 @@ class ToolRegistry:
         self._system_loaded_for = -1
         self._lock = threading.RLock()
         self._workers: ToolWorkers | None = None
+        self._killable: KillableProcesses | None = None
         self._search: ToolSearch | None = None
         self._custom: dict[tuple[str, str], Handler] = {}  # (tool, approved hash) -> handler
         # Bumped whenever a handler comes or goes: what is offered may have changed.
@@ -92,9 +96,11 @@ class ToolRegistry:
         timeout: float | None = None,
         sequential: bool = False,
         on_loop: HandlerFunc | None = None,
+        killable: bool = False,
     ) -> None:
         """Make ``func`` the handler of tool ``name`` (system and MCP tools); ``on_loop`` is
-        its async twin for async callers (``Handler``)."""
+        its async twin for async callers (``Handler``). ``killable``: run it in a child
+        process, killed past its timeout (registry.killable; ``func`` must be importable)."""
         dispatch = wrap_for_dispatch(name, func)
         handler = Handler.wrap(
             dispatch,
@@ -103,6 +109,8 @@ class ToolRegistry:
             sequential=sequential,
             requires=_requirement(func),
             on_loop=wrap_for_dispatch(name, on_loop) if on_loop is not None else None,
+            killable=killable,
+            path=f"{func.__module__}.{func.__qualname__}" if killable else "",
         )
         with self._lock:
             self._handlers[name] = handler
@@ -194,6 +202,8 @@ class ToolRegistry:
             timeout=entry.get("timeout_seconds"),
             sequential=entry.get("sequential", False),
             requires=_requirement(func),
+            killable=entry.get("killable", False),
+            path=path if entry.get("killable", False) else "",
         )
 
     # --- the catalog the model sees ---------------------------------------
@@ -417,10 +427,12 @@ class ToolRegistry:
                 return envelope
             if handler.is_async:
                 return aio.run_sync(handler.func(call.inputs, call.context), timeout)
-            future = self._submit(call, timeout)
+            future, stop = self._submit(call, timeout)
             try:
                 return future.result(timeout)
             except concurrent.futures.TimeoutError:
+                if stop is not None and self._stop_child(future, stop):
+                    return _killed(timeout)
                 busy = self.workers().abandon(future)
                 if busy is not None:
                     return _no_slot(busy, timeout)
@@ -433,15 +445,19 @@ class ToolRegistry:
         handler = call.handler
         assert handler is not None
         timeout = self._timeout(handler)
-        future = self._submit(call, timeout)
+        future, stop = self._submit(call, timeout)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except TimeoutError:
+            if stop is not None and await asyncio.to_thread(self._stop_child, future, stop):
+                return _killed(timeout)
             busy = self.workers().abandon(future)
             if busy is not None:
                 return _no_slot(busy, timeout)
             return Err(f"timed out after {timeout:g} s", "TimeoutError")
         except asyncio.CancelledError:  # the caller stopped waiting (the user's cancel)
+            if stop is not None:
+                stop.set()  # a killable call's child is killed within POLL_SECONDS
             self.workers().abandon(future)
             raise
 
@@ -490,16 +506,52 @@ class ToolRegistry:
         except TimeoutError:
             return Err(f"timed out after {timeout:g} s", "TimeoutError")
 
-    def _submit(self, call: Call, timeout: float) -> concurrent.futures.Future:
-        assert call.handler is not None
-        run = _on_worker
-        if call.span is not None:
-            from registry import tracing
+    def _submit(self, call: Call, timeout: float) -> tuple[concurrent.futures.Future, threading.Event | None]:
+        """The call on a tool worker; for a killable handler, also the flag that kills its child."""
+        handler = call.handler
+        assert handler is not None
+        tool, tenant = call.name, call.context.tenant_id
+        if not handler.killable:
+            run = _on_worker
+            if call.span is not None:
+                from registry import tracing
 
-            run = tracing.on_worker(call.span, _on_worker)
-        return self.workers().submit(
-            call.name, call.context.tenant_id, run, call.handler.func, call.inputs, call.context, timeout
+                run = tracing.on_worker(call.span, _on_worker)
+            return self.workers().submit(tool, tenant, run, handler.func, call.inputs, call.context, timeout), None
+        stop = threading.Event()
+        future = self.workers().submit(
+            tool,
+            tenant,
+            _in_child,
+            self.killable_processes(),
+            handler.path,
+            call.name,
+            call.inputs,
+            call.context,
+            timeout,
+            stop,
         )
+        return future, stop
+
+    def _stop_child(self, future: concurrent.futures.Future, stop: threading.Event) -> bool:
+        """A killable call past its timeout: True once its child is killed and its worker
+        free again (within KILL_SECONDS); False when it never started (no slot came free)."""
+        if not self.workers().started(future):
+            return False
+        stop.set()
+        try:
+            future.exception(KILL_SECONDS)
+        except concurrent.futures.TimeoutError:
+            return False  # not back in time: written off like any hung thread
+        return True
+
+    def killable_processes(self) -> KillableProcesses:
+        """The child processes killable handlers run in (registry.killable), made on first use."""
+        if self._killable is None:
+            with self._lock:
+                if self._killable is None:
+                    self._killable = KillableProcesses(idle=settings.EUNICE_KILLABLE_PROCESSES)
+        return self._killable
 
     def workers(self) -> ToolWorkers:
         """The threads synchronous handlers run on (registry.workers), made on first use."""
@@ -610,6 +662,28 @@ async def _settled(future: concurrent.futures.Future) -> None:
 
     future.add_done_callback(wake)
     await woken
+
+
+def _in_child(
+    processes: KillableProcesses,
+    path: str,
+    name: str,
+    inputs: dict,
+    context: ToolContext,
+    timeout: float,
+    stop: threading.Event,
+) -> Any:
+    """A killable handler's call, sent to a child process by a worker thread (registry.killable)."""
+    try:
+        return processes.run(path, name, inputs, context, timeout, stop)
+    except Killed as exc:
+        if str(exc) == "cancelled":
+            return Err("cancelled; its process was killed", "Cancelled")
+        return Err(f"{name} failed: {exc}", "ToolCrashed")
+
+
+def _killed(timeout: float) -> Err:
+    return Err(f"timed out after {timeout:g} s; its process was killed", "TimeoutError")
 
 
 def _no_slot(busy: str, timeout: float) -> Err:

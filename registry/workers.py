@@ -143,6 +143,12 @@ class ToolWorkers:
             self._grow()
         return None
 
+    def started(self, future: concurrent.futures.Future) -> bool:
+        """Whether the call ``future`` stands for got its slots (it runs, or has run)."""
+        with self._lock:
+            job = self._jobs.get(future)
+            return job is None or job not in self._waiting
+
     def stats(self) -> dict[str, int]:
         """What the pool holds now: its threads, those running a call, those written off."""
         with self._lock:

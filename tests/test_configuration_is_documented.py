@@ -10,7 +10,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("eunice", "registry", "tools", "conversations", "llm")
 # Read by code, but set by Eunice itself for its own child processes or by the test settings.
-INTERNAL = {"EUNICE_SANDBOX_CONTROL_FD", "EUNICE_SANDBOX_PATH", "EUNICE_TEST_SCRIPTED_MODEL_URL"}
+INTERNAL = {
+    "EUNICE_KILLABLE_DATABASES",
+    "EUNICE_SANDBOX_CONTROL_FD",
+    "EUNICE_SANDBOX_PATH",
+    "EUNICE_TEST_SCRIPTED_MODEL_URL",
+}
 READS = re.compile(r"""(?:env_[a-z_]+\(\s*|environ\.get\(\s*|environ\[\s*|getenv\(\s*)["']([A-Z][A-Z0-9_]+)["']""")
 
 

@@ -32,6 +32,7 @@ ENTRY_DEFAULTS = {
     "timeout_seconds": None,
     "replaced_by_model_capability": None,
     "sequential": False,
+    "killable": False,
 }
 ROW_FIELDS = (
     "category",
@@ -60,7 +61,13 @@ def snapshot(registry) -> dict:
         "offered": [tool["name"] for tool in offered],
         "offered_sha256": hashlib.sha256(json.dumps(offered, ensure_ascii=False).encode()).hexdigest(),
         "handlers": {
-            name: {"inline": h.inline, "timeout": h.timeout, "sequential": h.sequential, "is_async": h.is_async}
+            name: {
+                "inline": h.inline,
+                "timeout": h.timeout,
+                "sequential": h.sequential,
+                "is_async": h.is_async,
+                "killable": h.killable,
+            }
             for name, h in sorted(registry._handlers.items())
         },
         "specs": {entry["name"]: _spec(entry["name"]) for entry in entries},

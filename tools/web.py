@@ -124,5 +124,8 @@ TOOLS = (
         status_message="Searching the web",
         timeout_seconds=30,
         replaced_by_model_capability="web_search",
+        # Its backend is any callable EUNICE_WEB_SEARCH_BACKEND names: third-party code
+        # on the network, which may block past any timeout of its own (a DNS lookup does).
+        killable=True,
     ),
 )

@@ -133,6 +133,19 @@ class ScriptedMessagesServer:
         """Let a stream paused by a turn's ``pause_after`` go on."""
         self._resume.set()
 
+    def script(self, turns: Sequence[Turn | dict[str, Any]]) -> ScriptedMessagesServer:
+        """Start over with ``turns``: for one server shared by several tests (one process
+        calling it for a whole test module). Requests, failures and the pause are reset."""
+        loaded = load_script(list(turns))
+        with self._lock:
+            self.turns = loaded
+            self._next_turn = 0
+            self.requests = []
+            self.failures = []
+            self._resume.clear()
+            self._done.clear()
+        return self
+
     def wait_until_done(self, timeout: float | None = None) -> bool:
         """True once ``max_requests`` requests were answered (bounded by ``timeout``)."""
         return self._done.wait(timeout)

@@ -231,5 +231,8 @@ class Redis(Process):
     def down(self) -> None:
         self.stop()
 
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
     def up(self) -> None:
         self._start()

@@ -27,19 +27,29 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def redis():
     server = Redis()
     yield server
     server.stop()
 
 
-@pytest.fixture
-def server(redis):
-    # No job cluster: these tests are about the web process.
-    process = Server(environment(REDIS_URL=redis.url, EUNICE_JOBS="0"), name="server-redis")
+@pytest.fixture(scope="module")
+def shared_server(redis, django_db_setup, django_db_blocker):
+    # One server for the module (no job cluster: these tests are about the web process).
+    with django_db_blocker.unblock():
+        process = Server(environment(REDIS_URL=redis.url, EUNICE_JOBS="0"), name="server-redis")
     yield process
     process.stop()
+
+
+@pytest.fixture
+def server(shared_server, redis):
+    """The module's server, with Redis up and the server seeing it (a test before may have stopped it)."""
+    if not redis.running():
+        redis.up()
+    assert wait_for(lambda: healthy(shared_server), 30, 0.2), shared_server.get("/health/")
+    return shared_server
 
 
 @pytest.fixture
