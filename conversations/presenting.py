@@ -11,9 +11,9 @@ contract's shapes is shown as written.
 
 from __future__ import annotations
 
-import json
 import re
 
+from eunice.jsonlimits import loads_bounded
 from registry.contract_render import OK_STATUS, compact_input_schema
 
 ELIDED = re.compile(r"\A\.\.\. \((?P<count>[\d,]+) more rows?\) \.\.\.\Z")
@@ -127,8 +127,9 @@ def _tools(body: str) -> str | None:
     for line in body.split("\n"):
         if line.startswith("  input_schema: ") and out and out[-1].startswith("- "):
             try:
-                fields = compact_input_schema(json.loads(line.removeprefix("  input_schema: ")))
-            except (json.JSONDecodeError, AttributeError):
+                schema = loads_bounded(line.removeprefix("  input_schema: "), what="an input schema")
+                fields = compact_input_schema(schema)
+            except (ValueError, AttributeError):  # not JSON, too deep or too long: shown as it is
                 continue
             tool, _, description = out[-1].partition(" — ")
             out[-1] = f"{tool} `{fields}` — {description}"
@@ -144,8 +145,8 @@ def _json(body: str) -> str | None:
     stripped = body.strip()
     if not stripped.startswith(("{", "[")):
         return None
-    try:
-        json.loads(stripped)
-    except json.JSONDecodeError:
+    try:  # a tool's output: from outside (an MCP server), so bounded
+        loads_bounded(stripped, what="the tool's output")
+    except ValueError:
         return None
     return f"```json\n{stripped}\n```"

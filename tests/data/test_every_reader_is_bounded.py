@@ -39,10 +39,13 @@ TRUSTED_JSON = {
     "tools/charts.py": "pandas' to_json of a frame (two levels)",
     "tools/data.py": "pandas' to_json of a frame (two levels)",
     "conversations/records.py": "event blobs this process wrote",
+    "conversations/timeline.py": "event blobs this process wrote",
+    "registry/killable_child.py": "the parent server's own DATABASES, in the child's environment",
 }
 # path → why it may call a reader directly.
 TRUSTED_READERS = {
     "tools/lib/render_docs.py": "writes DOCX (Document() makes a new one); reads nothing",
+    "tools/lib/skill_format.py": "writes a skill's export zip; its import reads through check_zip",
 }
 
 

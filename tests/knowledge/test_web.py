@@ -175,8 +175,31 @@ def test_web_search_without_a_backend_is_disabled_with_a_clear_message(call, set
     )
 
 
-def test_web_search_uses_a_searxng_backend(call, site, settings):
-    settings.WEB_SEARCH_BACKEND, settings.WEB_SEARCH_URL = "searxng", site
+@pytest.fixture
+def search_backend(registry, settings, monkeypatch):
+    """Configure web_search's backend as a deployment does: in the environment. The tool is
+    killable, so its handler runs in a child process (registry.killable), which reads its
+    configuration from the environment it starts with, as the server did; the registry gets
+    children started after the change."""
+    from registry.killable import KillableProcesses
+
+    pools = []
+
+    def configure(backend: str, url: str = "") -> None:
+        monkeypatch.setenv("EUNICE_WEB_SEARCH_BACKEND", backend)
+        monkeypatch.setenv("EUNICE_WEB_SEARCH_URL", url)
+        settings.WEB_SEARCH_BACKEND, settings.WEB_SEARCH_URL = backend, url  # what this process checks
+        pool = KillableProcesses(idle=1)
+        pools.append(pool)
+        registry._killable = pool
+
+    yield configure
+    for pool in pools:
+        pool.close()
+
+
+def test_web_search_uses_a_searxng_backend(call, site, search_backend):
+    search_backend("searxng", site)
     result = call("web_search", query="solar")
     assert "Helios SA\n   https://helios.example/\n   Solar farms." in result.content
 
@@ -189,8 +212,8 @@ def fake_backend(query, limit):
     )
 
 
-def test_web_search_takes_any_backend_by_dotted_path(call, settings):
-    settings.WEB_SEARCH_BACKEND = "tests.knowledge.test_web.fake_backend"
+def test_web_search_takes_any_backend_by_dotted_path(call, search_backend):
+    search_backend("tests.knowledge.test_web.fake_backend")
     assert "About wind" in call("web_search", query="wind").content
     assert call("web_search", query="nothing").content.startswith("⚠ fetch hint")
 
