@@ -111,6 +111,16 @@ post_save.connect(forget, sender=ApprovalRule, dispatch_uid="approval_rules_save
 post_delete.connect(forget, sender=ApprovalRule, dispatch_uid="approval_rules_deleted")
 
 
+def asks_nobody_without_a_query(tenant_id: str) -> bool:
+    """Whether ``check`` is sure to pass a call of ``tenant_id`` without a query: the rules
+    are fresh and none is for that tenant (or for every tenant). For calls that run on an
+    event loop (``gate.concerns_without_a_query``)."""
+    rules = _rules
+    if time.monotonic() > rules.due:
+        return False
+    return tenant_id not in rules.tenants and ALL_TENANTS not in rules.tenants
+
+
 def tenants() -> frozenset[str]:
     """The tenants (``*``: every tenant) some enabled rule is for; the gate keeps it a moment."""
     return _rules.current().tenants

@@ -99,9 +99,14 @@ def concerns_without_a_query(name: str, context: ToolContext) -> bool | None:
     event loop); None when they might need one. That is: no sandbox scope, and either a
     caller's gate that has ``planned`` this call (its verdict was made beforehand and is
     only read back), or no gate and a tool no tenant's rule names, with the list of ruled
-    tools not due for a re-read."""
-    if context.sandbox is not None:
+    tools not due for a re-read; and in both cases no person's approval that might need
+    one (``approval_rules``: a rule for the tenant, rules due a re-read, an approved run)."""
+    from registry import approval_rules
+
+    if context.sandbox is not None or context.approval_id:
         return None
+    if not approval_rules.asks_nobody_without_a_query(context.tenant_id):
+        return None  # persons_approval may read the rules, or store a pending approval
     if context.gate is not None:
         planned = getattr(context.gate, "planned", None)
         return True if planned is not None and planned(context.tool_use_id) else None
