@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
@@ -141,6 +142,38 @@ def pytest_runtest_teardown(item, nextitem):
     for leftover in [o for o in gc.get_objects() if issubclass(type(o), psycopg.Connection)]:
         if leftover not in in_use and not leftover.closed:
             leftover.close()
+    _end_other_sessions_of_the_test_database(keep={connection.info.backend_pid for connection in in_use})
+
+
+def _end_other_sessions_of_the_test_database(keep: set[int]) -> None:
+    """End the sessions other processes still hold on the PostgreSQL test database.
+
+    A server or worker process a test started, or one of its connections, can
+    outlive the test by the moment its backend takes to notice; DROP DATABASE
+    then waits 5 s and fails the whole run at teardown ("is being accessed by
+    other users"). Each session ended is named on stderr, so a leak stays visible.
+    """
+    import psycopg
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as own:
+        others = own.execute(
+            "SELECT pid, application_name, state, left(query, 60) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+        for pid, application, state, query in others:
+            if pid in keep:  # this process's own, which Django closes itself
+                continue
+            print(
+                f"\nending a leftover session of the test database: pid {pid} {application!r} {state} {query!r}",
+                file=sys.stderr,
+            )
+            own.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
 # Suites that run in one CI pass only, the PostgreSQL + Redis one (.ci/run leaves them

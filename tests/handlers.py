@@ -24,6 +24,21 @@ async def async_echo(inputs, context):
     return f"async {inputs.get('word', '')}"
 
 
+# Two calls meet here only if they run at the same time: run one after the other,
+# the first waits out its bound alone and fails with BrokenBarrierError.
+meeting = threading.Barrier(2)
+
+
+async def meet(inputs, context):
+    await asyncio.to_thread(meeting.wait, inputs.get("seconds", 30))
+    return "met"
+
+
+def blocking_meet(inputs, context):
+    meeting.wait(inputs.get("seconds", 30))
+    return "met"
+
+
 async def async_slow(inputs, context):
     await asyncio.sleep(30)
     return "never"

@@ -20,7 +20,7 @@ CALLS = {
     ]
 }
 ANSWER = {"text": ["Oslo has light rain."], "expect": {"tool_result_contains": "cancelled by the user"}}
-ANSWERED_WITHIN = 0.5  # seconds, generous: bench/cancel.py measures it (about 40-70 ms on a loaded 2-core machine)
+ANSWERED_WITHIN = 5.0  # seconds, generous (the call would run 30 s): bench/cancel.py measures it, 40-70 ms
 
 
 @pytest.fixture

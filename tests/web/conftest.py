@@ -103,7 +103,7 @@ def browser_page(request):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page()
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(45_000)  # generous: CI runs two passes at once on 2 cores
         errors = []  # uncaught exceptions and unhandled rejections in the page's scripts
         page.on("pageerror", lambda error: errors.append(error))
         # Content-Security-Policy refusals (Chromium reports each one on the console).

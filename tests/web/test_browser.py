@@ -72,16 +72,13 @@ def scripted_model(model_env):
 @pytest.fixture
 def talkative(scripted_model, conversation):
     """Must run before `server`: it sets the model the server process uses."""
-    from conversations.models import WorkingSetEntry
-
-    WorkingSetEntry.objects.create(conversation=conversation, tool_name="plan")
+    # A resident tool, offered in chat mode (plan is agentic-only, and a call to a tool
+    # the call was not offered is refused with a hint).
     return scripted_model(
         [
             {
                 "thinking": ["The user wants a plan."],
-                "tool_uses": [
-                    {"name": "plan", "input": {"steps": [{"title": "Pack"}, {"title": "Go"}]}, "id": "toolu_1"}
-                ],
+                "tool_uses": [{"name": "search_tools", "input": {"query": "make a plan"}, "id": "toolu_1"}],
             },
             {"text": ["Here ", "is ", "your ", "plan."]},
             {"text": [f"word{n} " for n in range(300)], "delay": 0.05},
