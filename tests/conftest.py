@@ -142,10 +142,10 @@ def pytest_runtest_teardown(item, nextitem):
     for leftover in [o for o in gc.get_objects() if issubclass(type(o), psycopg.Connection)]:
         if leftover not in in_use and not leftover.closed:
             leftover.close()
-    _end_other_sessions_of_the_test_database(keep={connection.info.backend_pid for connection in in_use})
+    _end_other_sessions_of_the_test_database(in_use)
 
 
-def _end_other_sessions_of_the_test_database(keep: set[int]) -> None:
+def _end_other_sessions_of_the_test_database(in_use: set) -> None:
     """End the sessions other processes still hold on the PostgreSQL test database.
 
     A server or worker process a test started, or one of its connections, can
@@ -158,6 +158,7 @@ def _end_other_sessions_of_the_test_database(keep: set[int]) -> None:
 
     if connection.vendor != "postgresql":
         return
+    keep = {used.info.backend_pid for used in in_use if isinstance(used, psycopg.Connection) and not used.closed}
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
     params.pop("context", None)
