@@ -326,6 +326,9 @@ def test_a_map_has_a_world_layer_and_labels_on_hover(server, conversation, cards
     page.wait_for_function("document.querySelectorAll('#panel .leaflet-basemap-pane path').length > 0")
     # Natural Earth's countries at 1:110m: one path for the layer's visible countries.
     assert page.locator("#panel .leaflet-basemap-pane path").count() >= 1
+    # ... and the land is seen: the layer's SVG has a size (a card rule once shrank it to 0 × 0).
+    land = page.locator("#panel .leaflet-basemap-pane > svg").bounding_box()
+    assert land["width"] > 100 and land["height"] > 100, land
     markers = page.locator("#panel .card-map_display path.leaflet-interactive")
     assert markers.count() == 2
     markers.first.hover()
