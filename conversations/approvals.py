@@ -18,7 +18,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from conversations.display import group_name
@@ -166,25 +166,27 @@ def announce(row: PendingApproval) -> None:
 def expire_overdue(conversation: Conversation) -> int:
     """Close the conversation's approvals nobody decided in time; each is reported (the model
     reads that it did not run) and logged. Returns how many."""
-    now = timezone.now()
-    overdue = list(
-        PendingApproval.objects.filter(
-            tenant_id=conversation.tenant_id,
-            conversation_id=conversation.pk,
-            status=ApprovalStatus.PENDING,
-            expires_at__lte=now,
-        )
+    return expire_overdue_among(
+        PendingApproval.objects.filter(tenant_id=conversation.tenant_id, conversation_id=conversation.pk)
     )
-    for row in overdue:
+
+
+def expire_overdue_among(rows: QuerySet[PendingApproval]) -> int:
+    """``expire_overdue`` for any set of rows (a REST listing across conversations), so that
+    no reader is shown as pending a call whose time is up. Returns how many this process closed."""
+    now = timezone.now()
+    closed = 0
+    for row in rows.filter(status=ApprovalStatus.PENDING, expires_at__lte=now):
         taken = PendingApproval.objects.filter(pk=row.pk, status=ApprovalStatus.PENDING).update(
             status=ApprovalStatus.EXPIRED, decided_at=now
         )
         if not taken:
             continue  # another process closed it
+        closed += 1
         row.status, row.decided_at = ApprovalStatus.EXPIRED, now
         _log_not_run(row, Err("nobody decided in time; the approval expired", "ApprovalExpired"))
         report(row, row.user)
-    return len(overdue)
+    return closed
 
 
 def report(row: PendingApproval, acting_user: Any, *, tell: bool = True) -> None:

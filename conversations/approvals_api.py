@@ -86,6 +86,9 @@ class PendingApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
         rows = PendingApproval.objects.for_tenant(tenant).select_related("decided_by").order_by("-created_at")
         if not self.request.user.has_perm(DECIDE_ANY):
             rows = rows.filter(user=self.request.user)
+        # A row past its time is closed before it is read, as the chat page does, so
+        # ?status=pending never lists a call that can no longer be decided.
+        approvals.expire_overdue_among(rows)
         params = self.request.query_params
         if params.get("status"):
             rows = rows.filter(status=params["status"])

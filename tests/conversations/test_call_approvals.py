@@ -186,6 +186,20 @@ def test_an_approval_nobody_decides_expires_with_a_clear_result_for_the_model(re
     assert decisions.expire_overdue(conversation) == 0
 
 
+def test_rest_never_lists_as_pending_a_call_whose_time_is_up(registry, conversation, rule):
+    _, row = ask(registry, conversation)
+    owner = Client()
+    owner.force_login(conversation.user)
+    assert [r["id"] for r in owner.get("/api/approvals/?status=pending").json()["results"]] == [str(row.pk)]
+    PendingApproval.objects.filter(pk=row.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert owner.get("/api/approvals/?status=pending").json()["results"] == []
+    listed = owner.get(f"/api/approvals/{row.pk}/").json()
+    assert listed["status"] == "expired"
+    assert "was not decided in time" in ChatMessage.objects.get(role="user").text  # the model reads it, once
+    assert owner.get("/api/approvals/").json()["results"][0]["status"] == "expired"
+    assert ChatMessage.objects.filter(role="user").count() == 1
+
+
 def test_rest_edit_is_the_owners_and_stays_in_the_tenant(registry, conversation, rule):
     _, row = ask(registry, conversation)
     url = f"/api/approvals/{row.pk}/edit/"
