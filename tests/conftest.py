@@ -15,6 +15,33 @@ TENANT = "acme"
 OTHER_TENANT = "globex"
 
 
+def _empty_postgresql_tables_with_delete() -> None:
+    """Between transactional tests, empty PostgreSQL's tables with DELETE, not TRUNCATE.
+
+    Django's flush truncates every table after each transactional test; on PostgreSQL
+    a TRUNCATE of all ~75 tables gives each a new file and took ~0.6 s (0.07 s as DELETEs
+    of the few rows a test leaves), and the suite has hundreds of such tests. Every
+    foreign key Django makes is deferrable, so the order of the DELETEs does not
+    matter within the flush's one transaction. A flush that resets sequences keeps
+    Django's own statement.
+    """
+    try:
+        from django.db.backends.postgresql.operations import DatabaseOperations
+    except ImportError:  # psycopg not installed: the suite runs on SQLite only
+        return
+    truncating = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):  # noqa: ANN001, ANN202
+        if reset_sequences or allow_cascade or not tables:
+            return truncating(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+        return ["SET CONSTRAINTS ALL DEFERRED"] + [f"DELETE FROM {self.quote_name(table)}" for table in tables]
+
+    DatabaseOperations.sql_flush = sql_flush
+
+
+_empty_postgresql_tables_with_delete()
+
+
 @pytest.fixture(autouse=True)
 def fresh_registry(monkeypatch):
     """Each test gets its own registry and empty caches: nothing leaks between tests."""
