@@ -33,3 +33,12 @@ def in_scope(queryset: QuerySet, user: object, field: str = "tenant_id") -> Quer
     """``queryset`` cut to the rows of ``user``'s tenant scope, the tenant read through ``field``."""
     scope = tenant_scope(user)
     return queryset if scope is None else queryset.filter(**{field: scope})
+
+
+def acting_tenants(user: object, limit: int = 200) -> list[str]:
+    """The tenants ``user`` may run a tool for on the staff pages: staff, only their own
+    (none without a membership); an active superuser, every tenant a user acts for."""
+    scope = tenant_scope(user)
+    if scope is not None:
+        return [scope] if scope else []
+    return TenantMembership.objects.tenant_ids(limit)

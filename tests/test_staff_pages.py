@@ -1,0 +1,131 @@
+"""The staff pages of issue 29, item 9, through Django's test client: the playground's
+conversation picker (the chat's rule: only one's own conversations) and fixed tenant."""
+
+import re
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from conversations.models import Conversation
+from datacatalog.store import ConversationCatalog
+from registry.models import TenantMembership, ToolExecutionLog
+from tests.conftest import OTHER_TENANT, TENANT
+
+pytestmark = pytest.mark.django_db
+
+
+def person(name: str, tenant: str | None, **flags):
+    user = get_user_model().objects.create_user(name, password="pw", **flags)
+    if tenant:
+        TenantMembership.objects.create(user=user, tenant_id=tenant)
+    return user
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def boss():
+    return person("boss", TENANT, is_staff=True)
+
+
+def talk(user, tenant: str, title: str, minutes_ago: int = 0) -> Conversation:
+    conversation = Conversation.objects.create(tenant_id=tenant, user=user, title=title)
+    # updated_at is auto_now: only an update() sets it to the past.
+    Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now() - timedelta(minutes=minutes_ago))
+    return conversation
+
+
+def options(page: str, select: str) -> list[str]:
+    block = re.search(rf'<select name="{select}".*?</select>', page, re.S)
+    assert block is not None, f"no select {select!r} on the page"
+    return re.findall(r"<option [^>]*>([^<]*)</option>", block.group(0))
+
+
+# --- The playground: a conversation picker ------------------------------------
+
+
+def test_the_playground_offers_my_own_conversations_most_recent_first(boss):
+    talk(boss, TENANT, "Older", minutes_ago=30)
+    talk(boss, TENANT, "Newest", minutes_ago=1)
+    Conversation.objects.create(tenant_id=TENANT, user=boss, title="Deleted", deleted_at=timezone.now())
+    talk(person("colleague", TENANT), TENANT, "Colleague's")
+    talk(person("eve", OTHER_TENANT), OTHER_TENANT, "Other tenant's")
+    page = signed_in(boss).get("/playground/preview_data/").content.decode()
+    titles = [label.split(" · ")[0] for label in options(page, "conversation")]
+    assert titles == ["none (tools that need no conversation)", "Newest", "Older"]
+
+
+def test_the_playground_offers_at_most_fifty_conversations(boss):
+    Conversation.objects.bulk_create([Conversation(tenant_id=TENANT, user=boss, title=f"c{n}") for n in range(55)])
+    page = signed_in(boss).get("/playground/preview_data/").content.decode()
+    assert len(options(page, "conversation")) == 1 + 50
+
+
+# The tool runs on a worker thread, with a connection of its own: it sees committed rows only.
+@pytest.mark.django_db(transaction=True)
+def test_a_data_tool_runs_on_the_picked_conversations_datasets(boss):
+    mine = talk(boss, TENANT, "Cities")
+    ConversationCatalog(TENANT, mine.pk).save("cities", pd.DataFrame({"city": ["Oslo", "Bergen"]}), source="upload")
+    response = signed_in(boss).post(
+        "/playground/preview_data/", {"inputs": '{"dataset": "cities"}', "conversation": mine.pk}
+    )
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Bergen" in page and "NoConversation" not in page
+    assert ToolExecutionLog.objects.get(tool_name="preview_data").conversation_id == mine.pk
+    # The picked conversation stays selected for the next run.
+    assert f'<option value="{mine.pk}" selected>' in page
+
+
+@pytest.mark.parametrize("whose", ["colleague", "other tenant"])
+def test_the_playground_refuses_a_conversation_not_my_own(boss, whose):
+    owner = person("colleague", TENANT) if whose == "colleague" else person("eve", OTHER_TENANT)
+    theirs = talk(owner, owner.tenant_membership.tenant_id, "Theirs")
+    ConversationCatalog(theirs.tenant_id, theirs.pk).save("secret", pd.DataFrame({"x": ["hidden"]}), source="upload")
+    response = signed_in(boss).post(
+        "/playground/preview_data/", {"inputs": '{"dataset": "secret"}', "conversation": theirs.pk}
+    )
+    assert response.status_code == 403
+    assert "pick one of your own conversations" in response.content.decode()
+    assert not ToolExecutionLog.objects.filter(tool_name="preview_data").exists()
+
+
+def test_a_superuser_cannot_run_their_conversation_under_another_tenant():
+    root = person("root", TENANT, is_staff=True, is_superuser=True)
+    mine = talk(root, TENANT, "Mine")
+    response = signed_in(root).post(
+        "/playground/search_tools/", {"inputs": '{"query": "x"}', "conversation": mine.pk, "tenant": OTHER_TENANT}
+    )
+    assert response.status_code == 400
+    assert f"the conversation belongs to tenant {TENANT}" in response.content.decode()
+
+
+# --- The playground: the tenant -------------------------------------------------
+
+
+def test_staff_see_their_tenant_as_a_fixed_value_not_a_text_box(boss):
+    page = signed_in(boss).get("/playground/search_tools/").content.decode()
+    assert 'name="tenant"' not in page
+    assert f'<strong id="tenant">{TENANT}</strong>' in page
+
+
+def test_a_superuser_picks_the_tenant_from_those_users_act_for():
+    root = person("root", None, is_staff=True, is_superuser=True)
+    person("ann", TENANT)
+    person("eve", OTHER_TENANT)
+    page = signed_in(root).get("/playground/search_tools/").content.decode()
+    assert '<input name="tenant"' not in page
+    assert set(options(page, "tenant")) >= {TENANT, OTHER_TENANT}
+
+
+def test_staff_posting_another_tenant_are_still_refused(boss):
+    response = signed_in(boss).post("/playground/search_tools/", {"inputs": "{}", "tenant": OTHER_TENANT})
+    assert response.status_code == 403
