@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.admin.views.decorators import staff_member_required
@@ -86,6 +87,35 @@ def telemetry_conversation(request: HttpRequest, conversation_id: str) -> HttpRe
         "eunice/telemetry_conversation.html",
         {
             "conversation": conversation,
-            "events": [(e, json.dumps(e.data, indent=2, ensure_ascii=False)) for e in events],
+            "events": [(e, json.dumps(e.data, indent=2, ensure_ascii=False), surface_table(e.data)) for e in events],
         },
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceTable:
+    """Why each tool was in a model call's context, as rows under ``columns``."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    cut: list[str]
+
+
+def surface_table(data: object) -> SurfaceTable | None:
+    """The ``tools`` of an llm_request event (registry.surface.surface_event) as a table:
+    name and reason first, then any other field an entry holds; None for other events.
+    Cells are plain text (the template escapes them)."""
+    tools = data.get("tools") if isinstance(data, dict) else None
+    if not isinstance(tools, list) or not tools:
+        return None
+    entries = [entry if isinstance(entry, dict) else {"name": entry} for entry in tools]
+    columns = ["name", "reason"]
+    for entry in entries:
+        columns += [key for key in entry if key not in columns]
+    rows = [[_cell(entry.get(column, "")) for column in columns] for entry in entries]
+    cut = data.get("tools_cut") if isinstance(data, dict) else None
+    return SurfaceTable(columns, rows, [str(name) for name in cut] if isinstance(cut, list) else [])
+
+
+def _cell(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

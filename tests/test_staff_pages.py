@@ -1,5 +1,6 @@
 """The staff pages of issue 29, item 9, through Django's test client: the playground's
-conversation picker (the chat's rule: only one's own conversations) and fixed tenant."""
+conversation picker (the chat's rule: only one's own conversations) and fixed tenant,
+and the readable "why is this tool in context" table."""
 
 import re
 from datetime import timedelta
@@ -10,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from conversations.models import Conversation
+from conversations.models import Conversation, ConversationEvent
 from datacatalog.store import ConversationCatalog
 from registry.models import TenantMembership, ToolExecutionLog
 from tests.conftest import OTHER_TENANT, TENANT
@@ -129,3 +130,28 @@ def test_a_superuser_picks_the_tenant_from_those_users_act_for():
 def test_staff_posting_another_tenant_are_still_refused(boss):
     response = signed_in(boss).post("/playground/search_tools/", {"inputs": "{}", "tenant": OTHER_TENANT})
     assert response.status_code == 403
+
+
+# --- The events page: why each tool was in context --------------------------
+
+
+def test_the_events_page_shows_each_calls_tool_reasons_as_an_escaped_table(boss):
+    conversation = talk(boss, TENANT, "Surface")
+    tools = [
+        {"name": "search_tools", "reason": "anchor"},
+        {"name": "preview_data", "reason": "<b>usage</b>", "score": 0.5},
+    ]
+    ConversationEvent.objects.create(
+        conversation=conversation,
+        turn=1,
+        sequence=1,
+        event_type="llm_request",
+        data={"model": "m-1", "tools": tools, "tools_cut": ["old_tool"]},
+    )
+    page = signed_in(boss).get(f"/telemetry/conversations/{conversation.pk}/").content.decode()
+    assert '<table class="surface">' in page
+    assert '<th scope="col">tool</th><th scope="col">reason</th><th scope="col">score</th>' in page
+    assert "<td>search_tools</td><td>anchor</td><td></td>" in page
+    assert "<td>preview_data</td><td>&lt;b&gt;usage&lt;/b&gt;</td><td>0.5</td>" in page
+    assert "<b>usage</b>" not in page
+    assert "Cut to hold the cap: old_tool" in page

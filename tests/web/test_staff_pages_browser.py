@@ -1,5 +1,6 @@
 """The staff pages in real Chromium (issue 29, item 9): the playground runs a data tool on
-a conversation picked from the staff member's own, with their tenant fixed.
+a conversation picked from the staff member's own, with their tenant fixed; the events
+page shows why each tool was in a call's context as a table.
 
 One daphne server for the module.
 """
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 from django.contrib.auth import get_user_model
 
-from conversations.models import Conversation
+from conversations.models import Conversation, ConversationEvent
 from datacatalog.store import ConversationCatalog
 from registry.models import TenantMembership
 from tests.conftest import TENANT
@@ -70,3 +71,41 @@ def test_staff_pick_their_conversation_and_a_data_tool_reads_its_dataset(cities,
     assert "Bergen" in rendered and "NoConversation" not in rendered
     # The picked conversation stays picked for the next run.
     assert page.input_value("#conversation") == cities.pk
+
+
+HOSTILE = '<img src="x" onerror="window.hacked = 1">'
+
+
+@pytest.fixture
+def surface_event(boss):
+    conversation = Conversation.objects.create(tenant_id=TENANT, user=boss, title="Surface")
+    ConversationEvent.objects.create(
+        conversation=conversation,
+        turn=1,
+        sequence=1,
+        event_type="llm_request",
+        data={
+            "model": "model-a",
+            "tools": [
+                {"name": "search_tools", "reason": "anchor"},
+                {"name": "preview_data", "reason": HOSTILE, "rank": 2},
+            ],
+            "tools_cut": ["old_tool"],
+        },
+    )
+    return conversation
+
+
+def test_the_events_page_shows_why_each_tool_was_in_context_as_a_table(surface_event, server, browser_page):
+    page = browser_page
+    sign_in(page, server, "boss")
+    page.goto(f"{server}/telemetry/conversations/{surface_event.pk}/")
+    table = page.wait_for_selector("table.surface")
+    assert table.is_visible()  # not folded away in the raw JSON
+    headers = [th.text_content() for th in table.query_selector_all("th")]
+    assert headers == ["tool", "reason", "rank"]
+    rows = [[td.text_content() for td in tr.query_selector_all("td")] for tr in table.query_selector_all("tr")[1:]]
+    assert rows == [["search_tools", "anchor", ""], ["preview_data", HOSTILE, "2"]]
+    assert page.query_selector("table.surface img") is None
+    assert page.evaluate("window.hacked") is None
+    assert "old_tool" in page.text_content(".surface-cut")
