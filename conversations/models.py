@@ -229,6 +229,26 @@ class Notification(models.Model):
         ordering = ["-created_at"]
 
 
+class UsageLogQuerySet(models.QuerySet):
+    def matching(self, *, tool: str = "", tenant: str = "", user: str = "") -> UsageLogQuerySet:
+        """The rows the telemetry page's filters keep ("" filters nothing). A model's
+        request belongs to no tool, so a ``tool`` filter keeps that tool's calls only."""
+        rows = self
+        if tool:
+            rows = rows.filter(kind=UsageLog.Kind.TOOL, name=tool)
+        if tenant:
+            rows = rows.filter(tenant_id=tenant)
+        if user:
+            rows = rows.filter(user_id=user)
+        return rows
+
+    def cost_by(self, field: str, limit: int = 20) -> list[dict]:
+        """``field``'s values with the summed ``cost`` and the number of ``calls``, the
+        costliest first, at most ``limit``: one grouped query."""
+        grouped = self.order_by().values(field).annotate(cost=models.Sum("cost_usd"), calls=models.Count("id"))
+        return list(grouped.order_by("-cost", field)[:limit])
+
+
 class UsageLog(models.Model):
     class Kind(models.TextChoices):
         LLM = "llm", "LLM request"
@@ -245,6 +265,8 @@ class UsageLog(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0, help_text="Input written to the prompt cache.")
     output_tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = UsageLogQuerySet.as_manager()
 
     class Meta:
         db_table = "usage_log"

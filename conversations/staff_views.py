@@ -10,7 +10,6 @@ from datetime import timedelta
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
-from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -43,8 +42,7 @@ def telemetry(request: HttpRequest) -> HttpResponse:
             "filters": {**filters, "days": days},
             "page": page,
             "per_tool": _per_tool(logs),
-            "cost_by_tool": _cost(request, "name", days),
-            "cost_by_tenant": _cost(request, "tenant_id", days),
+            **_cost(request, filters, days),
         },
     )
 
@@ -69,10 +67,21 @@ def _per_tool(logs) -> list[dict]:
     return rows
 
 
-def _cost(request: HttpRequest, field: str, days: int) -> list[dict]:
+def _cost(request: HttpRequest, filters: dict[str, str], days: int) -> dict[str, list[dict]]:
+    """The cost tables under the page's filters: by tool (the tools' own usage rows), by
+    model (the model requests) and by tenant. A usage row does not record whether a
+    call succeeded, so the success filter cannot cut cost (the page says so)."""
     since = timezone.now() - timedelta(days=days)
-    usage = in_scope(UsageLog.objects.filter(created_at__gte=since), request.user)
-    return list(usage.values(field).annotate(cost=Sum("cost_usd")).order_by("-cost")[:20])
+    matching = UsageLog.objects.filter(created_at__gte=since).matching(
+        tool=filters["tool"], tenant=filters["tenant"], user=filters["user"]
+    )
+    # in_scope after the filters: a staff member's tenant filter never widens their view.
+    usage = in_scope(matching, request.user)
+    return {
+        "cost_by_tool": usage.filter(kind=UsageLog.Kind.TOOL).cost_by("name"),
+        "cost_by_model": usage.filter(kind=UsageLog.Kind.LLM).cost_by("name"),
+        "cost_by_tenant": usage.cost_by("tenant_id"),
+    }
 
 
 @staff_member_required

@@ -1,6 +1,6 @@
 """The staff pages of issue 29, item 9, through Django's test client: the playground's
 conversation picker (the chat's rule: only one's own conversations) and fixed tenant,
-and the readable "why is this tool in context" table."""
+the readable "why is this tool in context" table, and cost tables under the filters."""
 
 import re
 from datetime import timedelta
@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from conversations.models import Conversation, ConversationEvent
+from conversations.models import Conversation, ConversationEvent, UsageLog
 from datacatalog.store import ConversationCatalog
 from registry.models import TenantMembership, ToolExecutionLog
 from tests.conftest import OTHER_TENANT, TENANT
@@ -155,3 +155,52 @@ def test_the_events_page_shows_each_calls_tool_reasons_as_an_escaped_table(boss)
     assert "<td>preview_data</td><td>&lt;b&gt;usage&lt;/b&gt;</td><td>0.5</td>" in page
     assert "<b>usage</b>" not in page
     assert "Cut to hold the cap: old_tool" in page
+
+
+# --- Telemetry: cost under the filters, and by tool -------------------------
+
+
+def cost_rows(page: str, table: str) -> dict[str, str]:
+    block = re.search(rf'<table id="{table}">.*?</table>', page, re.S)
+    assert block is not None, f"no table {table!r}"
+    return dict(re.findall(r"<tr><td>([^<]*)</td><td>\d+</td><td>\$([\d.]+)</td></tr>", block.group(0)))
+
+
+@pytest.fixture
+def usage(boss):
+    colleague = person("colleague", TENANT)
+    UsageLog.objects.create(tenant_id=TENANT, user_id=str(boss.pk), kind="llm", name="model-a", cost_usd=1.0)
+    UsageLog.objects.create(tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="delegate", cost_usd=0.25)
+    UsageLog.objects.create(tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="delegate", cost_usd=0.5)
+    UsageLog.objects.create(tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="web_search", cost_usd=2)
+    old = UsageLog.objects.create(tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="old_tool", cost_usd=9)
+    UsageLog.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
+    UsageLog.objects.create(tenant_id=OTHER_TENANT, kind="tool", name="theirs", cost_usd=7)
+    return colleague
+
+
+def test_cost_by_tool_groups_the_tools_usage_rows_by_tool_not_by_model(boss, usage):
+    page = signed_in(boss).get("/telemetry/").content.decode()
+    assert cost_rows(page, "cost-by-tool") == {"web_search": "2.0000", "delegate": "0.7500"}
+    assert cost_rows(page, "cost-by-model") == {"model-a": "1.0000"}
+    assert cost_rows(page, "cost-by-tenant") == {TENANT: "3.7500"}
+
+
+def test_the_cost_tables_honour_the_user_tool_and_days_filters(boss, usage):
+    client = signed_in(boss)
+    mine = client.get("/telemetry/", {"user": str(boss.pk)}).content.decode()
+    assert cost_rows(mine, "cost-by-tool") == {"delegate": "0.2500"}
+    assert cost_rows(mine, "cost-by-tenant") == {TENANT: "1.2500"}
+    one_tool = client.get("/telemetry/", {"tool": "web_search"}).content.decode()
+    assert cost_rows(one_tool, "cost-by-tool") == {"web_search": "2.0000"}
+    assert cost_rows(one_tool, "cost-by-model") == {}
+    assert cost_rows(one_tool, "cost-by-tenant") == {TENANT: "2.0000"}
+    month = client.get("/telemetry/", {"days": "60", "user": str(boss.pk)}).content.decode()
+    assert cost_rows(month, "cost-by-tool") == {"old_tool": "9.0000", "delegate": "0.2500"}
+
+
+def test_the_cost_tables_honour_the_tenant_filter_within_the_superusers_view(usage):
+    root = person("root", None, is_staff=True, is_superuser=True)
+    page = signed_in(root).get("/telemetry/", {"tenant": OTHER_TENANT}).content.decode()
+    assert cost_rows(page, "cost-by-tool") == {"theirs": "7.0000"}
+    assert cost_rows(page, "cost-by-tenant") == {OTHER_TENANT: "7.0000"}

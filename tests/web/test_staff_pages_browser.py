@@ -1,18 +1,22 @@
 """The staff pages in real Chromium (issue 29, item 9): the playground runs a data tool on
 a conversation picked from the staff member's own, with their tenant fixed; the events
-page shows why each tool was in a call's context as a table.
+page shows why each tool was in a call's context as a table; the cost tables follow the
+filters and list tools by tool.
 
 One daphne server for the module.
 """
 
+from datetime import timedelta
+
 import pandas as pd
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
-from conversations.models import Conversation, ConversationEvent
+from conversations.models import Conversation, ConversationEvent, UsageLog
 from datacatalog.store import ConversationCatalog
 from registry.models import TenantMembership
-from tests.conftest import TENANT
+from tests.conftest import OTHER_TENANT, TENANT
 from tests.web.conftest import CHROMIUM, serving
 from tests.web.test_browser import sign_in
 
@@ -109,3 +113,42 @@ def test_the_events_page_shows_why_each_tool_was_in_context_as_a_table(surface_e
     assert page.query_selector("table.surface img") is None
     assert page.evaluate("window.hacked") is None
     assert "old_tool" in page.text_content(".surface-cut")
+
+
+@pytest.fixture
+def usage(boss):
+    colleague = get_user_model().objects.create_user("colleague", password="a-good-password")
+    rows = [
+        UsageLog(tenant_id=TENANT, user_id=str(boss.pk), kind="llm", name="model-a", cost_usd=1.0),
+        UsageLog(tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="delegate", cost_usd=0.25),
+        UsageLog(tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="web_search", cost_usd=2.0),
+        UsageLog(tenant_id=OTHER_TENANT, kind="tool", name="theirs", cost_usd=7.0),
+    ]
+    UsageLog.objects.bulk_create(rows)
+    old = UsageLog.objects.create(tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="old_tool", cost_usd=9)
+    UsageLog.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
+    return boss
+
+
+def cost_table(page, table: str) -> list[list[str]]:
+    cells = page.query_selector_all(f"#{table} tr")[1:]
+    return [[td.text_content() for td in tr.query_selector_all("td")] for tr in cells]
+
+
+def test_the_cost_tables_list_tools_and_follow_the_filters(usage, server, browser_page):
+    page = browser_page
+    sign_in(page, server, "boss")
+    page.goto(f"{server}/telemetry/")
+    assert cost_table(page, "cost-by-tool") == [["web_search", "1", "$2.0000"], ["delegate", "1", "$0.2500"]]
+    assert cost_table(page, "cost-by-model") == [["model-a", "1", "$1.0000"]]
+    page.fill("input[name=user]", str(usage.pk))
+    page.fill("input[name=days]", "60")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**/telemetry/?*user=*")
+    assert cost_table(page, "cost-by-tool") == [["old_tool", "1", "$9.0000"], ["delegate", "1", "$0.2500"]]
+    assert cost_table(page, "cost-by-tenant") == [[TENANT, "3", "$10.2500"]]
+    page.fill("input[name=tool]", "delegate")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**/telemetry/?*tool=delegate*")
+    assert cost_table(page, "cost-by-tool") == [["delegate", "1", "$0.2500"]]
+    assert cost_table(page, "cost-by-model") == [["No model cost recorded."]]
