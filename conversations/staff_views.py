@@ -68,12 +68,12 @@ def _per_tool(logs) -> list[dict]:
 
 
 def _cost(request: HttpRequest, filters: dict[str, str], days: int) -> dict[str, list[dict]]:
-    """The cost tables under the page's filters: by tool (the tools' own usage rows), by
-    model (the model requests) and by tenant. A usage row does not record whether a
-    call succeeded, so the success filter cannot cut cost (the page says so)."""
+    """The cost tables under every filter of the page: by tool (the tools' own usage
+    rows), by model (the model requests) and by tenant."""
     since = timezone.now() - timedelta(days=days)
+    success = {"yes": True, "no": False}.get(filters["success"])
     matching = UsageLog.objects.filter(created_at__gte=since).matching(
-        tool=filters["tool"], tenant=filters["tenant"], user=filters["user"]
+        tool=filters["tool"], tenant=filters["tenant"], user=filters["user"], success=success
     )
     # in_scope after the filters: a staff member's tenant filter never widens their view.
     usage = in_scope(matching, request.user)

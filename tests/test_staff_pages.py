@@ -12,8 +12,11 @@ from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationEvent, UsageLog
+from conversations.runtime import start_run
+from conversations.side_effects import route_side_effects
 from datacatalog.store import ConversationCatalog
 from registry.models import TenantMembership, ToolExecutionLog
+from registry.result import ToolResult
 from tests.conftest import OTHER_TENANT, TENANT
 
 pytestmark = pytest.mark.django_db
@@ -170,9 +173,15 @@ def cost_rows(page: str, table: str) -> dict[str, str]:
 def usage(boss):
     colleague = person("colleague", TENANT)
     UsageLog.objects.create(tenant_id=TENANT, user_id=str(boss.pk), kind="llm", name="model-a", cost_usd=1.0)
-    UsageLog.objects.create(tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="delegate", cost_usd=0.25)
-    UsageLog.objects.create(tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="delegate", cost_usd=0.5)
-    UsageLog.objects.create(tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="web_search", cost_usd=2)
+    UsageLog.objects.create(
+        tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="delegate", cost_usd=0.25, success=True
+    )
+    UsageLog.objects.create(
+        tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="delegate", cost_usd=0.5, success=False
+    )
+    UsageLog.objects.create(
+        tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="web_search", cost_usd=2, success=True
+    )
     old = UsageLog.objects.create(tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="old_tool", cost_usd=9)
     UsageLog.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
     UsageLog.objects.create(tenant_id=OTHER_TENANT, kind="tool", name="theirs", cost_usd=7)
@@ -197,6 +206,23 @@ def test_the_cost_tables_honour_the_user_tool_and_days_filters(boss, usage):
     assert cost_rows(one_tool, "cost-by-tenant") == {TENANT: "2.0000"}
     month = client.get("/telemetry/", {"days": "60", "user": str(boss.pk)}).content.decode()
     assert cost_rows(month, "cost-by-tool") == {"old_tool": "9.0000", "delegate": "0.2500"}
+
+
+def test_the_cost_tables_honour_the_success_filter(boss, usage):
+    client = signed_in(boss)
+    failed = client.get("/telemetry/", {"success": "no"}).content.decode()
+    assert cost_rows(failed, "cost-by-tool") == {"delegate": "0.5000"}
+    assert cost_rows(failed, "cost-by-model") == {}  # a model request has no success of its own
+    assert cost_rows(failed, "cost-by-tenant") == {TENANT: "0.5000"}
+    succeeded = client.get("/telemetry/", {"success": "yes"}).content.decode()
+    assert cost_rows(succeeded, "cost-by-tool") == {"web_search": "2.0000", "delegate": "0.2500"}
+
+
+@pytest.mark.parametrize(("error", "success"), [(None, True), ("it broke", False)])
+def test_a_tools_usage_row_records_whether_the_call_succeeded(boss, error, success):
+    runtime = start_run(talk(boss, TENANT, "Spend"), user=boss, turn=1)
+    route_side_effects("web_search", ToolResult(content="x", cost=0.5, error=error), runtime)
+    assert UsageLog.objects.get(kind="tool", name="web_search").success is success
 
 
 def test_the_cost_tables_honour_the_tenant_filter_within_the_superusers_view(usage):

@@ -120,8 +120,10 @@ def usage(boss):
     colleague = get_user_model().objects.create_user("colleague", password="a-good-password")
     rows = [
         UsageLog(tenant_id=TENANT, user_id=str(boss.pk), kind="llm", name="model-a", cost_usd=1.0),
-        UsageLog(tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="delegate", cost_usd=0.25),
-        UsageLog(tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="web_search", cost_usd=2.0),
+        UsageLog(tenant_id=TENANT, user_id=str(boss.pk), kind="tool", name="delegate", cost_usd=0.25, success=True),
+        UsageLog(
+            tenant_id=TENANT, user_id=str(colleague.pk), kind="tool", name="web_search", cost_usd=2, success=False
+        ),
         UsageLog(tenant_id=OTHER_TENANT, kind="tool", name="theirs", cost_usd=7.0),
     ]
     UsageLog.objects.bulk_create(rows)
@@ -141,6 +143,11 @@ def test_the_cost_tables_list_tools_and_follow_the_filters(usage, server, browse
     page.goto(f"{server}/telemetry/")
     assert cost_table(page, "cost-by-tool") == [["web_search", "1", "$2.0000"], ["delegate", "1", "$0.2500"]]
     assert cost_table(page, "cost-by-model") == [["model-a", "1", "$1.0000"]]
+    page.select_option("select[name=success]", "no")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**/telemetry/?*success=no*")
+    assert cost_table(page, "cost-by-tool") == [["web_search", "1", "$2.0000"]]
+    page.select_option("select[name=success]", "")
     page.fill("input[name=user]", str(usage.pk))
     page.fill("input[name=days]", "60")
     page.click("form.filters button[type=submit]")
