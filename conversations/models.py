@@ -229,6 +229,32 @@ class Notification(models.Model):
         ordering = ["-created_at"]
 
 
+class UsageLogQuerySet(models.QuerySet):
+    def matching(
+        self, *, tool: str = "", tenant: str = "", user: str = "", success: bool | None = None
+    ) -> UsageLogQuerySet:
+        """The rows the telemetry page's filters keep ("" and None filter nothing). A
+        model's request belongs to no tool and has no success of its own, so a ``tool``
+        or ``success`` filter keeps tool calls only (rows written before calls recorded
+        their success have none, and are left out too)."""
+        rows = self
+        if tool:
+            rows = rows.filter(kind=UsageLog.Kind.TOOL, name=tool)
+        if success is not None:
+            rows = rows.filter(kind=UsageLog.Kind.TOOL, success=success)
+        if tenant:
+            rows = rows.filter(tenant_id=tenant)
+        if user:
+            rows = rows.filter(user_id=user)
+        return rows
+
+    def cost_by(self, field: str, limit: int = 20) -> list[dict]:
+        """``field``'s values with the summed ``cost`` and the number of ``calls``, the
+        costliest first, at most ``limit``: one grouped query."""
+        grouped = self.order_by().values(field).annotate(cost=models.Sum("cost_usd"), calls=models.Count("id"))
+        return list(grouped.order_by("-cost", field)[:limit])
+
+
 class UsageLog(models.Model):
     class Kind(models.TextChoices):
         LLM = "llm", "LLM request"
@@ -244,7 +270,12 @@ class UsageLog(models.Model):
     cache_read_tokens = models.PositiveIntegerField(default=0, help_text="Input read from the prompt cache.")
     cache_write_tokens = models.PositiveIntegerField(default=0, help_text="Input written to the prompt cache.")
     output_tokens = models.PositiveIntegerField(default=0)
+    success = models.BooleanField(
+        null=True, help_text="A tool call's: whether it succeeded (a Hint counts). Null for a model request."
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = UsageLogQuerySet.as_manager()
 
     class Meta:
         db_table = "usage_log"

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from django.utils import timezone
 
+from conversations.access import conversations_of
 from conversations.models import ChatMessage, Conversation, ConversationEvent
 from datacatalog.access import caller_is, is_staff
 from registry.context import ToolContext
-from registry.ports import ConversationFacts, LoggedEvent, Message
+from registry.ports import ConversationChoice, ConversationFacts, LoggedEvent, Message
 
 
 class StoredConversations:
@@ -31,6 +33,14 @@ class StoredConversations:
     def save_plan(self, tenant_id: str, conversation_id: str, plan: dict) -> None:
         rows = Conversation.objects.for_tenant(tenant_id).filter(id=conversation_id)
         rows.update(plan=plan, updated_at=timezone.now())
+
+    def recent_of(self, user: Any, limit: int) -> list[ConversationChoice]:
+        rows = conversations_of(user).by_activity()[:limit]
+        return [_choice(row) for row in rows.only("id", "title", "tenant_id", "updated_at")]
+
+    def one_of(self, user: Any, conversation_id: str) -> ConversationChoice | None:
+        found = conversations_of(user).filter(pk=conversation_id).only("id", "title", "tenant_id", "updated_at")
+        return next((_choice(row) for row in found[:1]), None)
 
     def messages(self, conversation_id: str) -> list[Message]:
         rows = ChatMessage.objects.filter(conversation_id=conversation_id)
@@ -53,6 +63,10 @@ class StoredConversations:
         if with_blobs:
             rows = rows.select_related("blob")
         return [_logged(row, with_blobs) for row in (rows[:limit] if limit is not None else rows)]
+
+
+def _choice(row: Conversation) -> ConversationChoice:
+    return ConversationChoice(row.pk, row.title, row.tenant_id, row.updated_at)
 
 
 def _logged(row: ConversationEvent, with_blobs: bool) -> LoggedEvent:

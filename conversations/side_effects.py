@@ -63,6 +63,8 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: Runtime) -> 
             kind=UsageLog.Kind.TOOL,
             name=tool_name,
             cost_usd=result.cost,
+            # As the execution log counts it: only an Err sets ``error``.
+            success=result.error is None,
         )
     return shown
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
-from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -42,8 +42,7 @@ def telemetry(request: HttpRequest) -> HttpResponse:
             "filters": {**filters, "days": days},
             "page": page,
             "per_tool": _per_tool(logs),
-            "cost_by_tool": _cost(request, "name", days),
-            "cost_by_tenant": _cost(request, "tenant_id", days),
+            **_cost(request, filters, days),
         },
     )
 
@@ -68,10 +67,21 @@ def _per_tool(logs) -> list[dict]:
     return rows
 
 
-def _cost(request: HttpRequest, field: str, days: int) -> list[dict]:
+def _cost(request: HttpRequest, filters: dict[str, str], days: int) -> dict[str, list[dict]]:
+    """The cost tables under every filter of the page: by tool (the tools' own usage
+    rows), by model (the model requests) and by tenant."""
     since = timezone.now() - timedelta(days=days)
-    usage = in_scope(UsageLog.objects.filter(created_at__gte=since), request.user)
-    return list(usage.values(field).annotate(cost=Sum("cost_usd")).order_by("-cost")[:20])
+    success = {"yes": True, "no": False}.get(filters["success"])
+    matching = UsageLog.objects.filter(created_at__gte=since).matching(
+        tool=filters["tool"], tenant=filters["tenant"], user=filters["user"], success=success
+    )
+    # in_scope after the filters: a staff member's tenant filter never widens their view.
+    usage = in_scope(matching, request.user)
+    return {
+        "cost_by_tool": usage.filter(kind=UsageLog.Kind.TOOL).cost_by("name"),
+        "cost_by_model": usage.filter(kind=UsageLog.Kind.LLM).cost_by("name"),
+        "cost_by_tenant": usage.cost_by("tenant_id"),
+    }
 
 
 @staff_member_required
@@ -86,6 +96,35 @@ def telemetry_conversation(request: HttpRequest, conversation_id: str) -> HttpRe
         "eunice/telemetry_conversation.html",
         {
             "conversation": conversation,
-            "events": [(e, json.dumps(e.data, indent=2, ensure_ascii=False)) for e in events],
+            "events": [(e, json.dumps(e.data, indent=2, ensure_ascii=False), surface_table(e.data)) for e in events],
         },
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceTable:
+    """Why each tool was in a model call's context, as rows under ``columns``."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    cut: list[str]
+
+
+def surface_table(data: object) -> SurfaceTable | None:
+    """The ``tools`` of an llm_request event (registry.surface.surface_event) as a table:
+    name and reason first, then any other field an entry holds; None for other events.
+    Cells are plain text (the template escapes them)."""
+    tools = data.get("tools") if isinstance(data, dict) else None
+    if not isinstance(tools, list) or not tools:
+        return None
+    entries = [entry if isinstance(entry, dict) else {"name": entry} for entry in tools]
+    columns = ["name", "reason"]
+    for entry in entries:
+        columns += [key for key in entry if key not in columns]
+    rows = [[_cell(entry.get(column, "")) for column in columns] for entry in entries]
+    cut = data.get("tools_cut") if isinstance(data, dict) else None
+    return SurfaceTable(columns, rows, [str(name) for name in cut] if isinstance(cut, list) else [])
+
+
+def _cell(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

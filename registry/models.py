@@ -567,11 +567,19 @@ class MCPAuditLog(models.Model):
         return f"{self.actor} {self.action} {self.server_name}"
 
 
+class TenantMembershipQuerySet(models.QuerySet):
+    def tenant_ids(self, limit: int) -> list[str]:
+        """The tenants some user acts for, sorted, at most ``limit``."""
+        return list(self.order_by("tenant_id").values_list("tenant_id", flat=True).distinct()[:limit])
+
+
 class TenantMembership(models.Model):
     """Which tenant a user acts for (REST and admin). A user without one sees no tenant data."""
 
     user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="tenant_membership")
     tenant_id = models.CharField(max_length=64, db_index=True)
+
+    objects = TenantMembershipQuerySet.as_manager()
 
     class Meta:
         db_table = "tenant_memberships"

@@ -53,6 +53,16 @@ class ConversationFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class ConversationChoice:
+    """One of a user's own conversations, as a staff page offers it to pick."""
+
+    id: str
+    title: str
+    tenant_id: str
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One message of a conversation: ``user`` or ``assistant``, and its text."""
 
@@ -84,6 +94,13 @@ class ConversationRecords(Protocol):
         their own, or (staff) any of their tenant's."""
 
     def save_plan(self, tenant_id: str, conversation_id: str, plan: dict) -> None: ...
+
+    def recent_of(self, user: Any, limit: int) -> list[ConversationChoice]:
+        """``user``'s own live conversations in their tenant, the most recently active
+        first, at most ``limit`` (the chat's rule: nobody else's, staff included)."""
+
+    def one_of(self, user: Any, conversation_id: str) -> ConversationChoice | None:
+        """``conversation_id`` if it is one ``recent_of`` could list; None otherwise (no hint why)."""
 
     def messages(self, conversation_id: str) -> list[Message]:
         """The conversation's messages, oldest first."""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django.db.models import QuerySet
 
 from registry.models import TenantMembership
+
+# A queryset keeps its own class (and its methods) through in_scope.
+Rows = TypeVar("Rows", bound=QuerySet)
 
 
 def tenant_of(user: object) -> str | None:
@@ -29,7 +34,16 @@ def tenant_scope(user: object) -> str | None:
     return tenant_of(user) or ""
 
 
-def in_scope(queryset: QuerySet, user: object, field: str = "tenant_id") -> QuerySet:
+def in_scope(queryset: Rows, user: object, field: str = "tenant_id") -> Rows:
     """``queryset`` cut to the rows of ``user``'s tenant scope, the tenant read through ``field``."""
     scope = tenant_scope(user)
     return queryset if scope is None else queryset.filter(**{field: scope})
+
+
+def acting_tenants(user: object, limit: int = 200) -> list[str]:
+    """The tenants ``user`` may run a tool for on the staff pages: staff, only their own
+    (none without a membership); an active superuser, every tenant a user acts for."""
+    scope = tenant_scope(user)
+    if scope is not None:
+        return [scope] if scope else []
+    return TenantMembership.objects.tenant_ids(limit)
