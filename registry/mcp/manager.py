@@ -332,7 +332,7 @@ class MCPManager:
         ``acall_tool`` is the same call for a coroutine.
         """
         connection = self._connections.get(server_id)
-        if connection is not None and not connection.alive:
+        if connection is not None and not self._usable(server_id, connection):
             connection = self._await_reconnect(server_id, connection, cancelled)
         breaker = self._admit(server_id, connection)
         if isinstance(breaker, Err):
@@ -360,7 +360,9 @@ class MCPManager:
         A cancel of the awaiting coroutine cancels the request, and the SDK tells the
         server to stop, as ``call_tool``'s ``cancelled`` does."""
         found = self._connections.get(server_id)
-        connection = await self._areconnected(server_id, found) if found is not None and not found.alive else found
+        connection = found
+        if found is not None and not self._usable(server_id, found):
+            connection = await self._areconnected(server_id, found)
         admitted = self._admit(server_id, connection)
         if isinstance(admitted, Err):
             return admitted
@@ -407,15 +409,30 @@ class MCPManager:
                 return await coro
         return await _AwaitedOnLoop(loop, coro).result(timeout)
 
+    def _usable(self, server_id: int, connection: Connection) -> bool:
+        """Whether a call may go to ``connection`` now: its session is up and the server is
+        marked connected. A call that saw the session die clears the mark at once, before
+        the loop notices and ends the session, so the next call waits for the reconnect
+        instead of writing to the dead process."""
+        return connection.alive and self._event(server_id).is_set()
+
+    def _settled(self, server_id: int, seen: Connection) -> Connection | None:
+        """The connection to call once ``seen`` was replaced (or turned out usable after
+        all); None while a reconnect is still under way."""
+        current = self._connections.get(server_id)
+        if current is None or current is not seen:
+            return current or seen
+        return seen if self._usable(server_id, seen) else None
+
     def _await_reconnect(self, server_id: int, lost: Connection, cancelled: Any) -> Connection:
         """The server's connection once a reconnect under way has replaced ``lost``, waiting
         at most RECONNECT_WAIT_SECONDS (a restart is not the server being slow, so the
         call's own timeout starts after it); ``lost`` if it has not."""
         deadline = time.monotonic() + RECONNECT_WAIT_SECONDS
         while time.monotonic() < deadline and not (cancelled is not None and cancelled()):
-            current = self._connections.get(server_id)
-            if current is None or current is not lost:
-                return current or lost
+            settled = self._settled(server_id, lost)
+            if settled is not None:
+                return settled
             self._event(server_id).wait(0.05)
         return lost
 
@@ -423,9 +440,9 @@ class MCPManager:
         """``_await_reconnect`` for a coroutine: it looks every 50 ms."""
         deadline = time.monotonic() + RECONNECT_WAIT_SECONDS
         while time.monotonic() < deadline:
-            current = self._connections.get(server_id)
-            if current is None or current is not lost:
-                return current or lost
+            settled = self._settled(server_id, lost)
+            if settled is not None:
+                return settled
             await asyncio.sleep(0.05)
         return lost
 
