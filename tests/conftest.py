@@ -67,6 +67,7 @@ def _system_tools_seeded(request):
     if marker is None:
         return
     transactional = marker.kwargs.get("transaction", False)
+    request.getfixturevalue("_no_session_outlives_the_run")  # set up after the database, so torn down before
     request.getfixturevalue("transactional_db" if transactional else "db")
     from registry.seeding import seed_catalog
 
@@ -141,19 +142,20 @@ def external_assets(html: str) -> list[str]:
     return [url for url in urls if url.startswith("//") or re.match(r"[a-z][a-z0-9+.-]*:", url, re.I)]
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_teardown(item, nextitem):
-    """After the last test, before the test database is dropped, close the database
-    connections of worker threads that have ended with their event loops.
+@pytest.fixture(scope="session")
+def _no_session_outlives_the_run(django_db_setup):
+    """At the end of the run, after every test's own teardown and before the test
+    database is dropped, close the database connections of worker threads that have
+    ended with their event loops, and end the sessions other processes still hold.
 
     Such a connection is only released by its finaliser, and when that warns
     (ResourceWarning) pytest keeps the warning, and with it the connection, to
     the end of the run; PostgreSQL then refuses to drop a database that still
-    has sessions. The suite as a whole happened to release them in time;
-    a file run alone (tests/conversations/test_websocket.py) did not.
+    has sessions. (Done as a session fixture's teardown, not in the last test's
+    teardown hook: there it ran before that test's own flush, and closed the
+    connection the flush needed when the last test drove a browser.)
     """
-    if nextitem is not None:
-        return
+    yield
     try:
         import psycopg
     except ImportError:

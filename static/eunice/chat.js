@@ -218,12 +218,22 @@
     return box;
   }
 
+  // JSON with every object's keys sorted: the stored cards come back from the database in
+  // its own key order (PostgreSQL's jsonb sorts them), which says nothing about their content.
+  function canonical(value) {
+    if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+    if (value && typeof value === "object") {
+      return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonical(value[key])}`).join(",")}}`;
+    }
+    return JSON.stringify(value);
+  }
+
   // Cards stream in as their tools finish; when the answer is done, the stored
   // answer's cards (merged, citations added) replace them if they differ.
   let live = { cards: [], nodes: [] };
   function settleCards(final, where) {
     final = (final || []).filter((card) => card.type !== "approval");  // drawn in the thread, not the panel
-    if (JSON.stringify(final) === JSON.stringify(live.cards)) { live = { cards: [], nodes: [] }; return; }
+    if (canonical(final) === canonical(live.cards)) { live = { cards: [], nodes: [] }; return; }
     live.nodes.forEach((node) => node.remove());
     live = { cards: [], nodes: [] };
     showCards(final, where || (final.some((card) => INLINE_CARDS.has(card.type)) ? messages.appendChild(el("div", "message cards")) : null));
