@@ -1,6 +1,7 @@
 """The chat page's layout and its list of conversations, in real Chromium: long content
 never widens the page, conversations get titles, move up with activity, are found,
-renamed and deleted with undo; a favicon, dark mode, a composer pinned to the bottom.
+renamed and deleted with undo; a favicon, dark mode, a composer pinned to the bottom; on a
+phone the conversation first.
 
 One daphne server in offline mode for the module (a person runs tools with /name).
 """
@@ -176,3 +177,37 @@ def test_the_page_has_an_icon_a_dark_mode_a_pinned_composer_and_a_live_region(se
     dark = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert light == "rgb(250, 250, 250)" and dark == "rgb(17, 20, 24)"
     assert failed == []
+
+
+@pytest.fixture
+def many_conversations(conversation):
+    """A list long enough to fill a phone's screen, and a conversation with a card for the panel."""
+    for n in range(15):
+        Conversation.objects.create(tenant_id=TENANT, user=conversation.user, title=f"Another conversation {n}")
+    store(conversation, "user", "How much rain?")
+    ChatMessage.objects.create(
+        conversation=conversation,
+        message_id="a-with-card",
+        tenant_id=TENANT,
+        role="assistant",
+        text="Here it is.",
+        cards=[{"type": "table", "columns": ["city", "rain"], "rows": [["Oslo", 12], ["Bergen", 25]]}],
+    )
+    return conversation
+
+
+def test_on_a_phone_the_conversation_and_the_composer_come_first(server, many_conversations, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    page.set_viewport_size(PHONE)
+    open_conversation(page, server, many_conversations)
+    page.wait_for_selector("#messages .message.assistant")
+    top = "(e) => e.getBoundingClientRect().top + window.scrollY"  # in the page, wherever it is scrolled to
+    messages = page.eval_on_selector("#messages", top)
+    assert messages < page.eval_on_selector("#panel", top)
+    assert messages < page.eval_on_selector("aside.conversations", top)
+    # The thread and the composer are on the screen as the page opens, no scrolling needed.
+    assert page.evaluate("window.scrollY") == 0
+    composer = page.locator("#composer").bounding_box()
+    assert 0 <= composer["y"] and composer["y"] + composer["height"] <= PHONE["height"]
+    assert page.locator("#messages .message.assistant").bounding_box()["y"] < composer["y"]
