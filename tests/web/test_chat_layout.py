@@ -1,6 +1,7 @@
 """The chat page's layout and its list of conversations, in real Chromium: long content
 never widens the page, conversations get titles, move up with activity, are found,
-renamed and deleted with undo; a favicon, dark mode, a composer pinned to the bottom.
+renamed and deleted with undo; a favicon, dark mode, a composer pinned to the bottom; on a
+phone the conversation first; a scatter plot's axes spanning its data, not zero.
 
 One daphne server in offline mode for the module (a person runs tools with /name).
 """
@@ -176,3 +177,74 @@ def test_the_page_has_an_icon_a_dark_mode_a_pinned_composer_and_a_live_region(se
     dark = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert light == "rgb(250, 250, 250)" and dark == "rgb(17, 20, 24)"
     assert failed == []
+
+
+@pytest.fixture
+def many_conversations(conversation):
+    """A list long enough to fill a phone's screen, and a conversation with a card for the panel."""
+    for n in range(15):
+        Conversation.objects.create(tenant_id=TENANT, user=conversation.user, title=f"Another conversation {n}")
+    store(conversation, "user", "How much rain?")
+    ChatMessage.objects.create(
+        conversation=conversation,
+        message_id="a-with-card",
+        tenant_id=TENANT,
+        role="assistant",
+        text="Here it is.",
+        cards=[{"type": "table", "columns": ["city", "rain"], "rows": [["Oslo", 12], ["Bergen", 25]]}],
+    )
+    return conversation
+
+
+def test_on_a_phone_the_conversation_and_the_composer_come_first(server, many_conversations, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    page.set_viewport_size(PHONE)
+    open_conversation(page, server, many_conversations)
+    page.wait_for_selector("#messages .message.assistant")
+    top = "(e) => e.getBoundingClientRect().top + window.scrollY"  # in the page, wherever it is scrolled to
+    messages = page.eval_on_selector("#messages", top)
+    assert messages < page.eval_on_selector("#panel", top)
+    assert messages < page.eval_on_selector("aside.conversations", top)
+    # The thread and the composer are on the screen as the page opens, no scrolling needed.
+    assert page.evaluate("window.scrollY") == 0
+    composer = page.locator("#composer").bounding_box()
+    assert 0 <= composer["y"] and composer["y"] + composer["height"] <= PHONE["height"]
+    assert page.locator("#messages .message.assistant").bounding_box()["y"] < composer["y"]
+
+
+def scatter_tool_code() -> str:
+    """A custom tool answering with the scatter plot the chart tool makes of rain by year."""
+    import pandas as pd
+
+    from tools.charts import vega_lite
+
+    frame = pd.DataFrame({"year": [2001, 2004, 2010], "rain": [800.5, 870.0, 950.0]})
+    spec = vega_lite(frame, {"x": "year", "y": "rain", "mark": "point"})
+    return f"result = {{'message': 'Rain by year.', 'cards': [{{'type': 'chart', 'spec': {spec!r}}}]}}\n"
+
+
+AXES = """() => Array.from(document.querySelectorAll('#messages .card-chart svg .role-axis')).map((axis) => ({
+  name: axis.getAttribute('aria-label') || '',
+  labels: Array.from(axis.querySelectorAll('.role-axis-label text')).map((t) => t.textContent),
+}))"""
+
+
+@pytest.fixture
+def scatter_tool():
+    return approved_custom_tool({}, "rain_scatter", scatter_tool_code())
+
+
+def test_a_scatter_plot_as_drawn_spans_its_data_not_zero(server, conversation, scatter_tool, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    page.set_viewport_size(DESKTOP)
+    open_conversation(page, server, conversation)
+    say(page, "/rain_scatter")
+    page.wait_for_selector("#messages .card-chart svg .role-axis-label text")
+    axes = {
+        axis["name"][:6]: [float(label.replace(",", "")) for label in axis["labels"]] for axis in page.evaluate(AXES)
+    }
+    # Both axes start near the data (years 2001-2010, rain 800-950), not at zero.
+    assert 1990 <= min(axes["X-axis"]) and max(axes["X-axis"]) <= 2020, axes
+    assert 700 <= min(axes["Y-axis"]) and max(axes["Y-axis"]) <= 1000, axes
