@@ -20,7 +20,7 @@ SIGKILL, registry/execlog.py), and the server's peak RSS with its growth after w
 (goal: flat).
 
 Usage: python bench/soak.py [--conversations 200] [--minutes 5] [--fault-every 30]
-       [--faults sigkill,sigterm,drop,malformed] [--seed 1] [--json]
+       [--faults sigkill,sigterm,drop,malformed] [--rotate 1] [--seed 1] [--json]
 """
 
 from __future__ import annotations
@@ -157,12 +157,15 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-async def converse(product: Product, conversation_id: str, cookie: str, deadline: float, tally: Tally, sabotage: dict):
-    """Send messages one after another until the deadline; reconnect after any close."""
+async def converse(product: Product, pairs: list[tuple[str, str]], deadline: float, tally: Tally, sabotage: dict):
+    """Send messages one after another until the deadline; reconnect after any close. With
+    several conversations (``--rotate``) one message goes to each in turn, a socket each."""
     import websockets
 
     number = 0
+    index = 0
     while time.monotonic() < deadline:
+        conversation_id, cookie = pairs[index % len(pairs)]
         url = f"ws://127.0.0.1:{product.port}/ws/conversations/{conversation_id}/"
         headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{product.port}"}
         try:
@@ -172,6 +175,9 @@ async def converse(product: Product, conversation_id: str, cookie: str, deadline
                     number += 1
                     text = f"soak {conversation_id} {number}"
                     await turn(ws, conversation_id, text, tally, sabotage)
+                    if len(pairs) > 1:
+                        index += 1
+                        break
         except (TimeoutError, OSError, websockets.exceptions.WebSocketException):
             await asyncio.sleep(0.5 + random.random())  # the server is restarting
 
@@ -264,10 +270,12 @@ async def watch(product: Product, deadline: float) -> None:
         await asyncio.sleep(2.0)
 
 
-async def soak(product: Product, pairs, minutes: float, every: float, tally: Tally, kinds: tuple[str, ...]) -> None:
+async def soak(
+    product: Product, pairs, conversations: int, minutes: float, every: float, tally: Tally, kinds: tuple[str, ...]
+) -> None:
     deadline = time.monotonic() + minutes * 60
     sabotage: dict[str, str] = {}
-    clients = [converse(product, c, k, deadline, tally, sabotage) for c, k in pairs]
+    clients = [converse(product, pairs[n::conversations], deadline, tally, sabotage) for n in range(conversations)]
     await asyncio.gather(
         inject(product, pairs, deadline, every, tally, sabotage, kinds), watch(product, deadline), *clients
     )
@@ -315,6 +323,12 @@ def main() -> None:
         "Without sigkill and sigterm one server process lives the whole run: its RSS over time tells "
         "a leak from warm-up",
     )
+    parser.add_argument(
+        "--rotate",
+        type=int,
+        default=1,
+        help="conversations per client, one message to each in turn (short histories; default 1)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -323,10 +337,13 @@ def main() -> None:
         parser.error(f"--faults: choose from {', '.join(FAULTS)} or 'none'")
     if not (1 <= args.conversations <= MAX_CONVERSATIONS and 0 < args.minutes <= MAX_MINUTES):
         parser.error(f"--conversations 1..{MAX_CONVERSATIONS}, --minutes up to {MAX_MINUTES}")
+    if not 1 <= args.rotate <= MAX_CONVERSATIONS // args.conversations:
+        most = MAX_CONVERSATIONS // args.conversations
+        parser.error(f"--rotate: 1..{most} (at most {MAX_CONVERSATIONS} conversations in all)")
     random.seed(args.seed)
     database = _django.setup()
     model, model_port = model_server(CHUNKS, 0.01)
-    pairs = prepare(args.conversations)
+    pairs = prepare(args.conversations * args.rotate)
     env = {
         **os.environ,
         "ANTHROPIC_API_KEY": "bench-key",
@@ -346,13 +363,14 @@ def main() -> None:
     started = time.monotonic()
     try:
         product.start()
-        asyncio.run(soak(product, pairs, args.minutes, args.fault_every, tally, kinds))
+        asyncio.run(soak(product, pairs, args.conversations, args.minutes, args.fault_every, tally, kinds))
     finally:
         product.stop()
         model.terminate()
         model.wait(timeout=30)
     results = {
         "conversations": args.conversations,
+        "rotate": args.rotate,
         "minutes": args.minutes,
         "database": database,
         "faults": dict(tally.faults),
