@@ -114,15 +114,14 @@ def surface_table(data: object) -> SurfaceTable | None:
     """The ``tools`` of an llm_request event (registry.surface.surface_event) as a table:
     name and reason first, then any other field an entry holds; None for other events.
     Cells are plain text (the template escapes them)."""
-    tools = data.get("tools") if isinstance(data, dict) else None
-    if not isinstance(tools, list) or not tools:
+    if not isinstance(data, dict) or not isinstance(tools := data.get("tools"), list) or not tools:
         return None
     entries = [entry if isinstance(entry, dict) else {"name": entry} for entry in tools]
     columns = ["name", "reason"]
     for entry in entries:
         columns += [key for key in entry if key not in columns]
     rows = [[_cell(entry.get(column, "")) for column in columns] for entry in entries]
-    cut = data.get("tools_cut") if isinstance(data, dict) else None
+    cut = data.get("tools_cut")
     return SurfaceTable(columns, rows, [str(name) for name in cut] if isinstance(cut, list) else [])
 
 

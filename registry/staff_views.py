@@ -59,7 +59,7 @@ def playground_tool(request: HttpRequest, name: str) -> HttpResponse:
     picked = conversation_records().one_of(request.user, context["conversation"]) if context["conversation"] else None
     if context["conversation"] and picked is None:
         return _refused(request, context, "conversation: pick one of your own conversations", 403)
-    scope = tenant_scope(request.user)
+    scope = context["scope"]
     if scope not in (None, tenant):
         return _refused(request, context, f"tenant: you act only for your own tenant ({scope or 'none'})", 403)
     if picked is not None and picked.tenant_id != tenant:
@@ -90,10 +90,12 @@ def _run(request: HttpRequest, name: str, inputs: dict, call: ToolContext) -> di
 def _form_context(request: HttpRequest, tool: ToolDefinition) -> dict[str, Any]:
     """The form's choices: the user's own conversations, and the tenants they may act for
     (staff: their own, shown as a fixed value; a superuser: a select)."""
+    scope = tenant_scope(request.user)  # staff: their tenant; a superuser: None (any)
+    own = scope if scope is not None else tenant_of(request.user)
     # Staff without a membership get a default too: running for it is refused (403).
-    default = tenant_of(request.user) or tool.tenant_id.replace("*", "") or "default"
-    fixed = tenant_scope(request.user) is not None
-    tenants = acting_tenants(request.user)
+    default = own or tool.tenant_id.replace("*", "") or "default"
+    fixed = scope is not None
+    tenants = acting_tenants(scope)
     if not fixed and default not in tenants:
         tenants = sorted([*tenants, default])
     return {
@@ -105,6 +107,7 @@ def _form_context(request: HttpRequest, tool: ToolDefinition) -> dict[str, Any]:
         "tenants": tenants,
         "tenant_fixed": fixed,
         "tenant": default,
+        "scope": scope,
     }
 
 

@@ -40,10 +40,10 @@ def in_scope(queryset: Rows, user: object, field: str = "tenant_id") -> Rows:
     return queryset if scope is None else queryset.filter(**{field: scope})
 
 
-def acting_tenants(user: object, limit: int = 200) -> list[str]:
-    """The tenants ``user`` may run a tool for on the staff pages: staff, only their own
-    (none without a membership); an active superuser, every tenant a user acts for."""
-    scope = tenant_scope(user)
+def acting_tenants(scope: str | None, limit: int = 200) -> list[str]:
+    """The tenants a user of ``scope`` (``tenant_scope``'s answer) may run a tool for on the
+    staff pages: staff, only their own (none without a membership); an active superuser,
+    every tenant a user acts for."""
     if scope is not None:
         return [scope] if scope else []
     return TenantMembership.objects.tenant_ids(limit)

@@ -414,7 +414,9 @@ class MCPManager:
         marked connected. A call that saw the session die clears the mark at once, before
         the loop notices and ends the session, so the next call waits for the reconnect
         instead of writing to the dead process."""
-        return connection.alive and self._event(server_id).is_set()
+        # No lock on this per-call path: a dict read, and connect made the event already.
+        marked = self._connected.get(server_id)
+        return connection.alive and marked is not None and marked.is_set()
 
     def _settled(self, server_id: int, seen: Connection) -> Connection | None:
         """The connection to call once ``seen`` was replaced (or turned out usable after
