@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 _new = object.__new__
 
 
-def _no_progress(message: str, fraction: float | None = None) -> None:
+def no_progress(message: str, fraction: float | None = None) -> None:
     """Progress of a call nobody is watching."""
 
 
@@ -73,7 +73,7 @@ class ToolContext:
     capabilities: frozenset[str] = frozenset()
     tool_use_id: str = ""
     depth: int = 0  # 0 for the user's own turn, 1 inside a delegated task
-    progress: ProgressReporter = _no_progress
+    progress: ProgressReporter = no_progress
     cancel: CancelSignal | None = None
     budget: Budget = field(default_factory=Budget)
     budget_limit: float | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -31,6 +32,30 @@ Lost = Callable[[str], None]
 
 class ConnectionLost(MCPError):
     """The session ended under a call (process exit, protocol violation, closed stream)."""
+
+
+class InvalidResult(MCPError):
+    """The server's structured content does not match the outputSchema it declared."""
+
+
+# The SDK's words when a result breaks the tool's declared outputSchema (ClientSession.call_tool).
+_INVALID_RESULT = re.compile(
+    r"has an output schema but did not return|Invalid structured content|Invalid schema for tool"
+)
+
+# A running call's progress reporter: ``report(message, fraction=None)`` (ToolContext.progress).
+Progress = Callable[..., None]
+
+
+def _progress_callback(report: Progress) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+    """The SDK's progress callback for ``report``: the server's message (or "n of total"),
+    and the fraction done when the server knows the total."""
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        fraction = progress / total if total else None
+        report(message or (f"{progress:g} of {total:g}" if total else f"{progress:g} done"), fraction)
+
+    return on_progress
 
 
 class Connection:
@@ -87,8 +112,12 @@ class Connection:
             except TimeoutError:
                 task.cancel()
 
-    async def call(self, tool: str, arguments: dict, timeout: float) -> Any:
-        """tools/call. Raises ConnectionLost, TimeoutError or the SDK's MCPError."""
+    async def call(self, tool: str, arguments: dict, timeout: float, progress: Progress | None = None) -> Any:
+        """tools/call. Raises ConnectionLost, TimeoutError, InvalidResult or the SDK's MCPError.
+
+        With ``progress`` the request carries a progress token, and each progress
+        notification the server sends for it is reported as ``progress(message, fraction)``.
+        """
         from mcp.shared.exceptions import MCPError as SDKError
 
         session = self._session
@@ -97,7 +126,15 @@ class Connection:
         # The caller's bounded wait (MCPManager._run) enforces ``timeout`` and
         # cancels this coroutine; a wait_for here would cost a task per call.
         try:
-            return await session.call_tool(tool, arguments)
+            if progress is None:
+                return await session.call_tool(tool, arguments)
+            return await session.call_tool(tool, arguments, progress_callback=_progress_callback(progress))
+        except RuntimeError as exc:
+            # The SDK checks structured content against the tool's outputSchema and says
+            # so with a RuntimeError; any other RuntimeError is not the server's doing.
+            if _INVALID_RESULT.search(str(exc)):
+                raise InvalidResult(str(exc)[:500]) from None
+            raise
         except SDKError as exc:
             if self._session is None or self._stdio_ended():
                 raise ConnectionLost(self._stdio_reason() or self.lost_reason or "connection closed") from None

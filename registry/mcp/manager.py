@@ -20,13 +20,13 @@ from typing import Any, TypeVar
 
 from django.db import close_old_connections
 
-from registry.context import ToolContext
+from registry.context import ToolContext, no_progress
 from registry.contract import Err, Ok
 from registry.lazy import Lazy
 from registry.mcp import MCPError, inventory, require_sdk
 from registry.mcp.breaker import CircuitBreaker
 from registry.mcp.config import CONNECT_TIMEOUT, ServerConfig
-from registry.mcp.connection import Connection, ConnectionLost
+from registry.mcp.connection import Connection, ConnectionLost, InvalidResult, Progress
 from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
 from registry.mcp.transports import MissingEndpoint, transport_of
@@ -322,14 +322,17 @@ class MCPManager:
 
     # --- calls -------------------------------------------------------------------
 
-    def call_tool(self, server_id: int, tool: str, arguments: dict, cancelled: Any = None) -> Ok | Err:
+    def call_tool(
+        self, server_id: int, tool: str, arguments: dict, cancelled: Any = None, progress: Progress | None = None
+    ) -> Ok | Err:
         """tools/call on the server: an envelope, never an exception.
 
         A call is retried (once, after the server is reconnected) only when the
         connection was lost under it and the tool is listed as idempotent. The
         breaker counts only calls the server failed: a lost connection (and a
         call made while it is re-established) is the reconnect's business.
-        ``acall_tool`` is the same call for a coroutine.
+        ``acall_tool`` is the same call for a coroutine. ``progress`` receives the
+        server's progress notifications for the call (see ``Connection.call``).
         """
         connection = self._connections.get(server_id)
         if connection is not None and not self._usable(server_id, connection):
@@ -340,7 +343,7 @@ class MCPManager:
         assert connection is not None  # _admit refuses a server with none
         started, conn, timeout = time.monotonic(), connection.config.name, connection.config.call_timeout
         try:
-            result = self._run(connection.call(tool, arguments, timeout), timeout, cancelled)
+            result = self._run(connection.call(tool, arguments, timeout, progress), timeout, cancelled)
         except CallCancelled:
             return Err(f"cancelled by the user; MCP server {conn!r} was told to stop {tool!r}", "Cancelled")
         except ConnectionLost as exc:
@@ -354,7 +357,9 @@ class MCPManager:
         breaker.success()
         return to_envelope(conn, tool, result)
 
-    async def acall_tool(self, server_id: int, tool: str, arguments: dict) -> Ok | Err:
+    async def acall_tool(
+        self, server_id: int, tool: str, arguments: dict, progress: Progress | None = None
+    ) -> Ok | Err:
         """``call_tool`` for a coroutine, with nothing blocking its loop: run right there when
         that loop is the MCP loop, else with one hop to it and back (no thread between).
         A cancel of the awaiting coroutine cancels the request, and the SDK tells the
@@ -369,7 +374,8 @@ class MCPManager:
         assert connection is not None  # _admit refuses a server with none
         config, started = connection.config, time.monotonic()
         try:
-            result = await self._aon_loop(connection.call(tool, arguments, config.call_timeout), config.call_timeout)
+            call = connection.call(tool, arguments, config.call_timeout, progress)
+            result = await self._aon_loop(call, config.call_timeout)
         except ConnectionLost as exc:
             self._event(server_id).clear()
             remaining = config.call_timeout - (time.monotonic() - started)
@@ -609,6 +615,12 @@ def _failed(conn: str, tool: str, timeout: float, breaker: CircuitBreaker, exc: 
     if isinstance(exc, TimeoutError):
         breaker.failure()
         return Err(f"MCP server {conn!r} did not answer {tool!r} within {timeout:g} s", "TimeoutError")
+    if isinstance(exc, InvalidResult):
+        breaker.failure()
+        return Err(
+            f"MCP server {conn!r} answered {tool!r} with a result that breaks the tool's own outputSchema: {exc}",
+            "MCPResultInvalid",
+        )
     if not isinstance(exc, SDKError):
         raise exc
     breaker.failure()
@@ -620,10 +632,17 @@ def _handler(manager: MCPManager, config: ServerConfig, tool: str):
 
     def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
         token = context.cancel
-        return manager.call_tool(server_id, tool, inputs, (lambda: token.cancelled) if token is not None else None)
+        cancelled = (lambda: token.cancelled) if token is not None else None
+        return manager.call_tool(server_id, tool, inputs, cancelled, _watched(context))
 
     call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return call_mcp_tool
+
+
+def _watched(context: ToolContext) -> Progress | None:
+    """The call's progress reporter when someone watches it (a turn does), else None: a
+    call nobody watches asks the server for no progress notifications."""
+    return None if context.progress is no_progress else context.progress
 
 
 def _on_loop_handler(manager: MCPManager, config: ServerConfig, tool: str):
@@ -632,7 +651,7 @@ def _on_loop_handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
     async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
-        return await manager.acall_tool(server_id, tool, inputs)
+        return await manager.acall_tool(server_id, tool, inputs, _watched(context))
 
     acall_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return acall_mcp_tool

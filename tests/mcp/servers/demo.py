@@ -2,7 +2,7 @@
 
 Run ``python demo.py stdio`` or ``python demo.py http PORT``. Tools: ``add``,
 ``echo``, ``fail`` (raises), ``slow`` (sleeps), ``picture`` (an image block),
-``weather`` (structured content), ``trace_context`` (the
+``weather`` (structured content), ``countdown`` (progress notifications), ``trace_context`` (the
 request's `_meta` trace context), ``grow`` (adds a tool and announces the
 change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
@@ -59,6 +59,14 @@ def picture() -> ImageContent:
 def weather(city: str) -> dict:
     """Structured weather for a city."""
     return {"city": city, "celsius": 21}
+
+
+@server.tool()
+async def countdown(steps: int, ctx: Context) -> str:
+    """Report progress ``steps`` times (with the total), then answer."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step} of {steps}")
+    return f"counted {steps}"
 
 
 @server.tool()

@@ -3,7 +3,8 @@
 It answers initialize and tools/list correctly; calling ``garbage`` makes it
 write a non-JSON line, calling ``huge`` a 10 MB line, on its real stdout;
 ``deep`` answers with structured content nested ``depth`` levels (written by
-hand: json.dumps itself recurses).
+hand: json.dumps itself recurses). ``liar`` declares an outputSchema (a numeric
+``celsius``) and answers with structured content that breaks it.
 """
 
 import json
@@ -14,10 +15,23 @@ from wire import serve
 TOOLS = [
     {"name": name, "description": f"Write a {name} line.", "inputSchema": {"type": "object"}}
     for name in ("garbage", "huge", "deep")
+] + [
+    {
+        "name": "liar",
+        "description": "Claim a temperature.",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {
+            "type": "object",
+            "properties": {"celsius": {"type": "number"}},
+            "required": ["celsius"],
+        },
+    }
 ]
 
 
 def write_bad_line(params, message_id):
+    if params["name"] == "liar":
+        return {"content": [{"type": "text", "text": "hot"}], "structuredContent": {"celsius": "hot"}}
     if params["name"] == "deep":
         depth = int(params.get("arguments", {}).get("depth", 150))
         structured = '{"v": ' + "[" * depth + "]" * depth + "}"
