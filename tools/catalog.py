@@ -49,6 +49,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "request_user_input",
     "search_mcp_marketplace",
     "install_mcp_server",
+    "read_mcp_resource",
     "preview_data",
     "describe_entry",
     "search_catalog",

@@ -1,4 +1,5 @@
-"""Handlers of the MCP tools: search the marketplace, install a server (staff only).
+"""Handlers of the MCP tools: search the marketplace, install a server (staff only),
+read a connected server's resources.
 
 Installing never happens on the model's call: the call stores a pending
 approval (registry.approvals) and the person decides it in the chat page;
@@ -6,6 +7,8 @@ the host then runs the approved call, and only that one, through dispatch.
 """
 
 from __future__ import annotations
+
+import difflib
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
@@ -92,6 +95,63 @@ def _ask_the_person(inputs: dict, context: ToolContext, actor: object) -> Ok | E
     )
 
 
+RESOURCE_LIST_LIMIT = 200
+
+
+@uniform_contract(name="read_mcp_resource", is_tabular=False)
+def read_mcp_resource(inputs: dict, context: ToolContext) -> Ok | Err:
+    from registry.mcp.manager import get_manager
+    from registry.mcp.results import resource_to_envelope
+
+    server = _tenant_server(inputs["server"], context.tenant_id)
+    manager = get_manager()
+    unavailable = manager.ensure_connected(server.pk)
+    if unavailable:
+        return Err(f"cannot read resources of {server.name!r}: {unavailable}", "MCPUnavailable")
+    uri = (inputs.get("uri") or "").strip()
+    try:
+        if uri:
+            return resource_to_envelope(server.name, uri, manager.read_resource(server.pk, uri))
+        listed, templates = manager.resources(server.pk, RESOURCE_LIST_LIMIT)
+    except MCPError as exc:
+        return Err(f"could not read resources of {server.name!r}: {exc}", "MCPResourceError")
+    return _resource_listing(server.name, listed, templates)
+
+
+def _tenant_server(name: str, tenant_id: str):  # noqa: ANN202 - an MCPServer row
+    """The tenant's enabled server called ``name``; a Hint naming the tenant's servers otherwise."""
+    from registry.models import MCPServer
+
+    servers = {row.name: row for row in MCPServer.objects.filter(tenant_id=tenant_id, enabled=True)}
+    if name in servers:
+        return servers[name]
+    close = difflib.get_close_matches(name, sorted(servers), n=3, cutoff=0.4) or sorted(servers)[:5]
+    raise HintException(
+        "fetch",
+        f"no enabled MCP server called {name!r} is connected for you",
+        [{"label": found, "score": 1.0 - rank * 0.1} for rank, found in enumerate(close)],
+        narrow="use a server name exactly as listed" if servers else "no MCP server is configured for you",
+    )
+
+
+def _resource_listing(conn: str, listed: list, templates: list) -> Ok:
+    if not listed and not templates:
+        return Ok(rows=0, data=f"MCP server {conn!r} offers no resources.")
+    lines = [f"MCP server {conn!r} offers {len(listed)} resource(s); read one with its uri:"]
+    for resource in listed:
+        described = f" — {resource.description}" if resource.description else ""
+        mime = f" ({resource.mime_type})" if resource.mime_type else ""
+        lines.append(f"- {resource.uri}: {resource.title or resource.name}{mime}{described}")
+    if templates:
+        lines.append(f"{len(templates)} resource template(s); fill the {{placeholders}} to make a uri:")
+        for template in templates:
+            described = f" — {template.description}" if template.description else ""
+            lines.append(f"- {template.uri_template}: {template.title or template.name}{described}")
+    if len(listed) >= RESOURCE_LIST_LIMIT or len(templates) >= RESOURCE_LIST_LIMIT:
+        lines.append(f"(listing stopped at {RESOURCE_LIST_LIMIT} of each)")
+    return Ok(rows=len(listed) + len(templates), data="\n".join(lines))
+
+
 def _message(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(exc.messages)
@@ -99,6 +159,32 @@ def _message(exc: Exception) -> str:
 
 
 TOOLS = (
+    Tool(
+        name="read_mcp_resource",
+        description=(
+            "Read the resources (files, records, documents) an MCP server connected for the user "
+            "offers. Without a uri, lists the server's resources and resource templates; with a "
+            "uri (from that list, a filled-in template, or a resource link in an earlier tool "
+            "result), returns its contents."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "server": {"type": "string", "minLength": 1, "description": "The MCP server's name."},
+                "uri": {
+                    "type": "string",
+                    "maxLength": 2000,
+                    "description": "The resource to read; leave out to list what the server offers.",
+                },
+            },
+            "required": ["server"],
+            "additionalProperties": False,
+        },
+        handler=read_mcp_resource,
+        category="mcp",
+        status_message="Reading an MCP resource",
+        timeout_seconds=130,
+    ),
     Tool(
         name="search_mcp_marketplace",
         description=(

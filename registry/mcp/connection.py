@@ -143,6 +143,26 @@ class Connection:
                 raise SDKError(exc.error.code, refused) from None
             raise
 
+    async def resources(self, limit: int) -> tuple[list[Any], list[Any]]:
+        """The server's resources and resource templates (every page, at most ``limit`` of
+        each); two empty lists when it declares no resources capability."""
+        session = self._live_session()
+        capabilities = session.server_capabilities
+        if capabilities is None or capabilities.resources is None:
+            return [], []
+        listed = await _every_page(session.list_resources, "resources", limit)
+        templates = await _every_page(session.list_resource_templates, "resource_templates", limit)
+        return listed, templates
+
+    async def read_resource(self, uri: str) -> Any:
+        """resources/read. Raises ConnectionLost or the SDK's MCPError (e.g. an unknown URI)."""
+        return await self._live_session().read_resource(uri)
+
+    def _live_session(self) -> Any:
+        if self._session is None:
+            raise ConnectionLost(self.lost_reason or "not connected")
+        return self._session
+
     async def list_now(self) -> list[RemoteTool]:
         """tools/list now, as the server answers it (the rows are not touched).
         Raises ConnectionLost when there is no session."""
@@ -270,6 +290,22 @@ async def _list_tools(session: Any) -> list[RemoteTool]:
         cursor = parsed.next_cursor
         if not cursor:
             return tools
+
+
+async def _every_page(list_page: Callable[..., Awaitable[Any]], field: str, limit: int) -> list[Any]:
+    """Every page of a paginated list request, at most ``limit`` entries (a server that
+    keeps handing out cursors stops being listed there)."""
+    import mcp_types
+
+    found: list[Any] = []
+    cursor = None
+    while len(found) < limit:
+        page = await list_page(params=mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        found.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return found[:limit]
 
 
 SDK_HTTP_ERROR = "Server returned an error response"

@@ -387,6 +387,33 @@ class MCPManager:
         admitted.success()
         return to_envelope(config.name, tool, result)
 
+    # --- resources ---------------------------------------------------------------
+
+    def resources(self, server_id: int, limit: int = 200) -> tuple[list[Any], list[Any]]:
+        """The server's resources and resource templates. Raises MCPError saying why not."""
+        return self._ask(server_id, lambda connection: connection.resources(limit))
+
+    def read_resource(self, server_id: int, uri: str) -> Any:
+        """resources/read on the server. Raises MCPError saying why not (an unknown URI included)."""
+        return self._ask(server_id, lambda connection: connection.read_resource(uri))
+
+    def _ask(self, server_id: int, request: Any) -> Any:
+        """One request to a connected server within its call timeout, its failures as MCPError."""
+        from mcp.shared.exceptions import MCPError as SDKError
+
+        connection = self._connections.get(server_id)
+        if connection is None or not connection.alive:
+            raise MCPError("this MCP server is not connected")
+        name, timeout = connection.config.name, connection.config.call_timeout
+        try:
+            return self._run(request(connection), timeout)
+        except TimeoutError:
+            raise MCPError(f"MCP server {name!r} did not answer within {timeout:g} s") from None
+        except ConnectionLost as exc:
+            raise MCPError(f"MCP server {name!r} went away: {exc}") from None
+        except SDKError as exc:
+            raise MCPError(f"MCP server {name!r} refused: {exc}") from None
+
     def _admit(self, server_id: int, connection: Connection | None) -> CircuitBreaker | Err:
         """The server's breaker when a call may go to ``connection`` now, else the Err saying why not."""
         if connection is None:

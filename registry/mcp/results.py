@@ -58,3 +58,29 @@ def _render_block(block: Any, cards: list[dict]) -> str:
     if kind == "resource_link":
         return f"[resource link {block.uri}: {getattr(block, 'name', '')}]"
     return f"[unsupported content block {kind!r}]"
+
+
+def resource_to_envelope(conn: str, uri: str, result: Any) -> Ok:
+    """A resources/read result → Ok: text contents as the model's text (capped like a tool's),
+    an image or audio blob as a card the person sees, any other blob as a line naming it."""
+    parts: list[str] = []
+    cards: list[dict] = []
+    for contents in result.contents or []:
+        where = str(getattr(contents, "uri", "") or uri)
+        mime = getattr(contents, "mime_type", None)
+        text = getattr(contents, "text", None)
+        if text is not None:
+            parts.append(f"[resource {where}{f' ({mime})' if mime else ''}]\n{text}")
+            continue
+        blob = getattr(contents, "blob", "") or ""
+        size = len(base64.b64decode(blob, validate=False)) if blob else 0
+        kind = (mime or "").split("/", 1)[0]
+        if kind in ("image", "audio"):
+            cards.append({"type": CardType(kind), "mime_type": mime, "data": blob})
+            parts.append(f"[{kind} resource {where}: {mime}, {size} bytes — shown to the user]")
+        else:
+            parts.append(f"[binary resource {where}: {mime or 'unknown type'}, {size} bytes]")
+    text = "\n\n".join(parts) or f"MCP server {conn!r} returned no contents for {uri}"
+    if len(text) > MAX_TEXT:
+        text = text[:MAX_TEXT] + f"\n… [truncated: {len(text) - MAX_TEXT} more characters]"
+    return Ok(rows=len(result.contents or []), data=text, effects=Effects(cards=cards, cost=0.0))

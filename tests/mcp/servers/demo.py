@@ -6,7 +6,8 @@ Run ``python demo.py stdio`` or ``python demo.py http PORT``. Tools: ``add``,
 request's `_meta` trace context), ``grow`` (adds a tool and announces the
 change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
-break the process or the protocol on purpose.
+break the process or the protocol on purpose. Resources: ``demo://readme`` (text),
+``demo://logo`` (a PNG blob) and the template ``demo://notes/{topic}``.
 """
 
 from __future__ import annotations
@@ -97,6 +98,21 @@ async def trace_context(ctx: Context) -> str:
     """The W3C trace context the request's `_meta` carried (`{}` when none)."""
     meta = ctx.request_context.meta or {}
     return json.dumps({key: meta[key] for key in ("traceparent", "tracestate") if key in meta})
+
+
+@server.resource("demo://readme", name="readme", title="Read me", description="What the demo server is.")
+def readme() -> str:
+    return "The demo server answers the tests."
+
+
+@server.resource("demo://logo", name="logo", mime_type="image/png")
+def logo() -> bytes:
+    return base64.b64decode(PNG)
+
+
+@server.resource("demo://notes/{topic}", name="notes", description="A note on a topic.")
+def notes(topic: str) -> str:
+    return f"Notes on {topic}."
 
 
 @server.tool()
