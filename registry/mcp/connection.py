@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
+from pydantic import ValidationError
+
 from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
 from registry.mcp.naming import RemoteTool
@@ -66,8 +68,11 @@ class Connection:
         *,
         on_tools_changed: ToolsChanged,
         on_lost: Lost,
+        elicitation: Any = None,
     ) -> None:
         self.config = config
+        # The SDK's elicitation callback; without one Eunice declares no elicitation capability.
+        self._elicitation = elicitation
         self.tools: list[RemoteTool] = []
         self.lost_reason = ""
         self._pinned = pinned
@@ -87,6 +92,12 @@ class Connection:
     @property
     def alive(self) -> bool:
         return self._session is not None
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision agreed with the server (None before the session is up)."""
+        session = self._session
+        return session.protocol_version if session is not None else None
 
     async def open(self, timeout: float) -> list[RemoteTool]:
         """Start the session and list the tools. Raises MCPError saying why it failed."""
@@ -125,10 +136,15 @@ class Connection:
             raise ConnectionLost(self.lost_reason or "not connected")
         # The caller's bounded wait (MCPManager._run) enforces ``timeout`` and
         # cancels this coroutine; a wait_for here would cost a task per call.
+        on_progress = _progress_callback(progress) if progress is not None else None
         try:
-            if progress is None:
-                return await session.call_tool(tool, arguments)
-            return await session.call_tool(tool, arguments, progress_callback=_progress_callback(progress))
+            result = await session.call_tool(tool, arguments, progress_callback=on_progress, allow_input_required=True)
+            if _needs_input(result):
+                result = await _with_input(session, result, tool, arguments, on_progress)
+            return result
+        except ValidationError as exc:
+            # The server's answer is not a result of the negotiated revision at all.
+            raise InvalidResult(f"the answer is not a valid tools/call result: {_first_error(exc)}") from None
         except RuntimeError as exc:
             # The SDK checks structured content against the tool's outputSchema and says
             # so with a RuntimeError; any other RuntimeError is not the server's doing.
@@ -179,14 +195,19 @@ class Connection:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
-                await session.initialize()
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message, elicitation_callback=self._elicitation)
+                )
+                await _negotiate(session)
                 self.tools = await _list_tools(session)
                 self._session = session
+                if _is_modern(session):
+                    self._start(self._listen_for_changes(session))
                 self._ready.set_result(self.tools)
                 await self._until_done()
                 reason = self._stdio_reason()
         except Exception as exc:  # noqa: BLE001 - a task boundary: the reason becomes last_error
+            await self._stdio_settled()
             reason = self._stdio_reason() or self._refused(exc) or describe_failure(exc)
             logger.warning("MCP server %s: %s", self.config.name, reason, exc_info=exc)
         finally:
@@ -216,6 +237,17 @@ class Connection:
             for waiter in waiters:
                 waiter.cancel()
 
+    async def _stdio_settled(self, within: float = 2.0) -> None:
+        """After a failure, give a stdio process that is exiting a moment to be seen exiting:
+        the SDK's "Connection closed" can arrive before the exit is noticed, and the exit
+        code and stderr lines are the reason worth showing."""
+        if self._stdio is None or self._stdio.ended.is_set():
+            return
+        try:
+            await asyncio.wait_for(self._stdio.ended.wait(), within)
+        except TimeoutError:
+            pass
+
     def _stdio_ended(self) -> bool:
         return self._stdio is not None and self._stdio.ended.is_set()
 
@@ -236,17 +268,39 @@ class Connection:
         import mcp_types
 
         if isinstance(message, mcp_types.ToolListChangedNotification):
-            # A burst of notifications costs one re-listing now and one after it, not one each:
-            # the last re-listing starts after the last notification, so it sees the final list.
-            if self._relisting is not None and not self._relisting.done():
-                self._relist_owed = True
-                return
-            task = asyncio.create_task(self._relist_while_owed())
-            self._relisting = task
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._tools_changed()
         elif isinstance(message, Exception):
             logger.warning("MCP server %s sent something unreadable: %s", self.config.name, message)
+
+    def _start(self, coro: Any) -> asyncio.Task:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _listen_for_changes(self, session: Any) -> None:
+        """At 2026-07-28 a server announces a changed tool list on a ``subscriptions/listen``
+        stream, not as a notification: listen for the session's life, and treat each event
+        as the older revision's ``list_changed`` (the same coalesced re-listing). A server
+        that refuses to listen keeps working; its changes are seen at the next connect."""
+        from mcp.client.subscriptions import listen
+
+        try:
+            async with listen(session, tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._tools_changed()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a background task: log and keep the session
+            logger.info("MCP server %s: no change subscription (%s)", self.config.name, describe_failure(exc))
+
+    def _tools_changed(self) -> None:
+        """A burst of announcements costs one re-listing now and one after it, not one each:
+        the last re-listing starts after the last announcement, so it sees the final list."""
+        if self._relisting is not None and not self._relisting.done():
+            self._relist_owed = True
+            return
+        self._relisting = self._start(self._relist_while_owed())
 
     async def _relist_while_owed(self) -> None:
         while True:
@@ -264,6 +318,65 @@ class Connection:
             await self._on_tools_changed(self.tools)
         except Exception as exc:  # noqa: BLE001 - a background task: log and keep the session
             logger.warning("MCP server %s: re-listing tools failed: %s", self.config.name, exc, exc_info=exc)
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "unreadable"
+    first = errors[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "the result"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first.get('msg', 'invalid')}{more}"[:300]
+
+
+def _needs_input(result: Any) -> bool:
+    import mcp_types
+
+    return isinstance(result, mcp_types.InputRequiredResult)
+
+
+async def _with_input(session: Any, first: Any, tool: str, arguments: dict, on_progress: Any) -> Any:
+    """At 2026-07-28 a server that needs something from the client mid-call (a person's answer,
+    a model's completion) answers ``input_required`` instead of sending a request of its own:
+    answer its input requests through the session's callbacks (the same ones the older
+    revision's server-to-client requests reach) and retry the call with the responses and its
+    opaque ``requestState``, round after round (at most the SDK's cap). A request the client
+    cannot answer (no elicitation callback) ends the call as the SDK's MCPError."""
+    from mcp.client._input_required import run_input_required_driver
+    from mcp.client.session import ClientRequestContext
+
+    async def dispatch(key: str, request: Any) -> Any:
+        meta = request.params.meta if request.params else None
+        context = ClientRequestContext(session=session, request_id=key, meta=meta)
+        return await session.dispatch_input_request(context, request)
+
+    async def retry(responses: Any, state: str | None) -> Any:
+        return await session.call_tool(
+            tool,
+            arguments,
+            progress_callback=on_progress,
+            input_responses=responses,
+            request_state=state,
+            allow_input_required=True,
+        )
+
+    return await run_input_required_driver(first, dispatch=dispatch, retry=retry)
+
+
+async def _negotiate(session: Any) -> None:
+    """Agree on a protocol revision: ``server/discover`` at the newest revision the SDK
+    speaks (2026-07-28: no session, per-request metadata), falling back to the older
+    ``initialize`` handshake (2025-11-25 and before) for a server that does not answer it."""
+    from mcp.client._probe import negotiate_auto  # the SDK's own policy, which Client(mode="auto") uses
+
+    await negotiate_auto(session)
+
+
+def _is_modern(session: Any) -> bool:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return session.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
 async def _list_tools(session: Any) -> list[RemoteTool]:

@@ -4,7 +4,8 @@ It answers initialize and tools/list correctly; calling ``garbage`` makes it
 write a non-JSON line, calling ``huge`` a 10 MB line, on its real stdout;
 ``deep`` answers with structured content nested ``depth`` levels (written by
 hand: json.dumps itself recurses). ``liar`` declares an outputSchema (a numeric
-``celsius``) and answers with structured content that breaks it.
+``celsius``) and answers with structured content that breaks it; ``malformed``
+answers with something that is no tools/call result at all.
 """
 
 import json
@@ -14,7 +15,7 @@ from wire import serve
 
 TOOLS = [
     {"name": name, "description": f"Write a {name} line.", "inputSchema": {"type": "object"}}
-    for name in ("garbage", "huge", "deep")
+    for name in ("garbage", "huge", "deep", "malformed")
 ] + [
     {
         "name": "liar",
@@ -30,6 +31,8 @@ TOOLS = [
 
 
 def write_bad_line(params, message_id):
+    if params["name"] == "malformed":
+        return {"content": "not a list of blocks", "isError": "perhaps"}
     if params["name"] == "liar":
         return {"content": [{"type": "text", "text": "hot"}], "structuredContent": {"celsius": "hot"}}
     if params["name"] == "deep":
