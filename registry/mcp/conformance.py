@@ -144,7 +144,8 @@ def _sample(spec: dict) -> Any:
     kind = spec.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
-    return {"integer": 2, "number": 3, "boolean": True, "array": [], "object": {}, "null": None}.get(kind, "eunice")
+    samples: dict[str, Any] = {"integer": 2, "number": 3, "boolean": True, "array": [], "object": {}, "null": None}
+    return samples.get(str(kind), "eunice")
 
 
 async def _accept_with_defaults(_context: Any, params: Any) -> Any:
