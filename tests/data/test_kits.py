@@ -15,7 +15,7 @@ from conversations.models import Conversation
 from datacatalog.store import ConversationCatalog
 from registry.context import ToolContext
 from tests.conftest import OTHER_TENANT, TENANT
-from tools import kits
+from tools import catalog_search, kits
 from tools.models import Kit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,8 +32,10 @@ SALES_KIT = {
 @pytest.fixture(autouse=True)
 def fresh_index():
     kits.clear_cache()
+    catalog_search.clear_cache()
     yield
     kits.clear_cache()
+    catalog_search.clear_cache()
 
 
 @pytest.fixture
@@ -142,3 +144,14 @@ def test_a_kit_that_cannot_be_made_names_the_field(sales, in_conversation, chang
 def test_search_kits_needs_a_query_or_a_kit_to_load(registry, colleague):
     result = call_in(registry, colleague.id, "search_kits")
     assert result.content.startswith("⚠ schema hint: query: say what the kit should hold")
+
+
+def test_search_catalog_names_the_tenants_kits_with_the_call_that_loads_them(registry, saved, colleague):
+    found = call_in(registry, colleague.id, "search_catalog", query="quarterly sales review by region", kinds=["kit"])
+    assert found.ok, found.content
+    first = next(line for line in found.content.splitlines() if line.startswith("1. "))
+    assert first.startswith("1. kit 'regional sales review'")
+    assert "use: search_kits {load: 'regional sales review'}" in found.content
+    globex = Conversation.objects.create(id="conv-globex", tenant_id=OTHER_TENANT)
+    theirs = call_in(registry, globex.id, "search_catalog", tenant=OTHER_TENANT, query="sales review", kinds=["kit"])
+    assert theirs.content.startswith("⚠ fetch hint: nothing in this conversation's catalog (kit)")
