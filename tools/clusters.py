@@ -21,7 +21,7 @@ from registry.declarations import Tool
 from tools.charts import chart_effects, chart_spec
 from tools.datacommon import catalog, catalog_errors, check_columns, chosen_dataset
 from tools.fragments import DATASET
-from tools.lib.units import Units, corpus_documents, is_text
+from tools.lib.units import Units, corpus_documents, is_text, joined_text, only_one_source
 
 if TYPE_CHECKING:
     import numpy as np
@@ -119,7 +119,7 @@ def _from_dataset(inputs: dict, context: ToolContext) -> _Points:
         features = ((values - values.mean()) / spread).to_numpy(dtype=np.float64)
         return _Points(source, frame, labels, features, columns, [])
     _check_size(len(frame), MAX_TEXT_ROWS, source)
-    texts = frame[columns].astype("string").fillna("").agg(" ".join, axis=1).tolist()
+    texts = joined_text(frame, columns)
     # Without a label column a text row is named by its own words, not by its number.
     labels = labels if label else [text[:80] for text in texts]
     return _Points(source, frame, labels, _meaning(texts), [], texts)
@@ -128,8 +128,7 @@ def _from_dataset(inputs: dict, context: ToolContext) -> _Points:
 def _from_corpus(inputs: dict, context: ToolContext) -> _Points:
     import pandas as pd
 
-    if inputs.get("dataset") or inputs.get("columns"):
-        raise HintException("schema", "corpus: pass either a corpus or a dataset (with columns), not both")
+    only_one_source(inputs)
     units: Units = corpus_documents(context, inputs["corpus"], MAX_TEXT_ROWS)
     frame = pd.DataFrame({"title": units.labels})
     return _Points(units.source, frame, units.labels, _meaning(units.texts), [], units.texts)

@@ -19,7 +19,7 @@ from registry.declarations import Tool
 from tools.charts import VEGA_LITE_SCHEMA, chart_effects
 from tools.datacommon import catalog, catalog_errors, table_ok
 from tools.fragments import DATASET
-from tools.lib.units import Units, corpus_passages, dataset_text
+from tools.lib.units import Units, corpus_passages, dataset_text, only_one_source
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,9 +63,8 @@ def build_co_occurrence(inputs: dict, context: ToolContext) -> Ok:
 
 
 def _units(inputs: dict, context: ToolContext) -> Units:
+    only_one_source(inputs)
     if inputs.get("corpus"):
-        if inputs.get("dataset") or inputs.get("columns"):
-            raise HintException("schema", "corpus: pass either a corpus or a dataset (with columns), not both")
         return corpus_passages(context, inputs["corpus"], MAX_UNITS)
     _, _, frame, units = dataset_text(context, inputs)
     if len(frame) > MAX_UNITS:

@@ -19,8 +19,10 @@ DOCUMENT_HEAD = 2000
 
 if TYPE_CHECKING:
     import pandas as pd
+    from django.db.models import QuerySet
 
     from datacatalog.store import ConversationCatalog
+    from tools.models import Corpus
 
 
 @dataclass
@@ -42,9 +44,20 @@ def dataset_text(context: ToolContext, inputs: dict) -> tuple[ConversationCatalo
     if not columns:
         raise HintException("schema", f"columns: dataset {name!r} has no text columns; name the columns to read")
     check_columns(frame, columns, "columns")
-    texts = frame[columns].astype("string").fillna("").agg(" ".join, axis=1).tolist()
+    texts = joined_text(frame, columns)
     labels = [str(n) for n in range(len(frame))]
     return books, name, frame, Units(f"dataset {name!r} ({', '.join(columns)})", labels, texts)
+
+
+def joined_text(frame: pd.DataFrame, columns: list[str]) -> list[str]:
+    """Each row's ``columns`` as one text, missing values left out."""
+    return frame[columns].astype("string").fillna("").agg(" ".join, axis=1).tolist()
+
+
+def only_one_source(inputs: dict) -> None:
+    """Raise a Hint naming ``corpus`` when both a corpus and a dataset (or its columns) are given."""
+    if inputs.get("corpus") and (inputs.get("dataset") or inputs.get("columns")):
+        raise HintException("schema", "corpus: pass either a corpus or a dataset (with columns), not both")
 
 
 def is_text(series: pd.Series) -> bool:
@@ -58,21 +71,30 @@ def corpus_passages(context: ToolContext, corpus_name: str, limit: int) -> Units
 
     Raises a Hint for an unknown corpus, an empty one, or one past ``limit`` passages.
     """
-    from tools.corpora import resolve_corpus
-    from tools.lib.passages import readable_documents
     from tools.models import Chunk
 
-    corpus = resolve_corpus(context.tenant_id, corpus_name)
-    documents = readable_documents(context).filter(corpus=corpus)
+    corpus, documents = _readable_corpus(context, corpus_name)
     chunks = Chunk.objects.for_tenant(context.tenant_id).filter(document__in=documents)
-    count = chunks.count()
-    if count == 0:
-        raise HintException("schema", f"corpus: {corpus.name!r} has no documents you can read; index_content first")
-    if count > limit:
-        raise HintException("schema", f"corpus: {corpus.name!r} has {count:,} passages, more than {limit:,} at once")
+    _check_count(corpus.name, chunks.count(), limit, "passages")
     rows = list(chunks.select_related("document").order_by("document_id", "position"))
     labels = [f"{chunk.document.title} #{chunk.position}" for chunk in rows]
     return Units(f"corpus {corpus.name!r}", labels, [chunk.text for chunk in rows])
+
+
+def _readable_corpus(context: ToolContext, corpus_name: str) -> tuple[Corpus, QuerySet]:
+    """The tenant's corpus of that name and its documents the caller may read. Raises a Hint if unknown."""
+    from tools.corpora import resolve_corpus
+    from tools.lib.passages import readable_documents
+
+    corpus = resolve_corpus(context.tenant_id, corpus_name)
+    return corpus, readable_documents(context).filter(corpus=corpus)
+
+
+def _check_count(corpus: str, count: int, limit: int, what: str) -> None:
+    if count == 0:
+        raise HintException("schema", f"corpus: {corpus!r} has no documents you can read; index_content first")
+    if count > limit:
+        raise HintException("schema", f"corpus: {corpus!r} has {count:,} {what}, more than {limit:,} at once")
 
 
 def corpus_documents(context: ToolContext, corpus_name: str, limit: int) -> Units:
@@ -82,15 +104,7 @@ def corpus_documents(context: ToolContext, corpus_name: str, limit: int) -> Unit
     """
     from django.db.models.functions import Substr
 
-    from tools.corpora import resolve_corpus
-    from tools.lib.passages import readable_documents
-
-    corpus = resolve_corpus(context.tenant_id, corpus_name)
-    documents = readable_documents(context).filter(corpus=corpus)
-    count = documents.count()
-    if count == 0:
-        raise HintException("schema", f"corpus: {corpus.name!r} has no documents you can read; index_content first")
-    if count > limit:
-        raise HintException("schema", f"corpus: {corpus.name!r} has {count:,} documents, more than {limit:,} at once")
+    corpus, documents = _readable_corpus(context, corpus_name)
+    _check_count(corpus.name, documents.count(), limit, "documents")
     rows = documents.defer("text").annotate(head=Substr("text", 1, DOCUMENT_HEAD)).order_by("id")
     return Units(f"corpus {corpus.name!r}", [row.title for row in rows], [f"{row.title}. {row.head}" for row in rows])
