@@ -3,13 +3,14 @@
 One hybrid index (BM25 + the bundled encoders, ``registry.retrieval`` through
 ``tools.lib.hybrid``, the same machinery ``search_tools`` ranks with) over the
 caller's catalog: the conversation's datasets, the files made in it or given to
-the tenant, the documents and corpora they may read, and the tenant's entities.
+the tenant, the documents and corpora they may read, and the tenant's entities
+and kits.
 Every kind is read through the access rule its own tools use, so a search never
 names what the caller could not open (docs/access.md).
 
 The index is kept per (tenant, conversation, caller) and rebuilt only when one
-kind's fingerprint (count, last change) moves. Entities reuse the vectors stored
-on their rows; the other kinds' vectors are kept in a bounded in-process cache
+kind's fingerprint (count, last change) moves. Entities and kits reuse the
+vectors stored on their rows; the other kinds' vectors are kept in a bounded in-process cache
 keyed by the model and the embedded text, so a rebuild embeds only what is new.
 """
 
@@ -30,7 +31,7 @@ from registry.declarations import Tool
 from registry.retrieval import Embedder, ToolDocument, ToolSearchIndex
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, vector_tag
 
-KINDS = ("dataset", "file", "document", "corpus", "entity")
+KINDS = ("dataset", "file", "document", "corpus", "entity", "kit")
 # The newest this many of each kind are searched; older ones stay reachable through
 # their own tools (list_entities, search_documents). Bounds the work of one rebuild.
 MAX_PER_KIND = 1000
@@ -146,12 +147,19 @@ def _entities(context: ToolContext) -> QuerySet:
     return Entity.objects.for_tenant(context.tenant_id)
 
 
+def _kits(context: ToolContext) -> QuerySet:
+    from tools.models import Kit
+
+    return Kit.objects.for_tenant(context.tenant_id)
+
+
 _ROWS: dict[str, Callable[[ToolContext], QuerySet]] = {
     "dataset": _datasets,
     "file": _files,
     "document": _documents,
     "corpus": _corpora,
     "entity": _entities,
+    "kit": _kits,
 }
 # The field that moves when a row of the kind changes (an entity's facts touch its
 # updated_at; a corpus changes only by being made or removed).
@@ -161,6 +169,7 @@ _CHANGED = {
     "document": "updated_at",
     "corpus": "id",
     "entity": "updated_at",
+    "kit": "updated_at",
 }
 
 
@@ -236,12 +245,25 @@ def _describe_entities(rows: QuerySet) -> list[_Described]:
     return described
 
 
+def _describe_kits(rows: QuerySet) -> list[_Described]:
+    from tools.kits import describe
+
+    described: list[_Described] = []
+    for kit in rows.order_by("-updated_at", "-id")[:MAX_PER_KIND]:
+        # The text tools.kits embeds, so the vector stored on the row is reused as it is.
+        text = describe(kit)
+        item = Item("kit", kit.name, text[:300], f"search_kits {{load: {kit.name!r}}}")
+        described.append((as_document(f"kit:{kit.pk}", kit.name, text), item, kit.embedding, kit.embedding_model))
+    return described
+
+
 _DESCRIBE = {
     "dataset": _describe_datasets,
     "file": _describe_files,
     "document": _describe_documents,
     "corpus": _describe_corpora,
     "entity": _describe_entities,
+    "kit": _describe_kits,
 }
 
 
@@ -281,13 +303,13 @@ def find(context: ToolContext, query: str, kinds: list[str] | None = None, limit
 
 @uniform_contract(name="search_catalog", is_tabular=True)
 def search_catalog(inputs: dict, context: ToolContext) -> Ok:
-    """The datasets, files, documents, corpora and entities that match a description, best first."""
+    """The datasets, files, documents, corpora, entities and kits that match a description, best first."""
     import pandas as pd
 
     kinds = inputs.get("kinds")
     hits = find(context, inputs["query"], kinds, inputs.get("limit", 5))
     if not hits:
-        scope = ", ".join(kinds) if kinds else "datasets, files, documents, corpora or entities"
+        scope = ", ".join(kinds) if kinds else "datasets, files, documents, corpora, entities or kits"
         raise HintException(
             "fetch",
             f"nothing in this conversation's catalog ({scope}) matches {inputs['query']!r}",
@@ -320,8 +342,9 @@ TOOLS = (
         name="search_catalog",
         description=(
             "Look up what this conversation's catalog already holds: its datasets, files, "
-            "indexed documents, corpora and recorded entities, matched by meaning. Use it "
-            "before asking the user for data or guessing a dataset name. Returns each match's "
+            "indexed documents, corpora and recorded entities, and the team's saved kits, matched "
+            "by meaning. Use it before asking the user for data or guessing a dataset name. "
+            "Returns each match's "
             "kind, a summary and the call that opens it."
         ),
         input_schema={

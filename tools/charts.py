@@ -16,6 +16,8 @@ from tools.fragments import DATASET
 if TYPE_CHECKING:
     import pandas as pd
 
+    from datacatalog.store import ConversationCatalog
+
 CHART_MAX_ROWS = 5000
 MAP_MAX_POINTS = 5000
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -27,35 +29,50 @@ _LAT, _LON = ("lat", "latitude", "y"), ("lon", "lng", "long", "longitude", "x")
 def create_chart(inputs: dict, context: ToolContext) -> Ok:
     """A Vega-Lite chart of a dataset as a card, plus the rendered image as a downloadable file."""
     books, name, frame = chosen_dataset(context, inputs)
+    spec = chart_spec(frame, name, inputs)
+    effects = chart_effects(books, name, spec, image_format=inputs.get("format", "svg"), source_tool="create_chart")
+    return Ok(
+        rows=len(frame),
+        data=f"Chart {spec['title']!r} ({inputs.get('mark', 'bar')}) of {len(frame):,} rows "
+        f"from {name!r} is shown to the user; image: {next(iter(effects.exports))}",
+        effects=effects,
+    )
+
+
+def chart_spec(frame: pd.DataFrame, name: str, inputs: dict, field_prefix: str = "") -> dict:
+    """The Vega-Lite spec of a chart of ``frame`` (dataset ``name``) as ``inputs`` describe it.
+
+    Raises a Hint naming the field (after ``field_prefix``) for an unknown
+    column, and one for a dataset too large to draw.
+    """
     fields = [inputs["x"], inputs["y"], *([inputs["color"]] if inputs.get("color") else [])]
-    check_columns(frame, [inputs["x"]], "x")
-    check_columns(frame, [inputs["y"]], "y")
-    check_columns(frame, fields[2:], "color")
+    check_columns(frame, [inputs["x"]], f"{field_prefix}x")
+    check_columns(frame, [inputs["y"]], f"{field_prefix}y")
+    check_columns(frame, fields[2:], f"{field_prefix}color")
     if len(frame) > CHART_MAX_ROWS:
         raise HintException(
             "fetch",
             f"{name!r} has {len(frame):,} rows; a chart takes at most {CHART_MAX_ROWS:,}",
             narrow="aggregate first with query (GROUP BY) and save_as, then chart that",
         )
-    spec = vega_lite(frame[fields], inputs)
-    image_format = inputs.get("format", "svg")
+    return vega_lite(frame[fields], inputs)
+
+
+def chart_effects(
+    books: ConversationCatalog, dataset: str, spec: dict, *, source_tool: str, image_format: str = "svg"
+) -> Effects:
+    """A chart card of ``spec`` (drawn from ``dataset``) and its rendered image as a downloadable file."""
     payload, mime = render(spec, image_format)
-    title = inputs.get("title") or f"{inputs['y']} by {inputs['x']}"
     export = register_export(
-        context.tenant_id,
+        books.tenant_id,
         books.conversation_id,
-        f"{_slug(title)}.{image_format}",
+        f"{_slug(spec['title'])}.{image_format}",
         payload,
         mime,
-        source_tool="create_chart",
+        source_tool=source_tool,
     )
-    card = {"type": "chart", "title": title, "dataset": name, "spec": spec}
-    return Ok(
-        rows=len(frame),
-        data=f"Chart {title!r} ({inputs.get('mark', 'bar')}) of {len(frame):,} rows "
-        f"from {name!r} is shown to the user; image: {export['original_filename']}",
-        effects=Effects(cards=[card, file_card(export)], exports={export["original_filename"]: export}),
-    )
+    card = {"type": "chart", "title": spec["title"], "dataset": dataset, "spec": spec}
+    return Effects(cards=[card, file_card(export)], exports={export["original_filename"]: export})
 
 
 def vega_lite(frame: pd.DataFrame, inputs: dict) -> dict:
@@ -210,6 +227,17 @@ def _bounds(collection: dict) -> list | None:
     return [[min(ys), min(xs)], [max(ys), max(xs)]] if xs else None
 
 
+# What a chart is drawn from; create_chart's inputs and a kit's charts (tools.kits).
+CHART_PROPERTIES = {
+    "dataset": DATASET,
+    "x": {"type": "string", "minLength": 1},
+    "y": {"type": "string", "minLength": 1},
+    "color": {"type": "string"},
+    "mark": {"type": "string", "enum": ["bar", "line", "point", "area"], "default": "bar"},
+    "aggregate": {"type": "string", "enum": ["sum", "mean", "count", "min", "max", "median"]},
+    "title": {"type": "string", "maxLength": 200},
+}
+
 TOOLS = (
     Tool(
         name="create_chart",
@@ -221,13 +249,7 @@ TOOLS = (
         input_schema={
             "type": "object",
             "properties": {
-                "dataset": DATASET,
-                "x": {"type": "string", "minLength": 1},
-                "y": {"type": "string", "minLength": 1},
-                "color": {"type": "string"},
-                "mark": {"type": "string", "enum": ["bar", "line", "point", "area"], "default": "bar"},
-                "aggregate": {"type": "string", "enum": ["sum", "mean", "count", "min", "max", "median"]},
-                "title": {"type": "string", "maxLength": 200},
+                **CHART_PROPERTIES,
                 "format": {"type": "string", "enum": ["svg", "png"], "default": "svg"},
             },
             "required": ["x", "y"],

@@ -185,3 +185,34 @@ class EntityProjection(models.Model):
     class Meta:
         db_table = "entity_projections"
         constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="entity_projection_name_unique")]
+
+
+class Kit(models.Model):
+    """A named bundle of datasets, queries and charts made in one conversation, for the tenant to reuse.
+
+    The datasets are copies (Parquet files under the tenant's ``kits`` directory):
+    a kit stays loadable whatever later happens to the conversation it came from.
+    """
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=120)
+    description = models.TextField()
+    conversation_id = models.CharField(max_length=64, help_text="The conversation it was made in.")
+    created_by = models.CharField(max_length=64, blank=True)
+    datasets = models.JSONField(default=list, help_text="[{name, path, rows, columns}]")
+    queries = models.JSONField(default=list, help_text="[{title, sql}]")
+    charts = models.JSONField(default=list, help_text="[create_chart inputs]")
+    embedding = models.BinaryField(null=True)
+    embedding_model = models.CharField(max_length=128, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "kits"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="kit_name_unique")]
+
+    def __str__(self) -> str:
+        return self.name
