@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from eunice.jsonlimits import loads_bounded
 from llm.offline import slash_command
