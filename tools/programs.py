@@ -48,7 +48,7 @@ DESCRIPTION = (
     "raises if the tool answers with a hint or an error; assign the answer to `result`. "
     "pd and np are available; no imports or files. Tools that start processes, register "
     "data sources or change configuration cannot be called from a program; a call that "
-    "needs a person's approval stops the program until the person decides."
+    "needs a person's approval ends the program, and runs alone once the person approves."
 )
 
 TOOLS = (

@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import async_to_sync
 
+from conversations import approvals as decisions
 from conversations.dispatcher import dispatch_tool_calls
 from conversations.models import ConversationEvent, PolicyRule
 from conversations.state import DispatchState
 from conversations.turns import begin_turn
 from datacatalog.models import DataSource
 from datacatalog.uploads import upload_dataset
-from registry.models import ToolExecutionLog
+from registry.models import ApprovalRule, PendingApproval, TenantMembership, ToolExecutionLog
 from registry.sandbox import service
 from tests.conftest import TENANT, text
 from tests.data.conftest import SALES_CSV
@@ -109,6 +110,26 @@ def test_an_inner_call_meets_the_policy_that_refuses_the_model(turn):
     assert "ran" not in text(result.result).split("\n")[-1]
     assert not ToolExecutionLog.objects.filter(tool_name="query", outcome="ok").exists()
     assert ConversationEvent.objects.filter(event_type="policy_violation", data__tool="query").count() == 1
+
+
+@pytest.fixture
+def sql_needs_a_person():
+    rule = ApprovalRule.objects.create(name="sql needs a person", tenant_id=TENANT, tool_name="query")
+    yield rule
+    rule.delete()  # the rules are cached per process; deleting the row forgets them
+
+
+def test_an_inner_call_a_rule_holds_for_a_person_ends_the_program_and_runs_once_approved(turn, sql_needs_a_person):
+    runtime, _ = turn
+    TenantMembership.objects.create(user=runtime.user, tenant_id=TENANT)
+    result = dispatch(turn, f"rows = call('query', sql={TOTALS!r}, save_as='by_region')\nresult = 'went on'")
+    assert "query has not run: it waits for the person's approval" in result.result.content
+    assert "went on" not in result.result.content
+    row = PendingApproval.objects.get()
+    assert [card["approval_id"] for card in runtime.awaiting] == [str(row.pk)]  # the turn pauses
+
+    decisions.decide(str(row.pk), "approve", acting_user=runtime.user, expected_hash=row.args_hash)
+    assert "by_region" in runtime.catalog.names()  # the approved call ran, as it was shown
 
 
 def test_a_tool_that_opted_out_of_sandboxed_callers_is_refused(sales, in_conversation, as_staff):
