@@ -76,6 +76,16 @@ def test_a_hint_from_an_inner_call_ends_the_program_with_a_hint_naming_the_tool(
     assert "unreachable" not in result.content
 
 
+def test_a_program_that_catches_a_failing_call_goes_on_without_it(sales, in_conversation, as_staff):
+    code = (
+        "try:\n    call('preview_data', dataset='no_such_table')\n    seen = 'previewed'\n"
+        "except Exception as exc:\n    seen = 'skipped (' + str(exc)[:40] + ')'\n"
+        f"rows = call('query', sql={TOTALS!r})\nresult = seen + ', then ' + rows[0]['region']"
+    )
+    result = in_conversation("run_program", context=as_staff, code=code)
+    assert text(result).startswith("skipped (preview_data: ⚠ schema hint:") and text(result).endswith(", then north")
+
+
 def test_a_chart_drawn_inside_a_program_is_still_shown_to_the_user(sales, in_conversation, as_staff):
     code = (
         f"call('query', sql={TOTALS!r}, save_as='by_region')\n"
