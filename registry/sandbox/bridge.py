@@ -1,4 +1,6 @@
-"""``call_tool`` from sandboxed code: which tools a run may reach, as whom, on what budget.
+"""``call_tool`` and ``call`` from sandboxed code: which tools a run may reach, as whom,
+on what budget, and what comes back (``call_tool``: the tool's text; ``call``: its data,
+``as_data``, with the cards, files and datasets it made collected in ``InnerEffects``).
 
 Every nested call re-enters the registry with the caller's identity (tenant, user,
 conversation) and the run's ``Scope``: its nesting depth, the tools it may call and
