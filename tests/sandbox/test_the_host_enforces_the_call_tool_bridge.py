@@ -70,7 +70,7 @@ BAD_FRAMES = {
     "an unknown op": b'{"op": "shell", "cmd": "id"}',
     "an unknown key": b'{"op": "call_tool", "name": "x", "inputs": {}, "as_user": "admin"}',
     "inputs that are not an object": b'{"op": "call_tool", "name": "x", "inputs": "rm -rf"}',
-    "a structured flag that is not true or false": b'{"op": "call_tool", "name": "x", "inputs": {}, "structured": "yes"}',
+    "a structured flag not true or false": b'{"op": "call_tool", "name": "x", "inputs": {}, "structured": "yes"}',
     "a tool name with a path": b'{"op": "call_tool", "name": "../x", "inputs": {}}',
     "a stop the host decides": b'{"op": "result", "ok": false, "stopped_by": "supervisor:wall"}',
     "a NaN": b'{"op": "result", "ok": true, "answer": {"kind": "text", "rows": NaN}}',
