@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from conversations.policies import Violation, check_policies, count_violation, format_policy_warnings
 from conversations.ports import TurnGate
+from conversations.result_budget import within_budget
 from conversations.runtime import Runtime
 from conversations.side_effects import route_side_effects
 from conversations.state import CallCancel, DispatchState
@@ -306,6 +307,7 @@ def _settle_group(
         else:
             record_failed_approach(name, item.hash, result.error, state)
             remembered_changed = True
+        result = within_budget(name, item.block["id"], result, runtime)
         shown = route_side_effects(name, result, runtime)
         duration = (time.perf_counter() - item.started) * 1000
         dispatched = DispatchResult(item.block["id"], name, result, duration, item.warnings)

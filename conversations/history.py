@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conversations.models import ChatMessage, Conversation
+from conversations.result_budget import compacted_history
 
 
 def load_history(conversation: Conversation, *, leaving_out: str = "") -> list[dict]:
@@ -17,7 +18,7 @@ def load_history(conversation: Conversation, *, leaving_out: str = "") -> list[d
             messages.extend(message.structured_content)
         elif message.text:
             messages.append({"role": "assistant", "content": [{"type": "text", "text": message.text}]})
-    return sendable(messages)
+    return sendable(compacted_history(messages))
 
 
 def sendable(messages: list[dict]) -> list[dict]:

@@ -263,6 +263,7 @@ async def _loop(
     runtime: Runtime, state: DispatchState, provider: Any, config: Any, messages: list[dict], progress: Progress
 ) -> TurnOutcome:
     estimator = stored_estimator(runtime.conversation, config.model)
+    runtime.estimator = estimator  # the result budget measures results with it
     new_messages = progress.messages
     nudged = False
     answer = Answer()
@@ -522,6 +523,7 @@ def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
         datasets=sorted(runtime.datasets),
         cost_usd=runtime.budget.spent,
         budget_limit=runtime.budget_limit,
+        handles=runtime.held_results(),
     )
 
 

@@ -27,9 +27,17 @@ COMPACTED_KEEP_CHARS = 2_000
 
 
 def current_state_block(
-    *, plan: dict, working_set: list[str], datasets: list[str], cost_usd: float, budget_limit: float | None
+    *,
+    plan: dict,
+    working_set: list[str],
+    datasets: list[str],
+    cost_usd: float,
+    budget_limit: float | None,
+    handles: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The trailing per-call block; everything before it stays byte-stable for the cache."""
+    """The trailing per-call block; everything before it stays byte-stable for the cache.
+    ``handles``: results kept whole as datasets (conversations.result_budget), listed
+    so that none is lost when the result that named it is compacted."""
     steps = plan.get("steps") or []
     done = sum(1 for s in steps if s.get("status") in ("done", "skipped"))
     lines = [CURRENT_STATE_MARKER]
@@ -40,6 +48,9 @@ def current_state_block(
             break
     lines.append(f"tools paged in: {', '.join(map(one_line, working_set)) or 'none'}")
     lines.append(f"datasets: {', '.join(map(one_line, datasets)) or 'none'}")
+    if handles:
+        held = "; ".join(f"{one_line(name)} ({one_line(what)})" for name, what in handles.items())
+        lines.append(f"held results (query them by name): {held}")
     budget = f" of {budget_limit:.4f}" if budget_limit is not None else ""
     lines.append(f"spent: ${cost_usd:.4f}{budget}")
     return {"type": "text", "text": "\n".join(lines)}
@@ -96,14 +107,17 @@ class TokenEstimator:
         self.calibrate(chars, prompt_tokens or limit + 1)
 
 
-def compact_tool_results(messages: list[dict], keep_chars: int = COMPACTED_KEEP_CHARS) -> int:
+def compact_tool_results(
+    messages: list[dict], keep_chars: int = COMPACTED_KEEP_CHARS, *, spare_last: bool = True
+) -> int:
     """Shorten the largest old tool_result blocks in place; returns how many were compacted.
 
     The full results stay in the conversation's events; the model keeps the head
-    and an honest note of what was cut.
+    and an honest note of what was cut. ``spare_last``: the last message holds the
+    results the model has not read yet (false for earlier turns' history).
     """
     compacted = 0
-    for message in messages[:-1]:  # never the results the model has not read yet
+    for message in messages[:-1] if spare_last else messages:
         if message.get("role") != "user" or not isinstance(message.get("content"), list):
             continue
         for block in message["content"]:

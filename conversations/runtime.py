@@ -14,6 +14,7 @@ from conversations.capabilities import capabilities_for
 from conversations.effects import EffectContext, EffectLog, RecordingDisplay, RecordingRecorder
 from conversations.models import Conversation
 from conversations.ports import Questions, Subtasks
+from conversations.prompt import TokenEstimator
 from conversations.recording import EventRecorder, ListDisplay, persist_message
 from conversations.state import CostTracker
 from datacatalog.store import ConversationCatalog
@@ -53,6 +54,10 @@ class Runtime:
     failed_delegations: list[dict] = field(default_factory=list)
     # Calls of this turn waiting for a person's approval (their cards): the turn pauses.
     awaiting: list[dict] = field(default_factory=list)
+    # Measures tool results for the result budget; the loop puts its calibrated one here.
+    estimator: TokenEstimator = field(default_factory=TokenEstimator)
+    # The conversation's held results (conversations.result_budget), read once per run.
+    _held: dict[str, str] | None = None
 
     @property
     def tenant_id(self) -> str:
@@ -66,6 +71,15 @@ class Runtime:
     def catalog(self) -> ConversationCatalog:
         """The conversation's datasets (scoped to its tenant); building it costs no query."""
         return ConversationCatalog(self.tenant_id, self.conversation.pk)
+
+    def held_results(self) -> dict[str, str]:
+        """The conversation's results kept whole as datasets: name → "TOOL, N tokens".
+        Read on first use (one query), then kept up to date by the result budget."""
+        if self._held is None:
+            from conversations.result_budget import held_results
+
+            self._held = held_results(self.tenant_id, str(self.conversation.pk))
+        return self._held
 
     @property
     def recorder(self) -> RecordingRecorder:

@@ -64,6 +64,18 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_caps(name: str, *, minimum: int) -> dict[str, int]:
+    """``tool=number,tool=number`` as {tool: number}; raises ImproperlyConfigured for an
+    item without ``=``, a number that is not an integer, or one below ``minimum``."""
+    caps: dict[str, int] = {}
+    for item in env_list(name, []):
+        tool, equals, number = item.partition("=")
+        if not equals or not tool.strip() or not number.strip().isdigit() or int(number) < minimum:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not tool=tokens with tokens >= {minimum}")
+        caps[tool.strip()] = int(number)
+    return caps
+
+
 def database_from_url(name: str, url: str) -> dict:
     """Django DATABASES entry for a postgres:// or sqlite:/// URL."""
     parts = urlsplit(url)

@@ -19,6 +19,7 @@ from eunice.assets import vendor_static_dirs
 from eunice.env import (
     database_from_url,
     env_bool,
+    env_caps,
     env_float,
     env_http_url,
     env_int,
@@ -331,6 +332,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- The tool system -------------------------------------------------------
+
+# What one tool result may cost the context, in tokens (conversations.result_budget): a
+# longer result is kept whole as a dataset (a handle) and the model reads a preview.
+RESULT_BUDGET_TOKENS = env_int("EUNICE_RESULT_BUDGET_TOKENS", 8000, minimum=100)
+# The caps of particular tools, "tool=tokens,tool=tokens", over the default above.
+RESULT_BUDGET_PER_TOOL = env_caps("EUNICE_RESULT_BUDGET_PER_TOOL", minimum=100)
 
 # Seconds a tool may run before the caller stops waiting and gets an error.
 TOOL_TIMEOUT_SECONDS = env_float("EUNICE_TOOL_TIMEOUT", 300.0, minimum=0.001)

@@ -73,6 +73,8 @@ class Tool:
     replaced_by_model_capability: str | None = None
     sequential: bool = False
     killable: bool = False
+    # Valid inputs the model may be shown (registry.snapshot.shows_examples decides when).
+    input_examples: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -90,12 +92,23 @@ class Tool:
         spec = getattr(self.handler, "__contract_spec__", None)
         if spec is not None and spec.name != self.name:
             raise DeclarationError(f"tool {self.name!r} is declared with a handler whose contract names {spec.name!r}")
+        self._check_examples(schema)
+
+    def _check_examples(self, schema: dict[str, Any]) -> None:
+        import jsonschema
+
+        for number, example in enumerate(self.input_examples, 1):
+            problem = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(example))
+            if problem is not None:
+                raise DeclarationError(f"tool {self.name!r}: input example {number} is not valid: {problem.message}")
 
     def schema(self) -> dict[str, Any]:
-        """The JSON Schema of the tool's input (a pydantic model's, rendered)."""
-        if isinstance(self.input_schema, dict):
-            return self.input_schema
-        return self.input_schema.model_json_schema()
+        """The JSON Schema of the tool's input (a pydantic model's, rendered), with the
+        input examples as its ``examples`` (a JSON Schema annotation: validation ignores it)."""
+        schema = self.input_schema if isinstance(self.input_schema, dict) else self.input_schema.model_json_schema()
+        if self.input_examples:
+            schema = {**schema, "examples": [dict(example) for example in self.input_examples]}
+        return schema
 
     @property
     def handler_path(self) -> str:

@@ -227,6 +227,11 @@ class ToolRegistry:
         Raises RuntimeError when called on a thread that is running an event
         loop: this call blocks, so async code must ``await aexecute_tool``.
         """
+        return self.execute_for_data(name, inputs, context)[0]
+
+    def execute_for_data(self, name: str, inputs: dict | None, context: ToolContext) -> tuple[ToolResult, Envelope]:
+        """``execute_tool``, also handing back the envelope the result was rendered from
+        (a program's inner ``call`` reads the tool's data from it). Same raises."""
         if asyncio._get_running_loop() is not None:
             raise RuntimeError(
                 "execute_tool blocks and was called on an event-loop thread; "
@@ -242,7 +247,7 @@ class ToolRegistry:
 
             with tracing.current(call.span):
                 envelope = self._run_sync(call)
-        return self._finish(call, envelope)
+        return self._finish(call, envelope), envelope
 
     async def aexecute_tool(self, name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
         """``execute_tool`` for async callers: nothing blocks the caller's event loop.
@@ -614,7 +619,10 @@ def _requirement(func: HandlerFunc) -> Any:
 
 def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) -> None:
     try:
-        recorder.record("contract_envelope", {"tool": call.name, "envelope": outcome, "kind": kind})
+        record: dict[str, Any] = {"tool": call.name, "envelope": outcome, "kind": kind}
+        if call.context.sandbox is not None:  # staff see that sandboxed code made the call
+            record["from_sandbox"] = True
+        recorder.record("contract_envelope", record)
     except Exception:  # telemetry must never fail the call it describes
         logger.exception("recording contract_envelope for %s failed", call.name)
 

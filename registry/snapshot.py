@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from eunice.jsonlimits import loads_bounded
 from llm.offline import slash_command
@@ -67,12 +68,37 @@ class Definition:
 
 
 def llm_schema(name: str, schema: dict) -> dict:
-    """The schema offered to the model: the tool's own plus a required ``reasoning``."""
+    """The schema offered to the model: the tool's own plus a required ``reasoning``; its
+    ``examples`` only where they pay for their tokens (``shows_examples``)."""
+    if "examples" in schema and not shows_examples(schema):
+        schema = {key: value for key, value in schema.items() if key != "examples"}
     if name in NO_REASONING:
         return schema
     properties = {**(schema.get("properties") or {}), "reasoning": REASONING_FIELD}
     required = [*(schema.get("required") or []), "reasoning"]
     return {**schema, "properties": properties, "required": required}
+
+
+# A tool with this many parameters or more is shown its input examples, whatever their types.
+EXAMPLES_FROM_PARAMETERS = 5
+
+
+def shows_examples(schema: dict) -> bool:
+    """Whether the model is shown a tool's input examples: when a parameter is a nested
+    object or an array, or the tool has ``EXAMPLES_FROM_PARAMETERS`` parameters or more.
+    For a few flat parameters the schema says enough; examples would only cost tokens."""
+    properties = schema.get("properties") or {}
+    if len(properties) >= EXAMPLES_FROM_PARAMETERS:
+        return True
+    return any(_is_nested(spec) for spec in properties.values())
+
+
+def _is_nested(spec: Any) -> bool:
+    if not isinstance(spec, dict):
+        return False
+    kinds = spec.get("type")
+    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    return bool(kinds & {"object", "array"}) or "properties" in spec or "items" in spec
 
 
 def _definition(row: dict) -> Definition:

@@ -20,7 +20,8 @@ def big(inputs, context):
 
 
 @pytest.fixture
-def conversation(make_tool):
+def conversation(make_tool, settings):
+    settings.RESULT_BUDGET_TOKENS = 10_000_000  # big's result reaches the events whole, not as a handle
     make_tool("report", handlers.with_side_channels)
     make_tool("big", big)
     make_tool("analyze", handlers.echo)

@@ -38,7 +38,7 @@ def analyze_data(inputs: dict, context: ToolContext) -> Ok | Err:
         books.entry(default)  # raises UnknownDataset with the closest names
     outcome = service.run_analysis(inputs["code"], frames.get(default) if default else None, frames, context)
     if not outcome.ok:
-        return _refused(outcome)
+        return refused_run(outcome)
     answer = outcome.answer or {}
     saved, warnings = _save_frames(books, answer.get("frames") or {})
     effects = Effects(datasets=saved)
@@ -51,7 +51,7 @@ def analyze_data(inputs: dict, context: ToolContext) -> Ok | Err:
     return Ok(rows=1 if text else 0, data=text or None, warnings=warnings, effects=effects)
 
 
-def _refused(outcome: Any) -> Err:
+def refused_run(outcome: Any) -> Err:
     layer = outcome.stopped_by or "tool"
     if layer in ("language", "tool"):
         # The model's code failed or broke a rule: a correction it can make.

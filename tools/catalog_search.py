@@ -378,5 +378,9 @@ TOOLS = (
         category="data",
         status_message="Searching the catalog",
         timeout_seconds=30,
+        input_examples=(
+            {"query": "monthly revenue by region", "kinds": ["dataset"], "limit": 3},
+            {"query": "contract renewal terms", "kinds": ["document", "corpus"]},
+        ),
     ),
 )

@@ -259,6 +259,10 @@ TOOLS = (
         category="outputs",
         status_message="Drawing the chart",
         timeout_seconds=60,
+        input_examples=(
+            {"dataset": "sales", "x": "month", "y": "revenue", "color": "region", "mark": "line", "aggregate": "sum"},
+            {"dataset": "by_region", "x": "region", "y": "units", "title": "Units by region"},
+        ),
     ),
     Tool(
         name="display_map",

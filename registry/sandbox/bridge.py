@@ -1,4 +1,6 @@
-"""``call_tool`` from sandboxed code: which tools a run may reach, as whom, on what budget.
+"""``call_tool`` and ``call`` from sandboxed code: which tools a run may reach, as whom,
+on what budget, and what comes back (``call_tool``: the tool's text; ``call``: its data,
+``as_data``, with the cards, files and datasets it made collected in ``InnerEffects``).
 
 Every nested call re-enters the registry with the caller's identity (tenant, user,
 conversation) and the run's ``Scope``: its nesting depth, the tools it may call and
@@ -19,14 +21,17 @@ which every call passes: a nested call is just a call whose context carries a sc
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from registry.context import ToolContext
-from registry.contract import content_for_data
+from registry.contract import Envelope, Ok, content_for_data, render_envelope
+from registry.contract_coerce import pandas_kind
 from registry.models import ToolType
+from registry.result import ToolResult
 from registry.sandbox.client import Limits
 
 _MIN_WALL_SECONDS = 0.2
@@ -118,21 +123,26 @@ def scope_for(
     return Scope(depth, allowance, allowed), None
 
 
-def call_tool_for(context: ToolContext, scope: Scope) -> Callable[[str, dict], str]:
-    """The host's ``call_tool`` for a run in ``scope``: the one dispatch path, as the caller.
-
-    A nested call keeps of its caller's context who is asking, how to cancel, and the
-    caller's own rules (``gate``); the registry's gate checks it against ``scope``.
-    """
-    registry = context.registry
-    nested = ToolContext(
+def nested_context(context: ToolContext, scope: Scope) -> ToolContext:
+    """The context of the calls a run in ``scope`` makes: of its caller's context, who is
+    asking, the conversation's catalog and event log, how to cancel, and the caller's own
+    rules (``gate``); the registry's gate checks each call against ``scope``."""
+    return ToolContext(
         tenant_id=context.tenant_id,
         user_id=context.user_id,
         conversation_id=context.conversation_id,
         cancel=context.cancel,
         gate=context.gate,
+        catalog=context.catalog,
+        recorder=context.recorder,
         sandbox=scope,
     )
+
+
+def call_tool_for(context: ToolContext, scope: Scope) -> Callable[[str, dict], str]:
+    """The host's ``call_tool`` for a run in ``scope``: the one dispatch path, as the caller."""
+    registry = context.registry
+    nested = nested_context(context, scope)
 
     def call_tool(name: str, inputs: dict) -> str:
         if registry is None:
@@ -140,6 +150,61 @@ def call_tool_for(context: ToolContext, scope: Scope) -> Callable[[str, dict], s
         return content_for_data(registry.execute_tool(name, inputs, nested).content)
 
     return call_tool
+
+
+class InnerEffects:
+    """What a run's inner calls made for the user (cards, datasets, files), handed on
+    with the run's own result so that a chart drawn from a program is still shown."""
+
+    def __init__(self) -> None:
+        self.cards: list[dict] = []
+        self.datasets: dict[str, Any] = {}
+        self.exports: dict[str, dict] = {}
+
+    def add(self, result: ToolResult) -> None:
+        self.cards.extend(result.cards)
+        self.datasets.update(result.datasets)
+        self.exports.update(result.exports)
+
+
+def call_for_data_for(
+    context: ToolContext, scope: Scope, effects: InnerEffects | None = None
+) -> Callable[[str, dict], dict]:
+    """The host's ``call`` for a run in ``scope``: the same path as ``call_tool``; the
+    run gets the tool's data (``as_data``) and ``effects`` collects what it made."""
+    registry = context.registry
+    nested = nested_context(context, scope)
+
+    def call(name: str, inputs: dict) -> dict:
+        if registry is None:
+            return {"ok": False, "message": "call is unavailable here"}
+        result, envelope = registry.execute_for_data(name, inputs, nested)
+        if effects is not None and result.ok:
+            effects.add(result)
+        return as_data(envelope)
+
+    return call
+
+
+def as_data(envelope: Envelope) -> dict:
+    """An envelope as a run reads it: ``{"ok": True, "rows": n, "data": ...}`` with a table
+    as a list of row dicts, or ``{"ok": False, "message": ...}`` with the hint or error
+    as the model would read it."""
+    if not isinstance(envelope, Ok):
+        return {"ok": False, "message": render_envelope(envelope)}
+    return {"ok": True, "rows": envelope.rows, "data": plain_data(envelope.data)}
+
+
+def plain_data(data: Any) -> Any:
+    """``data`` as JSON values: a DataFrame as row dicts, a Series as a list, dates as ISO text."""
+    kind = pandas_kind(data)
+    if kind == "DataFrame":
+        if type(data.index).__name__ != "RangeIndex":
+            data = data.reset_index()
+        return json.loads(data.to_json(orient="records", date_format="iso"))
+    if kind == "Series":
+        return json.loads(data.to_json(orient="values", date_format="iso"))
+    return json.loads(json.dumps(data, default=str))
 
 
 def refusal(registry: Any, name: str, scope: Scope, tenant_id: str) -> str | None:

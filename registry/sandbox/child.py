@@ -109,10 +109,10 @@ def _execute(sock: socket.socket, request: dict, datasets: dict, limits: dict) -
     inputs = request.get("inputs") or {}
     if request.get("language", True):
         code = runner.compile_tool(request["code"])
-        glb = runner.namespace(inputs, df, calls, frames)
+        glb = runner.namespace(inputs, df, calls, frames, calls.data)
     else:  # tests of the OS layer and the host alone: the code runs as plain Python
         code = compile(request["code"], "<unrestricted>", "exec")
-        glb = {"df": df, "inputs": inputs, "call_tool": calls, "result": None}
+        glb = {"df": df, "inputs": inputs, "call_tool": calls, "call": calls.data, "result": None}
     exec(code, glb)
     answer = runner.render(glb.get("result"))
     if request.get("want_frames"):
@@ -129,7 +129,8 @@ def _execute(sock: socket.socket, request: dict, datasets: dict, limits: dict) -
 
 
 class _ToolCalls:
-    """``call_tool(name, inputs)`` inside a run: a request to the host, its text back.
+    """``call_tool(name, inputs)`` inside a run: a request to the host, its text back;
+    ``call(name, **inputs)``: the same request, the tool's data back (or ToolFailed).
 
     The count here only gives a well-behaved tool a clear error early; the host
     counts and refuses calls itself.
@@ -139,12 +140,30 @@ class _ToolCalls:
         self.sock, self.cap, self.made = sock, cap, 0
 
     def __call__(self, name: str, inputs: dict | None = None) -> str:
+        return str(self._ask(name, inputs or {}, structured=False).get("text", ""))
+
+    def data(self, tool: str, inputs: dict | None = None, /, **named: Any) -> Any:
+        """``tool``'s result as data (a table as a list of row dicts), for ``inputs`` and
+        ``named`` together (a tool's own ``name`` input is just one of them); raises
+        ToolFailed with the tool's hint or error when it did not succeed."""
+        reply = self._ask(tool, {**(inputs or {}), **named}, structured=True)
+        if not reply.get("ok"):
+            raise ToolFailed(f"{tool}: {reply.get('message', 'the call failed')}")
+        return reply.get("data")
+
+    def _ask(self, name: str, inputs: dict, *, structured: bool) -> dict:
         if self.made >= self.cap:
             raise SandboxRefusal(f"more than {self.cap} call_tool calls in one run")
         self.made += 1
-        send_json(self.sock, {"op": "call_tool", "name": str(name), "inputs": inputs or {}})
-        reply = recv_json(self.sock, 64 << 20)
-        return str(reply.get("text", ""))
+        request: dict[str, Any] = {"op": "call_tool", "name": str(name), "inputs": inputs}
+        if structured:
+            request["structured"] = True
+        send_json(self.sock, request)
+        return recv_json(self.sock, 64 << 20)
+
+
+class ToolFailed(Exception):
+    """A tool called with ``call`` answered with a hint or an error; the message is its text."""
 
 
 def _layer_of(exc: BaseException) -> str:

@@ -121,6 +121,8 @@ class SandboxUnavailable(Exception):
 
 
 CallTool = Callable[[str, dict], str]
+# A call whose result the run takes as data: {"ok": true, "data": ...} or {"ok": false, "message": ...}.
+CallForData = Callable[[str, dict], dict]
 
 
 class Zygote:
@@ -201,6 +203,7 @@ class Zygote:
         want_frames: bool = False,
         cancelled: Callable[[], bool] | None = None,
         on_exit: Callable[[float], None] | None = None,
+        call_for_data: CallForData | None = None,
     ) -> RunOutcome:
         """Run ``code`` in a fresh jailed child; never raises for what the code does.
 
@@ -213,7 +216,8 @@ class Zygote:
         ``cancelled`` is polled every 50 ms while the run works; once it says so
         the child is killed (not merely abandoned) and the outcome says why.
         ``on_exit(cpu_seconds)`` is called (on another thread) once the zygote has
-        reaped the run; the answer does not wait for that.
+        reaped the run; the answer does not wait for that. ``call_for_data`` serves
+        the run's ``call`` (a tool's result as data); without it ``call`` is refused.
         Raises SandboxUnavailable when the zygote has stopped.
         """
         started = time.perf_counter()
@@ -221,7 +225,7 @@ class Zygote:
         reports = _Reports(on_exit)
         self._waiters[run_id] = reports
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        conversation = _Conversation(self, host, run_id, reports, limits, call_tool, cancelled)
+        conversation = _Conversation(self, host, run_id, reports, limits, call_tool, cancelled, call_for_data)
         try:
             request = {"id": run_id, "limits": _limits_dict(limits)}
             with self._lock:
@@ -267,9 +271,11 @@ class _Conversation:
         limits: Limits,
         call_tool: CallTool,
         cancelled: Callable[[], bool] | None,
+        call_for_data: CallForData | None = None,
     ) -> None:
         self.zygote, self.host, self.run_id, self.reports = zygote, host, run_id, reports
         self.limits, self.call_tool, self.cancelled = limits, call_tool, cancelled
+        self.call_for_data = call_for_data
         self.calls = 0
 
     def hold(self, code: str, inputs: dict, datasets: dict, language: bool, want_frames: bool) -> RunOutcome:
@@ -326,7 +332,15 @@ class _Conversation:
             if self.calls > limits.max_tool_calls:
                 self.calls -= 1
                 return self._stop("host:calls", f"the tool made more than {limits.max_tool_calls} call_tool calls")
-            send_json(self.host, {"text": self.call_tool(message["name"], message["inputs"])})
+            send_json(self.host, self._answer(message))
+
+    def _answer(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The reply to a checked call_tool frame: the tool's text, or its data."""
+        if not message.get("structured"):
+            return {"text": self.call_tool(message["name"], message["inputs"])}
+        if self.call_for_data is None:
+            return {"ok": False, "message": "call() is not available in this run; use call_tool()"}
+        return self.call_for_data(message["name"], message["inputs"])
 
     def _result(self, message: dict[str, Any]) -> RunOutcome:
         return RunOutcome(

@@ -70,6 +70,7 @@ MAX_CALL_FRAME = 1 << 20
 CHILD_STOPS = frozenset({"", "language", "tool", "os", "os:memory", "result_cap"})
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_\-]{1,64}")
 _CALL_KEYS = frozenset({"op", "name", "inputs"})
+_CALL_OPTIONS = frozenset({"structured"})  # the run wants the tool's data, not its text
 _RESULT_KEYS = frozenset({"op", "ok", "answer", "error", "stopped_by"})
 _ANSWER_KEYS = frozenset({"kind", "text", "rows", "response", "frame", "frames"})
 _KINDS = frozenset({"table", "text", "response"})
@@ -109,7 +110,7 @@ def _keys(message: dict, allowed: frozenset[str], required: frozenset[str], what
 
 
 def _check_call(message: dict, size: int) -> None:
-    _keys(message, _CALL_KEYS, _CALL_KEYS, "a call_tool frame")
+    _keys(message, _CALL_KEYS | _CALL_OPTIONS, _CALL_KEYS, "a call_tool frame")
     if size > MAX_CALL_FRAME:
         raise ProtocolError(f"a call_tool frame of {size:,} bytes exceeds {MAX_CALL_FRAME:,}")
     name = message["name"]
@@ -117,6 +118,8 @@ def _check_call(message: dict, size: int) -> None:
         raise ProtocolError("call_tool needs a tool name of 1-64 letters, digits, '_' or '-'")
     if not isinstance(message["inputs"], dict):
         raise ProtocolError("call_tool inputs must be a JSON object")
+    if not isinstance(message.get("structured", False), bool):
+        raise ProtocolError("a call_tool frame's 'structured' must be true or false")
 
 
 def _check_result(message: dict) -> None:

@@ -188,12 +188,16 @@ def _imports(code: str) -> list[str]:
 
 
 def namespace(
-    inputs: dict, df: Any, call_tool: Callable[[str, dict], str], frames: dict[str, Any] | None = None
+    inputs: dict,
+    df: Any,
+    call_tool: Callable[[str, dict], str],
+    frames: dict[str, Any] | None = None,
+    call: Callable[..., Any] | None = None,
 ) -> dict[str, Any]:
     """The globals tool code runs with: ``df`` (the default dataset or None),
     ``datasets`` (every dataset it may read, by name, read-only), ``frames``
     (the same, writable: analyze_data saves what is added), ``pd``, ``np``,
-    ``inputs``, ``call_tool`` and ``result``."""
+    ``inputs``, ``call_tool`` (a tool's text), ``call`` (a tool's data) and ``result``."""
     frames = frames if frames is not None else {}
     return {
         "__builtins__": _builtins(),
@@ -214,6 +218,7 @@ def namespace(
         "np": build_numpy(),
         "inputs": inputs,
         "call_tool": call_tool,
+        "call": call,
         "result": None,
     }
 

@@ -124,6 +124,18 @@ def run_analysis(code: str, default: Any, frames: dict[str, Any], context: ToolC
     )
 
 
+def run_program(code: str, context: ToolContext) -> tuple[RunOutcome, bridge.InnerEffects]:
+    """Run a program the model wrote: its ``call`` reaches any tool sandboxed code may call
+    (or, called from a sandboxed run, what that run may), through the registry's gate.
+    Returns the outcome and what its inner calls made for the user (cards, datasets, files).
+    Same refusals and record as ``run_code``."""
+    caller = context.sandbox
+    allowed = caller.allowed if isinstance(caller, bridge.Scope) else None
+    effects = bridge.InnerEffects()
+    outcome = _run(code, {}, context, tool_name="run_program", allowed=allowed, datasets={}, effects=effects)
+    return outcome, effects
+
+
 def _run(
     code: str,
     inputs: dict,
@@ -134,6 +146,7 @@ def _run(
     definition_hash: str = "",
     datasets: dict[str, Any] | None = None,
     want_frames: bool = False,
+    effects: bridge.InnerEffects | None = None,
 ) -> RunOutcome:
     configured = limits()
     scope, refusal = bridge.scope_for(context, configured, allowed, int(settings.SANDBOX["MAX_DEPTH"]))
@@ -155,6 +168,7 @@ def _run(
             want_frames=want_frames,
             cancelled=_cancel_check(context),
             on_exit=scope.allowance.spend_cpu,
+            call_for_data=bridge.call_for_data_for(context, scope, effects),
         )
     except SandboxUnavailable as exc:
         logger.error("sandbox unavailable: %s", exc)

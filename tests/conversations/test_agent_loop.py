@@ -18,6 +18,14 @@ from tests.conversations.conftest import TEST_KEY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+@pytest.fixture(autouse=True)
+def _results_pass_the_result_budget(settings):
+    """These tests are about the context window; a large result would otherwise be held as
+    a handle by the result budget (tests/conversations/test_result_budget.py)."""
+    settings.RESULT_BUDGET_TOKENS = 10_000_000
+
+
 CALL_WEATHER = {
     "tool_uses": [{"name": "weather", "input": {"city": "Oslo", "reasoning": "the user asked"}, "id": "toolu_1"}],
     "usage": {"input_tokens": 1000, "output_tokens": 50},

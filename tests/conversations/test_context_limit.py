@@ -13,6 +13,18 @@ from tests.conversations.test_agent_loop import request_chars
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+@pytest.fixture(autouse=True)
+def _results_pass_the_result_budget(settings, monkeypatch):
+    """These tests are about the context window; a large result would otherwise be held as
+    a handle by the result budget, and replayed compacted on the next turn
+    (tests/conversations/test_result_budget.py)."""
+    from conversations import result_budget
+
+    settings.RESULT_BUDGET_TOKENS = 10_000_000
+    monkeypatch.setattr(result_budget, "REPLAY_KEEP_CHARS", 10_000_000)
+
+
 RESULT_CHARS = 60_000
 NO_LIMIT = 10**9
 DUMP = {"tool_uses": [{"name": "dump", "input": {}}]}

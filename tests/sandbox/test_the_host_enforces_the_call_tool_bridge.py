@@ -70,6 +70,7 @@ BAD_FRAMES = {
     "an unknown op": b'{"op": "shell", "cmd": "id"}',
     "an unknown key": b'{"op": "call_tool", "name": "x", "inputs": {}, "as_user": "admin"}',
     "inputs that are not an object": b'{"op": "call_tool", "name": "x", "inputs": "rm -rf"}',
+    "a structured flag not true or false": b'{"op": "call_tool", "name": "x", "inputs": {}, "structured": "yes"}',
     "a tool name with a path": b'{"op": "call_tool", "name": "../x", "inputs": {}}',
     "a stop the host decides": b'{"op": "result", "ok": false, "stopped_by": "supervisor:wall"}',
     "a NaN": b'{"op": "result", "ok": true, "answer": {"kind": "text", "rows": NaN}}',
@@ -90,3 +91,10 @@ def test_a_well_formed_call_still_works_when_spoken_directly(approved_tool, call
     frame = b'{"op":"call_tool","name":"echo","inputs":{}}'
     approved_tool("direct", RAW + f"send({frame!r})\nresult = receive().decode()", dependencies=["echo"])
     assert "echo ran" in text(call("direct"))
+
+
+def test_a_structured_call_spoken_directly_gets_the_tools_data(approved_tool, call):
+    approved_tool("echo", "result = 'echo ran'")
+    frame = b'{"op":"call_tool","name":"echo","inputs":{},"structured":true}'
+    approved_tool("direct", RAW + f"send({frame!r})\nresult = receive().decode()", dependencies=["echo"])
+    assert json.loads(text(call("direct"))) == {"ok": True, "rows": 1, "data": "echo ran"}
