@@ -1,7 +1,10 @@
 """Which model serves a role, and the provider client for it.
 
-A role (``chat``, ``builder``, …) is served by its active ModelConfig row.
-Without one, the built-in default comes from the environment:
+A role (``chat``, ``delegate``, ``tool_builder``, …) is served by its active
+ModelConfig row. A role without one borrows the row of the role it falls
+back to (``FALLBACKS``: a delegated task runs on the chat model unless
+``delegate`` has a row of its own). Failing that, the built-in default comes
+from the environment:
 ``EUNICE_DEFAULT_MODEL`` when set, else ``ANTHROPIC_DEFAULT_MODEL`` when
 ``ANTHROPIC_API_KEY`` is set, else the offline provider. The built-in default
 is an unsaved ModelConfig, so its token limit and prices are the model's
@@ -29,16 +32,38 @@ if TYPE_CHECKING:  # each SDK costs a second of start-up: imported when its prov
     from llm.openai_provider import OpenAIProvider
 
 
+# The roles the product asks for, and what each serves (the admin lists them); call_llm
+# may name any other role a row is made for.
+ROLES: dict[str, str] = {
+    "chat": "the conversation's agent",
+    "delegate": "tasks the agent delegates (delegate, delegate_batch); falls back to chat",
+    "tool_builder": "drafts custom tools",
+    "tool_auditor": "reviews drafted custom tools",
+}
+# A role without an active row of its own uses this role's row.
+FALLBACKS: dict[str, str] = {"delegate": "chat"}
+
+
 def get_model_for_role(role: str) -> ModelConfig:
-    """The role's active ModelConfig row, or the built-in default (unsaved)."""
-    row = ModelConfig.objects.filter(role=role, is_active=True).first()
-    return row if row is not None else default_model(role)
+    """The role's active ModelConfig row, else its fallback role's, else the built-in default (unsaved)."""
+    return _chosen(role, list(ModelConfig.objects.filter(role__in=_candidates(role), is_active=True)))
 
 
 async def aget_model_for_role(role: str) -> ModelConfig:
     """``get_model_for_role`` for async callers."""
-    row = await ModelConfig.objects.filter(role=role, is_active=True).afirst()
-    return row if row is not None else default_model(role)
+    return _chosen(role, [row async for row in ModelConfig.objects.filter(role__in=_candidates(role), is_active=True)])
+
+
+def _candidates(role: str) -> list[str]:
+    return [role, FALLBACKS[role]] if role in FALLBACKS else [role]
+
+
+def _chosen(role: str, rows: list[ModelConfig]) -> ModelConfig:
+    by_role = {row.role: row for row in rows}
+    for candidate in _candidates(role):
+        if candidate in by_role:
+            return by_role[candidate]
+    return default_model(role)
 
 
 def default_model(role: str) -> ModelConfig:

@@ -17,6 +17,12 @@ def test_an_unpriced_model_is_flagged_and_a_known_one_shows_its_catalog_price(ad
     assert "$3 / $15 (catalog)" in page
 
 
+def test_the_list_says_what_each_role_serves_and_the_form_names_the_roles(admin_client):
+    ModelConfig.objects.create(role="delegate", provider="anthropic", model="claude-haiku-4-5")
+    assert "tasks the agent delegates" in admin_client.get(CHANGELIST).content.decode()
+    assert "delegate: tasks the agent delegates" in admin_client.get(CHANGELIST + "add/").content.decode()
+
+
 def test_testing_a_model_reports_its_answer_and_cost(admin_client, scripted_chat):
     server = scripted_chat([{"text": "ready", "usage": {"input_tokens": 12, "output_tokens": 1}}])
     row = ModelConfig.objects.create(role="delegate", provider="openai", model="gpt-4o-mini", base_url=server.url)
