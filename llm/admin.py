@@ -27,7 +27,16 @@ _ANSWER_SHOWN = 200
 
 @admin.register(ModelConfig)
 class ModelConfigAdmin(PlatformAdmin):
-    list_display = ("role", "serves", "provider", "model", "price", "max_output_tokens", "thinking_budget_tokens", "is_active")
+    list_display = (
+        "role",
+        "serves",
+        "provider",
+        "model",
+        "price",
+        "max_output_tokens",
+        "thinking_budget_tokens",
+        "is_active",
+    )
     list_filter = ("provider", "is_active")
     actions = ("test_model",)
 
