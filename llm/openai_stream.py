@@ -150,7 +150,7 @@ class ChatStreamAssembler:
         for index in self._calls.values():
             block = self._blocks[index]
             try:
-                block["input"] = _tool_input(block["name"], block["json"])
+                block["input"] = self._names.input_for(block["name"], _tool_input(block["name"], block["json"]))
             except UnreadableToolInput as exc:
                 block["broken"] = exc  # judged at the end: a call cut off by the length limit is not an error
                 continue

@@ -13,6 +13,7 @@ field defaults rather than numbers repeated here.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -117,9 +118,10 @@ def _anthropic(config: ModelConfig) -> Provider:
     )
 
 
-def _openai(config: ModelConfig) -> Provider:
-    """Any OpenAI-compatible server. A local one (a base_url) may need no key; OpenAI's own does."""
-    from llm.openai_provider import OpenAIProvider  # the SDK loads only for a row that uses it
+def _openai(config: ModelConfig, *, api: str) -> Provider:
+    """Any OpenAI-compatible server, through ``api`` (``OPENAI_APIS``). A local one (a
+    base_url) may need no key; OpenAI's own does."""
+    from llm import openai_provider  # the SDK loads only for a row that uses it
 
     api_key = _api_key(config, settings.OPENAI_API_KEY)
     base_url = config.base_url or settings.OPENAI_BASE_URL or None
@@ -129,10 +131,11 @@ def _openai(config: ModelConfig) -> Provider:
             reason=f"The {config.role!r} role is set to {config.provider}/{config.model}, but {variable} "
             "is not set and the row has no base URL."
         )
-    return _shared(OpenAIProvider, api_key, base_url, settings.LLM_MAX_RETRIES, settings.LLM_TIMEOUT_SECONDS)
+    kind = getattr(openai_provider, OPENAI_APIS[api])
+    return _shared(kind, api_key, base_url, settings.LLM_MAX_RETRIES, settings.LLM_TIMEOUT_SECONDS)
 
 
-_providers: dict[tuple, AnthropicProvider | OpenAIProvider] = {}
+_providers: dict[tuple, AnthropicProvider | OpenAIProvider] = {}  # an OpenAIResponsesProvider is one
 _providers_lock = threading.Lock()
 
 
@@ -183,9 +186,13 @@ def _offline(config: ModelConfig) -> Provider:
     return OfflineProvider(reason=f"No language model is configured for the {config.role!r} role.")
 
 
-# Names match settings.LLM_PROVIDERS and registry.surface.PROVIDER_NATIVE_CAPABILITIES.
+# The provider class of each OpenAI API, by name (its module is imported only when used).
+OPENAI_APIS = {"chat": "OpenAIProvider", "responses": "OpenAIResponsesProvider"}
+
+# Names match settings.LLM_PROVIDERS and llm.capabilities.NATIVE.
 PROVIDERS: dict[str, Callable[[ModelConfig], Provider]] = {
     "anthropic": _anthropic,
-    "openai": _openai,
+    "openai": functools.partial(_openai, api="chat"),
+    "openai_responses": functools.partial(_openai, api="responses"),
     "offline": _offline,
 }

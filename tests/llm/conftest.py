@@ -11,7 +11,7 @@ import pytest
 
 from llm import CURRENT_STATE_MARKER, LLMRequest
 from llm.anthropic_provider import AnthropicProvider
-from llm.scripted import ScriptedChatCompletionsServer, ScriptedMessagesServer
+from llm.scripted import ScriptedChatCompletionsServer, ScriptedMessagesServer, ScriptedResponsesServer
 
 TEST_KEY = "sk-ant-test-0123456789abcdef"
 OPENAI_TEST_KEY = "sk-test-openai-0123456789abcdef"
@@ -77,6 +77,40 @@ def openai_provider_for():
     def make(server: ScriptedChatCompletionsServer, **options) -> OpenAIProvider:
         options = {"api_key": OPENAI_TEST_KEY, "max_retries": 0, **options}
         providers.append(OpenAIProvider(base_url=server.url, **options))
+        return providers[-1]
+
+    yield make
+    for provider in providers:
+        provider.close()
+
+
+@pytest.fixture
+def scripted_responses():
+    """scripted_responses(turns, **options) -> a started Responses API server, checked at teardown."""
+    servers: list[ScriptedResponsesServer] = []
+
+    def start(turns, **options) -> ScriptedResponsesServer:
+        server = ScriptedResponsesServer(turns, **options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+    for server in servers:
+        assert server.failures == [], server.failures
+
+
+@pytest.fixture
+def responses_provider_for():
+    """responses_provider_for(server, **options) -> an OpenAIResponsesProvider that talks to ``server``."""
+    from llm.openai_provider import OpenAIResponsesProvider
+
+    providers: list[OpenAIResponsesProvider] = []
+
+    def make(server: ScriptedResponsesServer, **options) -> OpenAIResponsesProvider:
+        options = {"api_key": OPENAI_TEST_KEY, "max_retries": 0, **options}
+        providers.append(OpenAIResponsesProvider(base_url=server.url, **options))
         return providers[-1]
 
     yield make
