@@ -236,11 +236,16 @@ def _tool_call(block: dict[str, Any], names: ToolNames) -> dict[str, Any]:
 def _user_part(block: dict[str, Any]) -> dict[str, Any] | None:
     if block.get("type") == "text" and block.get("text"):
         return {"type": "text", "text": block["text"]}
+    url = image_url(block)
+    return {"type": "image_url", "image_url": {"url": url}} if url else None
+
+
+def image_url(block: dict[str, Any]) -> str | None:
+    """An image block's picture as a data URL (what the OpenAI APIs take), or None."""
     source = block.get("source") or {}
-    if block.get("type") == "image" and source.get("type") == "base64":
-        url = f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
-        return {"type": "image_url", "image_url": {"url": url}}
-    return None
+    if block.get("type") != "image" or source.get("type") != "base64":
+        return None
+    return f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
 
 
 def result_text(block: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from llm.capabilities import STRICT_TOOLS, WEB_SEARCH
-from llm.openai_request import ToolNames, blocks_of, result_text, text_of
+from llm.openai_request import ToolNames, blocks_of, image_url, result_text, text_of
 from llm.types import LLMRequest
 
 HOSTED_WEB_SEARCH = {"type": "web_search"}
@@ -94,8 +94,5 @@ def _function_call(block: dict[str, Any], names: ToolNames) -> dict[str, Any]:
 def _user_part(block: dict[str, Any]) -> dict[str, Any] | None:
     if block.get("type") == "text" and block.get("text"):
         return {"type": "input_text", "text": block["text"]}
-    source = block.get("source") or {}
-    if block.get("type") == "image" and source.get("type") == "base64":
-        url = f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
-        return {"type": "input_image", "image_url": url}
-    return None
+    url = image_url(block)
+    return {"type": "input_image", "image_url": url} if url else None

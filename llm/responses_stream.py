@@ -20,16 +20,13 @@ from llm.anthropic_stream import StreamError, UnreadableToolInput, _tool_input
 from llm.cost import Usage
 from llm.errors import LLMConnectionError
 from llm.openai_request import ToolNames
+from llm.openai_stream import assembled
 from llm.types import (
-    ContentBlock,
     LLMResponse,
     MessageStop,
     StreamEvent,
-    TextBlock,
     TextDelta,
-    ThinkingBlock,
     ThinkingDelta,
-    ToolUseBlock,
     ToolUseInputDelta,
     ToolUseStart,
     ToolUseStop,
@@ -175,20 +172,8 @@ class ResponsesStreamAssembler:
         return [UsageUpdate(self._usage), MessageStop(self.response())]
 
     def response(self) -> LLMResponse:
-        content: list[ContentBlock] = []
-        cut: list[str] = []
-        for _, block in sorted(self._blocks.items()):
-            if block["type"] == "text":
-                content.append(TextBlock(block["text"]))
-            elif block["type"] == "thinking":
-                content.append(ThinkingBlock(block["thinking"]))
-            elif "input" not in block:
-                cut.append(block["name"])
-            else:
-                content.append(ToolUseBlock(block["id"], block["name"], block["input"]))
-        return LLMResponse(
-            tuple(content), self._stop_reason or "end_turn", self._usage, self._model, self._id, tuple(cut)
-        )
+        content, cut = assembled(self._blocks)
+        return LLMResponse(content, self._stop_reason or "end_turn", self._usage, self._model, self._id, cut)
 
 
 def response_from_body(body: dict[str, Any], names: ToolNames | None = None) -> LLMResponse:

@@ -19,10 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm.scripted.chat import NAME_LIMIT, NAME_PATTERN, arguments_json, content_text
+from llm.scripted.chat import NAME_LIMIT, NAME_PATTERN, ScriptedChatCompletionsServer, arguments_json, content_text
 from llm.scripted.render import JSON_CHUNK
-from llm.scripted.script import ScriptError, ToolUse, Turn
-from llm.scripted.server import ScriptedMessagesServer
+from llm.scripted.script import ToolUse, Turn
 
 TOOL_TYPES = ("function", "web_search", "web_search_preview", "file_search", "code_interpreter")
 # Chat Completions parameters the Responses API refuses, and what it says instead.
@@ -34,26 +33,18 @@ MOVED = {
 }
 
 
-class ScriptedResponsesServer(ScriptedMessagesServer):
-    """``ScriptedMessagesServer``'s behaviour over the Responses API; ``url`` is the API
-    root to give the SDK as ``base_url`` (it ends in /v1)."""
+class ScriptedResponsesServer(ScriptedChatCompletionsServer):
+    """``ScriptedMessagesServer``'s behaviour over the Responses API; its ``url`` and error
+    bodies are the Chat Completions server's (the API root ending in /v1, OpenAI's errors)."""
 
     path = "/v1/responses"
     id_prefix = "resp_scripted_"
-
-    @property
-    def url(self) -> str:
-        return f"{super().url}/v1"
 
     def problems(self, body: dict[str, Any]) -> list[str]:
         return responses_problems(body)
 
     def misses(self, turn: Turn, body: dict[str, Any]) -> list[str]:
         return responses_expectation_misses(turn, body)
-
-    def error_body(self, error: ScriptError, api_key: str) -> dict[str, Any]:
-        message = error.message.format(api_key=api_key) if "{api_key}" in error.message else error.message
-        return {"error": {"message": message, "type": error.type, "param": None, "code": error.type}}
 
     def answer(self, turn: Turn, body: dict[str, Any], message_id: str) -> dict[str, Any]:
         return response_json(turn, model=str(body.get("model", "")), response_id=message_id)

@@ -33,13 +33,13 @@ def _no_hosted_model(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture
-def scripted():
-    """scripted(turns, **options) -> a started server; stopped, and checked for misses, at teardown."""
-    servers: list[ScriptedMessagesServer] = []
+def _started(server_class):
+    """A fixture body: ``start(turns, **options)`` makes a started ``server_class``; each is
+    stopped, and checked for failures (a broken rule, a missed expectation), at teardown."""
+    servers = []
 
-    def start(turns, **options) -> ScriptedMessagesServer:
-        server = ScriptedMessagesServer(turns, **options).start()
+    def start(turns, **options):
+        server = server_class(turns, **options).start()
         servers.append(server)
         return server
 
@@ -48,23 +48,24 @@ def scripted():
         server.stop()
     for server in servers:
         assert server.failures == [], server.failures
+
+
+@pytest.fixture
+def scripted():
+    """scripted(turns, **options) -> a started Messages API server."""
+    yield from _started(ScriptedMessagesServer)
 
 
 @pytest.fixture
 def scripted_chat():
-    """scripted_chat(turns, **options) -> a started OpenAI-compatible server, checked at teardown."""
-    servers: list[ScriptedChatCompletionsServer] = []
+    """scripted_chat(turns, **options) -> a started OpenAI-compatible (Chat Completions) server."""
+    yield from _started(ScriptedChatCompletionsServer)
 
-    def start(turns, **options) -> ScriptedChatCompletionsServer:
-        server = ScriptedChatCompletionsServer(turns, **options).start()
-        servers.append(server)
-        return server
 
-    yield start
-    for server in servers:
-        server.stop()
-    for server in servers:
-        assert server.failures == [], server.failures
+@pytest.fixture
+def scripted_responses():
+    """scripted_responses(turns, **options) -> a started Responses API server."""
+    yield from _started(ScriptedResponsesServer)
 
 
 @pytest.fixture
@@ -82,23 +83,6 @@ def openai_provider_for():
     yield make
     for provider in providers:
         provider.close()
-
-
-@pytest.fixture
-def scripted_responses():
-    """scripted_responses(turns, **options) -> a started Responses API server, checked at teardown."""
-    servers: list[ScriptedResponsesServer] = []
-
-    def start(turns, **options) -> ScriptedResponsesServer:
-        server = ScriptedResponsesServer(turns, **options).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-    for server in servers:
-        assert server.failures == [], server.failures
 
 
 @pytest.fixture
