@@ -154,19 +154,24 @@ def chat_problems(body: dict[str, Any]) -> list[str]:
     if isinstance(body.get("stop"), list) and len(body["stop"]) > MAX_STOP:
         problems.append(f"Invalid 'stop': array too long. Expected an array with maximum length {MAX_STOP}.")
     for number, tool in enumerate(body.get("tools") or []):
-        name = str((tool.get("function") or {}).get("name", ""))
-        where = f"tools[{number}].function.name"
-        if not NAME_PATTERN.match(name):
-            problems.append(
-                f"Invalid '{where}': string does not match pattern. Expected a string that matches the pattern "
-                "'^[a-zA-Z0-9_-]+$'."
-            )
-        if len(name) > NAME_LIMIT:
-            problems.append(
-                f"Invalid '{where}': string too long. Expected a string with maximum length {NAME_LIMIT}, "
-                f"but got a string with length {len(name)} instead."
-            )
+        problems += name_problems(f"tools[{number}].function.name", str((tool.get("function") or {}).get("name", "")))
     return problems + _message_problems(messages or [])
+
+
+def name_problems(where: str, name: str) -> list[str]:
+    """What the OpenAI APIs say of a tool name they refuse, at ``where`` in the request."""
+    problems = []
+    if not NAME_PATTERN.match(name):
+        problems.append(
+            f"Invalid '{where}': string does not match pattern. Expected a string that matches the pattern "
+            "'^[a-zA-Z0-9_-]+$'."
+        )
+    if len(name) > NAME_LIMIT:
+        problems.append(
+            f"Invalid '{where}': string too long. Expected a string with maximum length {NAME_LIMIT}, "
+            f"but got a string with length {len(name)} instead."
+        )
+    return problems
 
 
 def _message_problems(messages: list[dict[str, Any]]) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm.scripted.chat import NAME_LIMIT, NAME_PATTERN, ScriptedChatCompletionsServer, arguments_json, content_text
+from llm.scripted.chat import ScriptedChatCompletionsServer, arguments_json, content_text, name_problems
 from llm.scripted.render import JSON_CHUNK
 from llm.scripted.script import ToolUse, Turn
 
@@ -174,17 +174,7 @@ def _tool_problems(number: int, tool: dict[str, Any]) -> list[str]:
     if kind != "function":
         return []
     name = str(tool.get("name", ""))
-    problems = []
-    if not NAME_PATTERN.match(name):
-        problems.append(
-            f"Invalid 'tools[{number}].name': string does not match pattern. Expected a string that matches the "
-            "pattern '^[a-zA-Z0-9_-]+$'."
-        )
-    if len(name) > NAME_LIMIT:
-        problems.append(
-            f"Invalid 'tools[{number}].name': string too long. Expected a string with maximum length {NAME_LIMIT}, "
-            f"but got a string with length {len(name)} instead."
-        )
+    problems = name_problems(f"tools[{number}].name", name)
     if tool.get("strict", True):  # the API's default: strict
         problems += [f"Invalid schema for function '{name}': {p}" for p in strict_problems(tool.get("parameters"))]
     return problems
