@@ -32,6 +32,15 @@ def test_testing_a_model_reports_its_answer_and_cost(admin_client, scripted_chat
     assert server.requests[0].body["max_tokens"] == 16
 
 
+def test_testing_a_responses_api_model_reports_its_answer_and_cost(admin_client, scripted_responses):
+    server = scripted_responses([{"text": "ready", "usage": {"input_tokens": 12, "output_tokens": 1}}])
+    row = ModelConfig.objects.create(role="chat", provider="openai_responses", model="gpt-4o-mini", base_url=server.url)
+    response = admin_client.post(CHANGELIST, {"action": "test_model", "_selected_action": [row.pk]}, follow=True)
+    shown = [str(m) for m in response.context["messages"]]
+    assert shown == ["chat: openai_responses/gpt-4o-mini: answered 'ready' (12 in, 1 out, $0.000002)"]
+    assert server.requests[0].body["max_output_tokens"] == 16
+
+
 def test_testing_a_model_that_fails_says_why_without_a_traceback(admin_client, scripted_chat):
     server = scripted_chat([{"error": {"status": 404, "type": "model_not_found", "message": "no such model"}}])
     row = ModelConfig.objects.create(role="chat", provider="openai", model="nope", base_url=server.url)
