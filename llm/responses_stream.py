@@ -9,7 +9,8 @@ are announced by ``response.output_item.added`` and closed by
 ``response.completed`` (or ``response.incomplete`` at the token limit) ends
 the stream with the whole response and its usage; ``response.failed`` and
 ``error`` are failures. A hosted web search is the provider's own work: its
-items are counted (``web_searches``), never run as our tool calls.
+``web_search_call`` items are passed over, never run as our tool calls, and
+what it found is in the answer's text.
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ class ResponsesStreamAssembler:
         self._id = ""
         self._model = ""
         self._stop_reason: str | None = None
-        self.web_searches = 0
         self.finished = False
 
     def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
@@ -128,8 +128,6 @@ class ResponsesStreamAssembler:
         return [ThinkingDelta(index, delta)]
 
     def _added(self, output: int, item: dict[str, Any]) -> list[StreamEvent]:
-        if item.get("type") == "web_search_call":
-            self.web_searches += 1
         if item.get("type") != "function_call":
             return []
         name = self._names.ours(str(item.get("name") or ""))
