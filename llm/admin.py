@@ -14,6 +14,7 @@ from django.db.models import Field, QuerySet
 from django.http import HttpRequest
 
 from eunice.platform_admin import PlatformAdmin
+from llm.capabilities import KNOWN
 from llm.errors import LLMError
 from llm.models import ModelConfig
 from llm.prices import prices_for
@@ -44,6 +45,11 @@ class ModelConfigAdmin(PlatformAdmin):
         if db_field.name == "role":
             kwargs["help_text"] = "; ".join(f"{name}: {serves}" for name, serves in ROLES.items()) + (
                 "; or any role call_llm names"
+            )
+        elif db_field.name == "capabilities":
+            kwargs["help_text"] = (
+                'Native capabilities the model claims, e.g. {"web_search": true}; known: '
+                f"{', '.join(sorted(KNOWN))}. One counts only where the provider delivers it (docs/models.md)."
             )
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 

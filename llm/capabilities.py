@@ -31,3 +31,20 @@ NATIVE: dict[str, frozenset[str]] = {
 
 def native_capabilities(provider: str) -> frozenset[str]:
     return NATIVE.get(provider, frozenset())
+
+
+KNOWN: frozenset[str] = frozenset().union(*NATIVE.values())
+
+
+def claim_problem(capabilities: object) -> str | None:
+    """What is wrong with a row's ``capabilities`` (a JSON object of known names to true or
+    false), said so an admin can fix it; None when nothing is."""
+    if not isinstance(capabilities, dict):
+        return 'must be a JSON object of capability names to true or false, e.g. {"web_search": true}'
+    unknown = sorted(set(capabilities) - KNOWN)
+    if unknown:
+        return f"unknown capability {', '.join(map(repr, unknown))}; known: {', '.join(sorted(KNOWN))}"
+    not_flags = sorted(name for name, on in capabilities.items() if not isinstance(on, bool))
+    if not_flags:
+        return f"{', '.join(map(repr, not_flags))} must be true or false"
+    return None

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
-from llm.capabilities import native_capabilities
+from llm.capabilities import claim_problem, native_capabilities
 
 MIN_THINKING_BUDGET = 1024  # the API's minimum budget_tokens
 _PRICE_HELP = "USD per million tokens; empty: the model's price from genai-prices"
@@ -72,7 +72,10 @@ class ModelConfig(models.Model):
         ordering = ["role"]
 
     def clean(self) -> None:
-        """Raises ValidationError for a thinking budget the API would refuse."""
+        """Raises ValidationError for capabilities we do not know, or a thinking budget the API would refuse."""
+        problem = claim_problem(self.capabilities)
+        if problem is not None:
+            raise ValidationError({"capabilities": problem})
         budget = self.thinking_budget_tokens
         if budget is not None and not MIN_THINKING_BUDGET <= budget < self.max_output_tokens:
             raise ValidationError(

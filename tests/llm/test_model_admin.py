@@ -1,5 +1,7 @@
 """The model configuration's admin: where each price comes from, and "Test this model"."""
 
+import json
+
 import pytest
 
 from llm.models import ModelConfig
@@ -48,6 +50,32 @@ def test_testing_a_model_that_fails_says_why_without_a_traceback(admin_client, s
     (shown,) = [str(m) for m in response.context["messages"]]
     assert "failed: The model provider rejected the request (404 model_not_found): no such model" in shown
     assert "Traceback" not in shown
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "said"),
+    [
+        ({"web_serch": True}, "unknown capability &#x27;web_serch&#x27;; known: strict_tools, web_search"),
+        ({"web_search": "yes"}, "&#x27;web_search&#x27; must be true or false"),
+        (["web_search"], "must be a JSON object of capability names to true or false"),
+    ],
+)
+def test_a_capability_claim_the_admin_cannot_use_is_refused_saying_how_to_fix_it(admin_client, capabilities, said):
+    form = {
+        "role": "chat",
+        "provider": "openai_responses",
+        "model": "gpt-5-mini",
+        "capabilities": json.dumps(capabilities),
+        "max_output_tokens": 4096,
+        "is_active": "on",
+    }
+    page = admin_client.post(CHANGELIST + "add/", form).content.decode()
+    assert said in page
+    assert not ModelConfig.objects.exists()
+
+
+def test_the_form_names_the_known_capabilities(admin_client):
+    assert "known: strict_tools, web_search" in admin_client.get(CHANGELIST + "add/").content.decode()
 
 
 def test_a_staff_member_who_is_not_a_superuser_cannot_test_models(client, django_user_model):
