@@ -112,10 +112,16 @@ def stream_chunks(turn: Turn, *, model: str, completion_id: str, usage: bool) ->
     return chunks
 
 
-def usage_json(turn: Turn) -> dict[str, Any]:
+def openai_tokens(turn: Turn) -> tuple[int, int, int]:
+    """The turn's (prompt, cached, output) tokens as the OpenAI APIs count them: the
+    prompt includes the cached tokens (the Messages API counts them apart)."""
     cached = turn.usage.get("cache_read_input_tokens", 0)
     prompt = turn.usage.get("input_tokens", 0) + cached + turn.usage.get("cache_creation_input_tokens", 0)
-    completion = turn.usage.get("output_tokens", 0)
+    return prompt, cached, turn.usage.get("output_tokens", 0)
+
+
+def usage_json(turn: Turn) -> dict[str, Any]:
+    prompt, cached, completion = openai_tokens(turn)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -19,7 +19,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from llm.scripted.chat import ScriptedChatCompletionsServer, arguments_json, content_text, name_problems
+from llm.scripted.chat import (
+    ScriptedChatCompletionsServer,
+    arguments_json,
+    content_text,
+    name_problems,
+    openai_tokens,
+)
 from llm.scripted.render import JSON_CHUNK
 from llm.scripted.script import ToolUse, Turn
 
@@ -139,9 +145,7 @@ def _citation(query: str, end: int) -> dict[str, Any]:
 
 
 def usage_json(turn: Turn) -> dict[str, Any]:
-    cached = turn.usage.get("cache_read_input_tokens", 0)
-    prompt = turn.usage.get("input_tokens", 0) + cached + turn.usage.get("cache_creation_input_tokens", 0)
-    output = turn.usage.get("output_tokens", 0)
+    prompt, cached, output = openai_tokens(turn)
     return {
         "input_tokens": prompt,
         "input_tokens_details": {"cached_tokens": cached},
