@@ -6,11 +6,12 @@ an answer of CHUNKS text deltas, one every DELAY seconds. The SSE bytes are
 rendered once, by the same code as the scripted test server, so the model's
 own cost stays out of the figures it serves.
 
-Usage: python bench/_model_server.py FD CHUNKS DELAY [TOOL_USES] [--api chat]
+Usage: python bench/_model_server.py FD CHUNKS DELAY [TOOL_USES] [--api chat|responses]
 
 TOOL_USES, a JSON list of [name, input, id], replaces the `plan` call (bench/cancel.py).
 `--api chat` serves the OpenAI-compatible Chat Completions stream instead (the same
-turns, rendered by the scripted Chat Completions server's code, usage in the last chunk).
+turns, rendered by the scripted Chat Completions server's code, usage in the last chunk);
+`--api responses` the Responses API's events (the scripted Responses server's code).
 
 FD is a listening socket the caller bound and passed down (see turns.py).
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from llm.scripted import responses  # noqa: E402
 from llm.scripted.chat import stream_chunks  # noqa: E402
 from llm.scripted.render import LAST_CHUNK, http_chunk, sse, stream_events  # noqa: E402
 from llm.scripted.script import ToolUse, Turn  # noqa: E402
@@ -32,18 +34,35 @@ from llm.scripted.script import ToolUse, Turn  # noqa: E402
 
 def rendered(turn: Turn, api: str = "messages") -> list[tuple[bool, bytes]]:
     """(is a text delta, its SSE bytes) for each event of ``turn``'s stream."""
-    if api == "chat":
-        chunks = stream_chunks(turn, model="bench-model", completion_id="chatcmpl-bench", usage=True)
-        events = [(bool(c["choices"] and c["choices"][0]["delta"].get("content")), c) for c in chunks]
-        return [(delta, b"data: " + json.dumps(c).encode() + b"\n\n") for delta, c in events] + [
-            (False, b"data: [DONE]\n\n")
-        ]
+    return RENDER[api](turn)
+
+
+def _messages_events(turn: Turn) -> list[tuple[bool, bytes]]:
     events = stream_events(turn, model="bench-model", message_id="msg_bench")
     return [(name == "content_block_delta", sse(name, data)) for name, data in events]
 
 
+def _chat_chunks(turn: Turn) -> list[tuple[bool, bytes]]:
+    chunks = stream_chunks(turn, model="bench-model", completion_id="chatcmpl-bench", usage=True)
+    events = [(bool(c["choices"] and c["choices"][0]["delta"].get("content")), c) for c in chunks]
+    return [(delta, b"data: " + json.dumps(c).encode() + b"\n\n") for delta, c in events] + [
+        (False, b"data: [DONE]\n\n")
+    ]
+
+
+def _responses_events(turn: Turn) -> list[tuple[bool, bytes]]:
+    events = responses.stream_events(turn, model="bench-model", response_id="resp_bench")
+    return [(e["type"] == "response.output_text.delta", sse(e["type"], e)) for e in events]
+
+
+RENDER = {"messages": _messages_events, "chat": _chat_chunks, "responses": _responses_events}
+
+
 def answers_a_tool(body: dict) -> bool:
-    """Whether the request carries a tool's result (Messages: a tool_result block; Chat: a tool message)."""
+    """Whether the request carries a tool's result (Messages: a tool_result block; Chat: a tool
+    message; Responses: a function_call_output item)."""
+    if "input" in body:
+        return any(item.get("type") == "function_call_output" for item in body["input"])
     for message in body["messages"]:
         if message.get("role") == "tool":
             return True
@@ -68,7 +87,7 @@ async def serve(fd: int, chunks: int, delay: float, tool_uses: list | None = Non
                 head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
                 length = int(head.split("content-length:", 1)[1].split("\r\n", 1)[0])
                 body = json.loads(await reader.readexactly(length))
-                answered = answers_a_tool(body) if api == "chat" else _last_has_result(body)
+                answered = _last_has_result(body) if api == "messages" else answers_a_tool(body)
                 writer.write(
                     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
                 )

@@ -15,9 +15,10 @@ failed, p50/p99 relay latency (ms), messages relayed, the server's CPU time
 per chunk, and the peak RSS of the server process and of this client.
 
 With `--api chat` the model server speaks the OpenAI-compatible Chat Completions API
-instead, and the chat role's row uses the `openai` provider (the real `openai` SDK).
+instead, and the chat role's row uses the `openai` provider (the real `openai` SDK);
+with `--api responses` the Responses API and the `openai_responses` provider.
 
-Usage: python bench/turns.py [--conversations 200] [--chunks 500] [--chunk-delay 0.02] [--api messages|chat]
+Usage: python bench/turns.py [--conversations 200] [--chunks 500] [--chunk-delay 0.02] [--api messages|chat|responses]
        [--per-second] [--json]
 """
 
@@ -42,6 +43,8 @@ from _machine import reference_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 20  # the relay p99 the bench is held to (#5)
+# --api: the chat role's provider for each OpenAI-compatible API the model server speaks.
+OPENAI_PROVIDERS = {"chat": "openai", "responses": "openai_responses"}
 START_SECONDS = 300  # how long the product may take to answer /health/
 
 
@@ -291,9 +294,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--api",
-        choices=("messages", "chat"),
+        choices=("messages", *OPENAI_PROVIDERS),
         default="messages",
-        help="the model server's API: Anthropic's Messages (default) or OpenAI-compatible Chat Completions",
+        help="the model server's API: Anthropic's Messages (default), or OpenAI-compatible Chat Completions "
+        "or Responses",
     )
     parser.add_argument(
         "--per-second", action="store_true", help="also print relay latency by the second the messages arrived in"
@@ -303,9 +307,11 @@ def main() -> None:
     database = _django.setup()
     machine_ms = reference_ms()  # before anything else runs: the machine's own speed today
     model, model_port = model_server(args.chunks, args.chunk_delay, api=args.api)
-    openai_row = {"provider": "openai", "model": "bench-model", "base_url": f"http://127.0.0.1:{model_port}/v1"}
+    base_url = f"http://127.0.0.1:{model_port}/v1"
+    provider = OPENAI_PROVIDERS.get(args.api)
+    openai_row = {"provider": provider, "model": "bench-model", "base_url": base_url} if provider else None
     try:
-        pairs = prepare(args.conversations, openai_row if args.api == "chat" else None)
+        pairs = prepare(args.conversations, openai_row)
         server, port = serve_product(model_port, args.server, args.ws)
     except BaseException:
         model.kill()

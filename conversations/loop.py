@@ -196,9 +196,10 @@ def _open_turn(conversation: Conversation, role: str, events: tuple[tuple[str, d
         raise
 
 
-async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, role: str = "chat") -> TurnOutcome:
+async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, role: str = "delegate") -> TurnOutcome:
     """A delegated task: a fresh history in delegate mode, within the parent's turn, with
-    its own pane on the display, working set, plan and budget (``_subtask_runtime``)."""
+    its own pane on the display, working set, plan and budget (``_subtask_runtime``).
+    The ``delegate`` role's model runs it (the chat model when that role has no row)."""
     config = await in_db_thread(get_model_for_role)(role)
     provider = _provider(role, config)
     child = _subtask_runtime(parent, budget_usd)

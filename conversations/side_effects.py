@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from conversations.models import Notification, UsageLog
+from conversations.models import Notification
 from datacatalog.models import GeneratedFile
 from eunice.tenant_files import is_tenant_file
 from registry.cards import CardType
@@ -55,17 +55,7 @@ def route_side_effects(tool_name: str, result: ToolResult, runtime: Runtime) -> 
             # A roll-up (delegate) reports what its leaf calls cost; those calls
             # already wrote their own usage rows and moved the budget.
             return shown
-        runtime.budget.spend(result.cost)
-        UsageLog.objects.create(
-            tenant_id=runtime.tenant_id,
-            user_id=runtime.user_id,
-            conversation=runtime.conversation,
-            kind=UsageLog.Kind.TOOL,
-            name=tool_name,
-            cost_usd=result.cost,
-            # As the execution log counts it: only an Err sets ``error``.
-            success=result.error is None,
-        )
+        runtime.budget.spend(result.cost)  # its usage row: written by the registry (registry.usage)
     return shown
 
 

@@ -481,15 +481,16 @@ JSON_MAX_DEPTH = env_int("EUNICE_JSON_MAX_DEPTH", 64, minimum=2)
 # --- Models ------------------------------------------------------------------
 # Read once here and never logged or echoed (Django's error reports already
 # hide settings whose names contain KEY). Provider names match
-# registry.surface.PROVIDER_NATIVE_CAPABILITIES and llm.roles.
-LLM_PROVIDERS = ("anthropic", "openai", "offline")
+# llm.capabilities.NATIVE and llm.roles.PROVIDERS.
+LLM_PROVIDERS = ("anthropic", "openai", "openai_responses", "offline")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY").strip()
 ANTHROPIC_BASE_URL = env_http_url("ANTHROPIC_BASE_URL")  # "": the SDK's default endpoint
 # The model a role uses when it has no active ModelConfig row; unset means
 # ANTHROPIC_DEFAULT_MODEL when a key is configured, the offline provider otherwise.
 EUNICE_DEFAULT_MODEL = env_model_ref("EUNICE_DEFAULT_MODEL", LLM_PROVIDERS)
 ANTHROPIC_DEFAULT_MODEL = "claude-sonnet-4-5"
-# The `openai` provider (any OpenAI-compatible server): these unless the model's row
+# The `openai` and `openai_responses` providers (any OpenAI-compatible server's Chat
+# Completions or Responses API): these unless the model's row
 # names its own base URL and key variable (llm.ModelConfig.base_url, api_key_env).
 OPENAI_API_KEY = env_str("OPENAI_API_KEY").strip()
 OPENAI_BASE_URL = env_http_url("OPENAI_BASE_URL")  # "": api.openai.com
@@ -498,7 +499,7 @@ OPENAI_BASE_URL = env_http_url("OPENAI_BASE_URL")  # "": api.openai.com
 # ModelConfig rows use the openai provider.
 EUNICE_PRELOAD_OPENAI = env_bool(
     "EUNICE_PRELOAD_OPENAI",
-    bool(OPENAI_API_KEY or OPENAI_BASE_URL) or (EUNICE_DEFAULT_MODEL or ("",))[0] == "openai",
+    bool(OPENAI_API_KEY or OPENAI_BASE_URL) or (EUNICE_DEFAULT_MODEL or ("",))[0] in ("openai", "openai_responses"),
 )
 # The SDK retries 408/409/429/5xx/529 and connection errors this many times
 # with exponential backoff (0.5 s doubling, at most 8 s, honouring retry-after).

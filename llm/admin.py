@@ -7,14 +7,18 @@ the model one short request and reports its answer or its error.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Field, QuerySet
 from django.http import HttpRequest
 
 from eunice.platform_admin import PlatformAdmin
+from llm.capabilities import KNOWN
 from llm.errors import LLMError
 from llm.models import ModelConfig
 from llm.prices import prices_for
+from llm.roles import ROLES
 from llm.types import LLMRequest
 
 TEST_PROMPT = "Reply with the single word: ready"
@@ -24,9 +28,34 @@ _ANSWER_SHOWN = 200
 
 @admin.register(ModelConfig)
 class ModelConfigAdmin(PlatformAdmin):
-    list_display = ("role", "provider", "model", "price", "max_output_tokens", "thinking_budget_tokens", "is_active")
+    list_display = (
+        "role",
+        "serves",
+        "provider",
+        "model",
+        "price",
+        "max_output_tokens",
+        "thinking_budget_tokens",
+        "is_active",
+    )
     list_filter = ("provider", "is_active")
     actions = ("test_model",)
+
+    def formfield_for_dbfield(self, db_field: Field, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "role":
+            kwargs["help_text"] = "; ".join(f"{name}: {serves}" for name, serves in ROLES.items()) + (
+                "; or any role call_llm names"
+            )
+        elif db_field.name == "capabilities":
+            kwargs["help_text"] = (
+                'Native capabilities the model claims, e.g. {"web_search": true}; known: '
+                f"{', '.join(sorted(KNOWN))}. One counts only where the provider delivers it (docs/models.md)."
+            )
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    @admin.display(description="Serves")
+    def serves(self, row: ModelConfig) -> str:
+        return ROLES.get(row.role, "call_llm (role=…)")
 
     @admin.display(description="Price (in / out per Mtok)")
     def price(self, row: ModelConfig) -> str:

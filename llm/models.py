@@ -8,6 +8,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from llm.capabilities import claim_problem, native_capabilities
+
 MIN_THINKING_BUDGET = 1024  # the API's minimum budget_tokens
 _PRICE_HELP = "USD per million tokens; empty: the model's price from genai-prices"
 
@@ -70,7 +72,10 @@ class ModelConfig(models.Model):
         ordering = ["role"]
 
     def clean(self) -> None:
-        """Raises ValidationError for a thinking budget the API would refuse."""
+        """Raises ValidationError for capabilities we do not know, or a thinking budget the API would refuse."""
+        problem = claim_problem(self.capabilities)
+        if problem is not None:
+            raise ValidationError({"capabilities": problem})
         budget = self.thinking_budget_tokens
         if budget is not None and not MIN_THINKING_BUDGET <= budget < self.max_output_tokens:
             raise ValidationError(
@@ -79,6 +84,12 @@ class ModelConfig(models.Model):
                     f"max output tokens ({self.max_output_tokens})"
                 }
             )
+
+    @property
+    def active_capabilities(self) -> frozenset[str]:
+        """The capabilities this row claims that its provider also delivers (llm/capabilities.py)."""
+        claimed = {name for name, on in (self.capabilities or {}).items() if on}
+        return frozenset(claimed) & native_capabilities(self.provider)
 
     def __str__(self) -> str:
         return f"{self.role}: {self.provider}/{self.model}"

@@ -1,8 +1,11 @@
-"""OpenAIProvider: Chat Completions through the official ``openai`` SDK.
+"""OpenAIProvider (Chat Completions) and OpenAIResponsesProvider (the Responses API)
+through the official ``openai`` SDK.
 
 For any OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenRouter, Azure,
 OpenAI itself): the row's ``base_url`` names it. Imported only by the role
 factory that builds one (the SDK takes seconds to import on a loaded machine).
+The two differ only in the endpoint, how a request is written and how the
+answer is read: the rest (clients, retries, errors) is one code.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ from llm.errors import (
     LLMRateLimitError,
     LLMResponseError,
 )
-from llm.openai_request import build_chat_params
+from llm.openai_request import ToolNames, build_chat_params
 from llm.openai_stream import ChatStreamAssembler, response_from_completion
+from llm.responses_request import build_responses_params
+from llm.responses_stream import ResponsesStreamAssembler, response_from_body
 from llm.types import LLMRequest, LLMResponse, MessageStop, StreamEvent
 
 logger = logging.getLogger("eunice.llm")
@@ -120,11 +125,25 @@ class OpenAIProvider:
     # As for Anthropic: the SDK does auth, retries, HTTP errors and connections;
     # the streamed chunks are decoded here (no pydantic model per chunk).
 
+    # The API's endpoint, request and answer: what OpenAIResponsesProvider replaces.
+
+    def _endpoint(self, client: openai.OpenAI | openai.AsyncOpenAI) -> Any:
+        return client.chat.completions
+
+    def _params(self, request: LLMRequest, *, stream: bool) -> tuple[dict[str, Any], ToolNames]:
+        return build_chat_params(request, stream=stream)
+
+    def _assembler(self, names: ToolNames) -> ChatStreamAssembler | ResponsesStreamAssembler:
+        return ChatStreamAssembler(names)
+
+    def _response(self, body: dict[str, Any], names: ToolNames) -> LLMResponse:
+        return response_from_completion(body, names)
+
     def stream(self, request: LLMRequest) -> Iterator[StreamEvent]:
-        params, names = build_chat_params(request, stream=True)
-        assembler = ChatStreamAssembler(names)
+        params, names = self._params(request, stream=True)
+        assembler = self._assembler(names)
         try:
-            with self.client.chat.completions.with_streaming_response.create(**params) as response:
+            with self._endpoint(self.client).with_streaming_response.create(**params) as response:
                 for chunk in sse_data(response.iter_bytes()):
                     yield from assembler.feed(chunk)
             yield from assembler.end()
@@ -132,11 +151,11 @@ class OpenAIProvider:
             raise self._typed(err) from None
 
     async def astream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        params, names = build_chat_params(request, stream=True)
-        assembler = ChatStreamAssembler(names)
+        params, names = self._params(request, stream=True)
+        assembler = self._assembler(names)
         try:
             client = await self.async_client()
-            async with client.chat.completions.with_streaming_response.create(**params) as response:
+            async with self._endpoint(client).with_streaming_response.create(**params) as response:
                 chunks = SSEBuffer()
                 body = response.http_response.aiter_bytes()
                 async for data in body:
@@ -153,26 +172,48 @@ class OpenAIProvider:
             raise self._typed(err) from None
 
     def complete(self, request: LLMRequest) -> LLMResponse:
-        params, names = build_chat_params(request, stream=False)
+        params, names = self._params(request, stream=False)
         try:
-            body = self.client.chat.completions.with_raw_response.create(**params).http_response.json()
+            body = self._endpoint(self.client).with_raw_response.create(**params).http_response.json()
         except (openai.OpenAIError, httpx2.HTTPError) as err:
             raise self._typed(err) from None
-        return response_from_completion(body, names)
+        return self._response(body, names)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        params, names = build_chat_params(request, stream=False)
+        params, names = self._params(request, stream=False)
         try:
-            raw = await (await self.async_client()).chat.completions.with_raw_response.create(**params)
+            raw = await self._endpoint(await self.async_client()).with_raw_response.create(**params)
             body = raw.http_response.json()
         except (openai.OpenAIError, httpx2.HTTPError) as err:
             raise self._typed(err) from None
-        return response_from_completion(body, names)
+        return self._response(body, names)
 
     def _typed(self, err: Exception) -> LLMError:
         typed = typed_error(err, secret=self._api_key, host=urlsplit(self.base_url or "").hostname)
         logger.warning("openai-compatible call failed: %s (%s)", type(err).__name__, typed.message)
         return typed
+
+
+class OpenAIResponsesProvider(OpenAIProvider):
+    """The Responses API (``POST /v1/responses``): OpenAI's own, and servers that implement
+    it. It delivers the hosted web search (``llm.capabilities``)."""
+
+    name = "openai_responses"
+
+    def __repr__(self) -> str:
+        return f"OpenAIResponsesProvider(base_url={self.base_url!r}, max_retries={self.max_retries})"
+
+    def _endpoint(self, client: openai.OpenAI | openai.AsyncOpenAI) -> Any:
+        return client.responses
+
+    def _params(self, request: LLMRequest, *, stream: bool) -> tuple[dict[str, Any], ToolNames]:
+        return build_responses_params(request, stream=stream)
+
+    def _assembler(self, names: ToolNames) -> ChatStreamAssembler | ResponsesStreamAssembler:
+        return ResponsesStreamAssembler(names)
+
+    def _response(self, body: dict[str, Any], names: ToolNames) -> LLMResponse:
+        return response_from_body(body, names)
 
 
 def typed_error(err: Exception, *, secret: str = "", host: str | None = None) -> LLMError:

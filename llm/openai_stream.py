@@ -150,7 +150,7 @@ class ChatStreamAssembler:
         for index in self._calls.values():
             block = self._blocks[index]
             try:
-                block["input"] = _tool_input(block["name"], block["json"])
+                block["input"] = self._names.input_for(block["name"], _tool_input(block["name"], block["json"]))
             except UnreadableToolInput as exc:
                 block["broken"] = exc  # judged at the end: a call cut off by the length limit is not an error
                 continue
@@ -172,21 +172,28 @@ class ChatStreamAssembler:
         return index
 
     def response(self) -> LLMResponse:
-        content: list[ContentBlock] = []
-        cut: list[str] = []
-        for _, block in sorted(self._blocks.items()):
-            if block["type"] == "text":
-                content.append(TextBlock(block["text"]))
-            elif block["type"] == "thinking":
-                content.append(ThinkingBlock(block["thinking"]))
-            elif "input" not in block:
-                cut.append(block["name"])
-            else:
-                content.append(ToolUseBlock(block["id"], block["name"], block["input"]))
+        content, cut = assembled(self._blocks)
         stop = STOP_REASONS.get(self._finish_reason or "", self._finish_reason or "end_turn")
         if stop == "end_turn" and any(isinstance(b, ToolUseBlock) for b in content):
             stop = "tool_use"  # servers (Ollama) that finish a tool-calling turn with "stop"
-        return LLMResponse(tuple(content), stop, self._usage, self._model, self._id, tuple(cut))
+        return LLMResponse(content, stop, self._usage, self._model, self._id, cut)
+
+
+def assembled(blocks: dict[int, dict[str, Any]]) -> tuple[tuple[ContentBlock, ...], tuple[str, ...]]:
+    """The content of assembled ``blocks`` in order, and the names of the tool calls cut off
+    before their input was whole (left out of the content)."""
+    content: list[ContentBlock] = []
+    cut: list[str] = []
+    for _, block in sorted(blocks.items()):
+        if block["type"] == "text":
+            content.append(TextBlock(block["text"]))
+        elif block["type"] == "thinking":
+            content.append(ThinkingBlock(block["thinking"]))
+        elif "input" not in block:
+            cut.append(block["name"])
+        else:
+            content.append(ToolUseBlock(block["id"], block["name"], block["input"]))
+    return tuple(content), tuple(cut)
 
 
 def response_from_completion(body: dict[str, Any], names: ToolNames | None = None) -> LLMResponse:

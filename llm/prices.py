@@ -28,9 +28,9 @@ logger = logging.getLogger("eunice.llm")
 
 Source = Literal["configured", "catalog", "unknown"]
 _ZERO = Decimal(0)
-# Our provider names as the catalog's provider ids; "openai" is any
+# Our provider names as the catalog's provider ids; "openai" (either API) is any
 # OpenAI-compatible server, so a base_url names its provider (OpenRouter, …).
-_CATALOG_PROVIDER = {"anthropic": "anthropic", "openai": "openai"}
+_CATALOG_PROVIDER = {"anthropic": "anthropic", "openai": "openai", "openai_responses": "openai"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ def catalog_prices(provider: str, model: str, base_url: str = "") -> Prices:
     # An OpenAI-compatible base_url names its provider (OpenRouter, Groq, …); one the
     # catalog does not know (a gateway, a local server) is taken to serve the model
     # its name says: OpenAI's gpt-4o behind a proxy costs what OpenAI bills.
-    lookups = [(None, base_url), (provider_id, None)] if base_url and provider == "openai" else [(provider_id, None)]
+    lookups = [(None, base_url), (provider_id, None)] if base_url and provider_id == "openai" else [(provider_id, None)]
     for by_id, by_url in lookups:
         try:
             _, info = snapshot.find_provider_model(model, None, by_id, by_url)

@@ -1,7 +1,10 @@
 """Which model serves a role, and the provider client for it.
 
-A role (``chat``, ``builder``, …) is served by its active ModelConfig row.
-Without one, the built-in default comes from the environment:
+A role (``chat``, ``delegate``, ``tool_builder``, …) is served by its active
+ModelConfig row. A role without one borrows the row of the role it falls
+back to (``FALLBACKS``: a delegated task runs on the chat model unless
+``delegate`` has a row of its own). Failing that, the built-in default comes
+from the environment:
 ``EUNICE_DEFAULT_MODEL`` when set, else ``ANTHROPIC_DEFAULT_MODEL`` when
 ``ANTHROPIC_API_KEY`` is set, else the offline provider. The built-in default
 is an unsaved ModelConfig, so its token limit and prices are the model's
@@ -10,6 +13,7 @@ field defaults rather than numbers repeated here.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -29,16 +33,38 @@ if TYPE_CHECKING:  # each SDK costs a second of start-up: imported when its prov
     from llm.openai_provider import OpenAIProvider
 
 
+# The roles the product asks for, and what each serves (the admin lists them); call_llm
+# may name any other role a row is made for.
+ROLES: dict[str, str] = {
+    "chat": "the conversation's agent",
+    "delegate": "tasks the agent delegates (delegate, delegate_batch); falls back to chat",
+    "tool_builder": "drafts custom tools",
+    "tool_auditor": "reviews drafted custom tools",
+}
+# A role without an active row of its own uses this role's row.
+FALLBACKS: dict[str, str] = {"delegate": "chat"}
+
+
 def get_model_for_role(role: str) -> ModelConfig:
-    """The role's active ModelConfig row, or the built-in default (unsaved)."""
-    row = ModelConfig.objects.filter(role=role, is_active=True).first()
-    return row if row is not None else default_model(role)
+    """The role's active ModelConfig row, else its fallback role's, else the built-in default (unsaved)."""
+    return _chosen(role, list(ModelConfig.objects.filter(role__in=_candidates(role), is_active=True)))
 
 
 async def aget_model_for_role(role: str) -> ModelConfig:
     """``get_model_for_role`` for async callers."""
-    row = await ModelConfig.objects.filter(role=role, is_active=True).afirst()
-    return row if row is not None else default_model(role)
+    return _chosen(role, [row async for row in ModelConfig.objects.filter(role__in=_candidates(role), is_active=True)])
+
+
+def _candidates(role: str) -> list[str]:
+    return [role, FALLBACKS[role]] if role in FALLBACKS else [role]
+
+
+def _chosen(role: str, rows: list[ModelConfig]) -> ModelConfig:
+    by_role = {row.role: row for row in rows}
+    for candidate in _candidates(role):
+        if candidate in by_role:
+            return by_role[candidate]
+    return default_model(role)
 
 
 def default_model(role: str) -> ModelConfig:
@@ -92,9 +118,10 @@ def _anthropic(config: ModelConfig) -> Provider:
     )
 
 
-def _openai(config: ModelConfig) -> Provider:
-    """Any OpenAI-compatible server. A local one (a base_url) may need no key; OpenAI's own does."""
-    from llm.openai_provider import OpenAIProvider  # the SDK loads only for a row that uses it
+def _openai(config: ModelConfig, *, api: str) -> Provider:
+    """Any OpenAI-compatible server, through ``api`` (``OPENAI_APIS``). A local one (a
+    base_url) may need no key; OpenAI's own does."""
+    from llm import openai_provider  # the SDK loads only for a row that uses it
 
     api_key = _api_key(config, settings.OPENAI_API_KEY)
     base_url = config.base_url or settings.OPENAI_BASE_URL or None
@@ -104,10 +131,11 @@ def _openai(config: ModelConfig) -> Provider:
             reason=f"The {config.role!r} role is set to {config.provider}/{config.model}, but {variable} "
             "is not set and the row has no base URL."
         )
-    return _shared(OpenAIProvider, api_key, base_url, settings.LLM_MAX_RETRIES, settings.LLM_TIMEOUT_SECONDS)
+    kind = getattr(openai_provider, OPENAI_APIS[api])
+    return _shared(kind, api_key, base_url, settings.LLM_MAX_RETRIES, settings.LLM_TIMEOUT_SECONDS)
 
 
-_providers: dict[tuple, AnthropicProvider | OpenAIProvider] = {}
+_providers: dict[tuple, AnthropicProvider | OpenAIProvider] = {}  # an OpenAIResponsesProvider is one
 _providers_lock = threading.Lock()
 
 
@@ -158,9 +186,13 @@ def _offline(config: ModelConfig) -> Provider:
     return OfflineProvider(reason=f"No language model is configured for the {config.role!r} role.")
 
 
-# Names match settings.LLM_PROVIDERS and registry.surface.PROVIDER_NATIVE_CAPABILITIES.
+# The provider class of each OpenAI API, by name (its module is imported only when used).
+OPENAI_APIS = {"chat": "OpenAIProvider", "responses": "OpenAIResponsesProvider"}
+
+# Names match settings.LLM_PROVIDERS and llm.capabilities.NATIVE.
 PROVIDERS: dict[str, Callable[[ModelConfig], Provider]] = {
     "anthropic": _anthropic,
-    "openai": _openai,
+    "openai": functools.partial(_openai, api="chat"),
+    "openai_responses": functools.partial(_openai, api="responses"),
     "offline": _offline,
 }

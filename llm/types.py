@@ -38,11 +38,15 @@ class LLMRequest:
     thinking_budget_tokens: int | None = None  # None: extended thinking off
     stop_sequences: tuple[str, ...] = ()
     metadata_user_id: str | None = None
+    # The model's active native capabilities (llm/capabilities.py): the provider turns them on.
+    capabilities: frozenset[str] = frozenset()
 
     @classmethod
     def for_model(cls, config: ModelConfig, **fields: Any) -> LLMRequest:
-        """A request for ``config``'s model with its ``max_output_tokens`` and thinking budget."""
+        """A request for ``config``'s model with its ``max_output_tokens``, thinking budget
+        and active native capabilities."""
         fields.setdefault("thinking_budget_tokens", config.thinking_budget_tokens or None)
+        fields.setdefault("capabilities", config.active_capabilities)
         return cls(model=config.model, max_tokens=config.max_output_tokens, **fields)
 
 

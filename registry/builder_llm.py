@@ -21,6 +21,7 @@ from llm.models import ModelConfig
 from llm.offline import OfflineProvider
 from llm.provider import Provider
 from llm.roles import create_llm_client_for_role, get_model_for_role
+from registry.usage import charge_model
 
 BUILDER_ROLE = "tool_builder"
 AUDITOR_ROLE = "tool_auditor"
@@ -76,20 +77,34 @@ class Proposal:
 
 @dataclass(frozen=True)
 class RoleModel:
+    """A role's model, and whom its calls are charged to (the usage log)."""
+
     config: ModelConfig
     client: Provider
+    tenant_id: str = ""
+    user_id: str = ""
+    conversation_id: str = ""
 
     def ask(self, system: str, prompt: str) -> str:
-        """One completion; raises BuildFailed with the provider's (safe) message."""
+        """One completion, charged; raises BuildFailed with the provider's (safe) message."""
         request = LLMRequest.for_model(self.config, system=system, messages=[{"role": "user", "content": prompt}])
         try:
-            return self.client.complete(request).text
+            response = self.client.complete(request)
         except LLMError as exc:
             raise BuildFailed(f"the {self.config.role} model call failed: {exc}") from None
+        charge_model(
+            self.config,
+            response.usage,
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            conversation_id=self.conversation_id,
+        )
+        return response.text
 
 
-def model_for(role: str) -> RoleModel:
-    """The configured model of ``role``. Raises BuildFailed when none is configured."""
+def model_for(role: str, **charged_to: str) -> RoleModel:
+    """The configured model of ``role``, its calls charged to ``charged_to`` (``tenant_id``,
+    ``user_id``, ``conversation_id``). Raises BuildFailed when none is configured."""
     config = get_model_for_role(role)
     try:
         client = create_llm_client_for_role(role, model=config)
@@ -101,7 +116,7 @@ def model_for(role: str) -> RoleModel:
             f"{client.reason} Tool building needs a model for the {role!r} role: add an active "
             "ModelConfig row for it in the admin (Language models → Model configs), or set ANTHROPIC_API_KEY."
         )
-    return RoleModel(config, client)
+    return RoleModel(config, client, **charged_to)
 
 
 def propose(model: RoleModel, *, name: str, request: str) -> Proposal:

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from eunice.jsonlimits import JSONTooDeep, check_depth
 from eunice.telemetry import state as telemetry
-from registry import aio, availability, gate
+from registry import aio, availability, gate, usage
 from registry.context import ToolContext
 from registry.contract import (
     Envelope,
@@ -264,7 +264,10 @@ class ToolRegistry:
         elif call.handler is not None and call.handler.on_loop is not None:
             envelope = await self._run_on_loop(call)
             if here is not None and (not settings.EXECUTION_LOG_ENABLED or writer().flush_seconds > 0):
-                return self._finish(call, envelope)  # the log row is only queued
+                result = self._finish(call, envelope, charge=False)  # the log row is only queued
+                if result.cost:  # (an MCP result carries none) the usage log is written off the loop
+                    await aio.in_db_thread(usage.charge)(call.context, call.name, result)
+                return result
         elif call.handler is not None and call.handler.is_async:
             envelope = await self._run_async(call)
         else:
@@ -570,8 +573,10 @@ class ToolRegistry:
                     )
         return self._workers
 
-    def _finish(self, call: Call, envelope: Envelope) -> ToolResult:
+    def _finish(self, call: Call, envelope: Envelope, *, charge: bool = True) -> ToolResult:
         result = envelope_to_tool_result(envelope)
+        if charge:
+            usage.charge(call.context, call.name, result)
         outcome, kind = classify(envelope)
         recorder = call.context.recorder
         if recorder is not None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from llm.capabilities import NATIVE
 from llm.models import ModelConfig
 from registry.installed import Port
 from registry.models import ToolDefinition
@@ -65,23 +66,15 @@ PM_ALLOWED: tuple[str, ...] = (
 CAPABILITY_CACHE_SECONDS = 30.0
 
 # What each provider can actually deliver natively, as wired in our request
-# layer. A capability a model row claims but its provider cannot deliver never
-# removes a tool: both must hold.
-PROVIDER_NATIVE_CAPABILITIES: dict[str, frozenset[str]] = {
-    "anthropic": frozenset(),
-    "openai": frozenset(),
-    "offline": frozenset(),
-}
+# layer (llm/capabilities.py). A capability a model row claims but its provider
+# cannot deliver never removes a tool: both must hold.
+PROVIDER_NATIVE_CAPABILITIES = NATIVE
 
 
 @dataclass(frozen=True, slots=True)
 class SurfaceEntry:
     name: str
     reason: str  # anchor | usage | system | static_fallback | mode_allowlist | working_set
-
-
-def provider_native_capabilities(provider: str) -> frozenset[str]:
-    return PROVIDER_NATIVE_CAPABILITIES.get(provider, frozenset())
 
 
 class _Replacements:
@@ -122,10 +115,7 @@ def clear_capability_cache() -> None:
 
 def active_capabilities(model: ModelConfig | None) -> frozenset[str]:
     """Capabilities the model claims AND its provider can deliver."""
-    if model is None:
-        return frozenset()
-    claimed = {name for name, on in (model.capabilities or {}).items() if on}
-    return frozenset(claimed) & provider_native_capabilities(model.provider)
+    return frozenset() if model is None else model.active_capabilities
 
 
 working_sets: Port[WorkingSet] = Port("working-set store", "conversations")

@@ -82,7 +82,13 @@ def run_build_job(job_id: str) -> str:
 
 def _build(job: ToolJob) -> str:
     # Both models are looked up first: without either, fail before spending a call.
-    builder, auditor = builder_llm.model_for(builder_llm.BUILDER_ROLE), builder_llm.model_for(builder_llm.AUDITOR_ROLE)
+    who = {
+        "tenant_id": job.tenant_id,
+        "user_id": job.spec.get("requested_by", ""),
+        "conversation_id": job.conversation_id,
+    }
+    builder = builder_llm.model_for(builder_llm.BUILDER_ROLE, **who)
+    auditor = builder_llm.model_for(builder_llm.AUDITOR_ROLE, **who)
     proposal = builder_llm.propose(builder, name=job.tool_name, request=job.spec.get("request", ""))
     _progress(job.pk, JobStatus.BUILDING, 40)
     try:

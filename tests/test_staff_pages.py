@@ -12,11 +12,11 @@ from django.test import Client
 from django.utils import timezone
 
 from conversations.models import Conversation, ConversationEvent, UsageLog
-from conversations.runtime import start_run
-from conversations.side_effects import route_side_effects
 from datacatalog.store import ConversationCatalog
+from registry.context import ToolContext
 from registry.models import TenantMembership, ToolExecutionLog
 from registry.result import ToolResult
+from registry.usage import charge
 from tests.conftest import OTHER_TENANT, TENANT
 
 pytestmark = pytest.mark.django_db
@@ -220,8 +220,8 @@ def test_the_cost_tables_honour_the_success_filter(boss, usage):
 
 @pytest.mark.parametrize(("error", "success"), [(None, True), ("it broke", False)])
 def test_a_tools_usage_row_records_whether_the_call_succeeded(boss, error, success):
-    runtime = start_run(talk(boss, TENANT, "Spend"), user=boss, turn=1)
-    route_side_effects("web_search", ToolResult(content="x", cost=0.5, error=error), runtime)
+    context = ToolContext(tenant_id=TENANT, user_id=str(boss.pk), conversation_id=talk(boss, TENANT, "Spend").pk)
+    charge(context, "web_search", ToolResult(content="x", cost=0.5, error=error))
     assert UsageLog.objects.get(kind="tool", name="web_search").success is success
 
 

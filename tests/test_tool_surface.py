@@ -280,14 +280,12 @@ def test_a_capability_the_provider_cannot_deliver_removes_nothing(registry, web_
     assert "web_search" in names(compose(registry, TENANT, model=claims))
 
 
-def test_a_capability_both_claimed_and_deliverable_replaces_the_resident_tool(registry, web_search, monkeypatch):
-    monkeypatch.setitem(surface.PROVIDER_NATIVE_CAPABILITIES, "openai_responses", frozenset({"web_search"}))
+def test_a_capability_both_claimed_and_deliverable_replaces_the_resident_tool(registry, web_search):
     assert "web_search" not in names(compose(registry, TENANT, model=model("openai_responses", web_search=True)))
     assert "web_search" in names(compose(registry, TENANT, model=model("openai_responses", web_search=False)))
 
 
-def test_a_tool_the_model_paged_in_is_never_removed_by_a_capability(registry, web_search, monkeypatch, conversation):
-    monkeypatch.setitem(surface.PROVIDER_NATIVE_CAPABILITIES, "openai_responses", frozenset({"web_search"}))
+def test_a_tool_the_model_paged_in_is_never_removed_by_a_capability(registry, web_search, conversation):
     SeedLog.objects.filter(key=FLOOR_KEY).update(value={"floor": [{"name": "search_tools", "reason": "anchor"}]})
     WorkingSetEntry.objects.create(conversation=conversation, tool_name="web_search")
     entries = compose(

@@ -21,7 +21,7 @@ from llm.scripted.script import ScriptError, Turn
 from llm.scripted.server import ScriptedMessagesServer
 
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
 NAME_LIMIT = 64
 MAX_STOP = 4
 # Our stop reasons (the scripts') as finish_reason.
@@ -69,7 +69,7 @@ def completion_json(turn: Turn, *, model: str, completion_id: str) -> dict[str, 
         message["reasoning_content"] = "".join(turn.thinking)
     calls = [_call(tool, completion_id, n) for n, tool in enumerate(turn.tool_uses)]
     for call, tool in zip(calls, turn.tool_uses, strict=True):
-        call["function"]["arguments"] = _arguments(tool)
+        call["function"]["arguments"] = arguments_json(tool)
     if calls:
         message["tool_calls"] = calls
     return {
@@ -100,7 +100,7 @@ def stream_chunks(turn: Turn, *, model: str, completion_id: str, usage: bool) ->
     chunks += [chunk({"content": piece}) for piece in turn.text]
     for number, tool in enumerate(turn.tool_uses):
         chunks.append(chunk({"tool_calls": [{"index": number, **_call(tool, completion_id, number)}]}))
-        raw = _arguments(tool)
+        raw = arguments_json(tool)
         pieces = [raw[i : i + JSON_CHUNK] for i in range(0, len(raw), JSON_CHUNK)]
         chunks += [chunk({"tool_calls": [{"index": number, "function": {"arguments": p}}]}) for p in pieces]
     if turn.stream_error is not None:
@@ -112,10 +112,16 @@ def stream_chunks(turn: Turn, *, model: str, completion_id: str, usage: bool) ->
     return chunks
 
 
-def usage_json(turn: Turn) -> dict[str, Any]:
+def openai_tokens(turn: Turn) -> tuple[int, int, int]:
+    """The turn's (prompt, cached, output) tokens as the OpenAI APIs count them: the
+    prompt includes the cached tokens (the Messages API counts them apart)."""
     cached = turn.usage.get("cache_read_input_tokens", 0)
     prompt = turn.usage.get("input_tokens", 0) + cached + turn.usage.get("cache_creation_input_tokens", 0)
-    completion = turn.usage.get("output_tokens", 0)
+    return prompt, cached, turn.usage.get("output_tokens", 0)
+
+
+def usage_json(turn: Turn) -> dict[str, Any]:
+    prompt, cached, completion = openai_tokens(turn)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -129,7 +135,7 @@ def _call(tool: Any, completion_id: str, number: int) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": tool.name, "arguments": ""}}
 
 
-def _arguments(tool: Any) -> str:
+def arguments_json(tool: Any) -> str:
     raw = json.dumps(tool.input) if tool.raw_input is None else tool.raw_input
     return raw[: max(1, len(raw) // 2)] if tool.cut else raw
 
@@ -154,19 +160,24 @@ def chat_problems(body: dict[str, Any]) -> list[str]:
     if isinstance(body.get("stop"), list) and len(body["stop"]) > MAX_STOP:
         problems.append(f"Invalid 'stop': array too long. Expected an array with maximum length {MAX_STOP}.")
     for number, tool in enumerate(body.get("tools") or []):
-        name = str((tool.get("function") or {}).get("name", ""))
-        where = f"tools[{number}].function.name"
-        if not _NAME.match(name):
-            problems.append(
-                f"Invalid '{where}': string does not match pattern. Expected a string that matches the pattern "
-                "'^[a-zA-Z0-9_-]+$'."
-            )
-        if len(name) > NAME_LIMIT:
-            problems.append(
-                f"Invalid '{where}': string too long. Expected a string with maximum length {NAME_LIMIT}, "
-                f"but got a string with length {len(name)} instead."
-            )
+        problems += name_problems(f"tools[{number}].function.name", str((tool.get("function") or {}).get("name", "")))
     return problems + _message_problems(messages or [])
+
+
+def name_problems(where: str, name: str) -> list[str]:
+    """What the OpenAI APIs say of a tool name they refuse, at ``where`` in the request."""
+    problems = []
+    if not NAME_PATTERN.match(name):
+        problems.append(
+            f"Invalid '{where}': string does not match pattern. Expected a string that matches the pattern "
+            "'^[a-zA-Z0-9_-]+$'."
+        )
+    if len(name) > NAME_LIMIT:
+        problems.append(
+            f"Invalid '{where}': string too long. Expected a string with maximum length {NAME_LIMIT}, "
+            f"but got a string with length {len(name)} instead."
+        )
+    return problems
 
 
 def _message_problems(messages: list[dict[str, Any]]) -> list[str]:
@@ -228,10 +239,10 @@ def chat_expectation_misses(turn: Turn, body: dict[str, Any]) -> list[str]:
     # The tool messages answering the last assistant message.
     last_assistant = max((n for n, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
     answers = messages[last_assistant + 1 :] if last_assistant >= 0 else []
-    results = "\n".join(_content_text(m.get("content")) for m in answers if m.get("role") == "tool")
+    results = "\n".join(content_text(m.get("content")) for m in answers if m.get("role") == "tool")
     users = [m for m in messages if m.get("role") == "user"]
-    user_text = _content_text(users[-1].get("content")) if users else ""
-    system = "\n".join(_content_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
+    user_text = content_text(users[-1].get("content")) if users else ""
+    system = "\n".join(content_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
     tools = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
     misses = []
     if expect.tool_result_contains is not None and expect.tool_result_contains not in results:
@@ -251,7 +262,7 @@ def chat_expectation_misses(turn: Turn, body: dict[str, Any]) -> list[str]:
     return misses
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(str(p.get("text", "")) for p in content or [] if isinstance(p, dict) and p.get("type") == "text")

@@ -12,6 +12,9 @@ a TURN is an object with any of these keys::
                   stops the turn at max_tokens, as the API does when a call
                   reaches the output limit; "raw_input" is streamed verbatim as
                   the input's JSON (malformed on purpose)
+    web_searches  ["query", ...]                     hosted web searches the model runs before
+                  it answers (the Responses API server only; it refuses a turn
+                  that searches when the request offers no web_search tool)
     stop_reason   default: "max_tokens" with a cut tool use, "tool_use" with
                   tool_uses, else "end_turn" (also "max_tokens", "refusal",
                   "pause_turn", "stop_sequence")
@@ -75,6 +78,9 @@ class Turn:
     thinking: tuple[str, ...] = ()
     redacted_thinking: tuple[str, ...] = ()
     tool_uses: tuple[ToolUse, ...] = ()
+    # Queries the model searches the web for natively, before it answers (the Responses API's
+    # hosted web_search); the other APIs have no such tool and leave them out.
+    web_searches: tuple[str, ...] = ()
     stop_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     delay: float = 0.0
@@ -96,7 +102,7 @@ class Turn:
         """A Turn from its JSON form. Raises ValueError naming an unknown key."""
         _check_keys(cls, data, "turn")
         values = dict(data)
-        for key in ("text", "thinking", "redacted_thinking"):
+        for key in ("text", "thinking", "redacted_thinking", "web_searches"):
             if isinstance(values.get(key), str):
                 values[key] = [values[key]]
             values[key] = tuple(values.get(key, ()))

@@ -74,3 +74,21 @@ def test_tool_job_status_reports_progress_and_the_wait_for_staff(models, build, 
     run_build_job(job.pk)
     status = text(call("tool_job_status", job_id=job.pk))
     assert "is testing (100%)" in status and "waiting for a staff member" in status
+
+
+def test_the_builders_and_auditors_calls_are_charged_to_the_requesters_tenant_and_user(
+    models, build, staff, custom_tools_on
+):
+    from conversations.models import UsageLog
+    from llm.models import ModelConfig
+
+    usage = {"usage": {"input_tokens": 1000, "output_tokens": 100}}
+    models({**builder_turn(PLUS_ONE), **usage}, {**auditor_turn(APPROVE), **usage})
+    ModelConfig.objects.update(input_price_per_mtok=3, output_price_per_mtok=15)
+    job = request(build, staff)
+    assert run_build_job(job.pk) == JobStatus.TESTING
+    rows = UsageLog.objects.filter(kind="llm").order_by("id")
+    assert [(r.tenant_id, r.user_id, r.name, r.input_tokens, r.output_tokens) for r in rows] == [
+        (TENANT, str(staff.pk), "claude-test", 1000, 100)
+    ] * 2
+    assert [r.cost_usd for r in rows] == [pytest.approx(1000 * 3e-6 + 100 * 15e-6)] * 2

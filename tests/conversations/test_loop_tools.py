@@ -50,6 +50,26 @@ def test_delegate_runs_a_helper_and_returns_its_report(model, conversation, user
     assert "delegate" not in [t["name"] for t in helper_request.tools]  # delegate mode: no recursion offered
 
 
+def test_a_delegated_task_runs_on_the_delegate_roles_model_when_it_has_one(model, conversation, user):
+    from llm.models import ModelConfig
+    from llm.scripted import ScriptedChatCompletionsServer
+
+    offer(conversation, "delegate")
+    chat = model(
+        [
+            {"tool_uses": [{"name": "delegate", "input": {"task": "Find the capital of Norway."}, "id": "t1"}]},
+            {"text": ["The capital is Oslo."], "expect": {"tool_result_contains": "Oslo."}},
+        ]
+    )
+    with ScriptedChatCompletionsServer([{"text": ["Oslo."]}]) as helper:
+        ModelConfig.objects.create(role="delegate", provider="openai", model="small-helper", base_url=helper.url)
+        outcome = run(conversation, user, "What is the capital of Norway? Delegate it.")
+    assert outcome.text == "The capital is Oslo."
+    assert (len(chat.requests), len(helper.requests)) == (2, 1)
+    assert helper.requests[0].body["model"] == "small-helper"
+    assert helper.failures == []
+
+
 def test_a_delegated_cost_is_counted_once(model, conversation, user):
     offer(conversation, "delegate")
     model(

@@ -11,7 +11,7 @@ import pytest
 
 from llm import CURRENT_STATE_MARKER, LLMRequest
 from llm.anthropic_provider import AnthropicProvider
-from llm.scripted import ScriptedChatCompletionsServer, ScriptedMessagesServer
+from llm.scripted import ScriptedChatCompletionsServer, ScriptedMessagesServer, ScriptedResponsesServer
 
 TEST_KEY = "sk-ant-test-0123456789abcdef"
 OPENAI_TEST_KEY = "sk-test-openai-0123456789abcdef"
@@ -33,13 +33,13 @@ def _no_hosted_model(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture
-def scripted():
-    """scripted(turns, **options) -> a started server; stopped, and checked for misses, at teardown."""
-    servers: list[ScriptedMessagesServer] = []
+def _started(server_class):
+    """A fixture body: ``start(turns, **options)`` makes a started ``server_class``; each is
+    stopped, and checked for failures (a broken rule, a missed expectation), at teardown."""
+    servers = []
 
-    def start(turns, **options) -> ScriptedMessagesServer:
-        server = ScriptedMessagesServer(turns, **options).start()
+    def start(turns, **options):
+        server = server_class(turns, **options).start()
         servers.append(server)
         return server
 
@@ -48,23 +48,24 @@ def scripted():
         server.stop()
     for server in servers:
         assert server.failures == [], server.failures
+
+
+@pytest.fixture
+def scripted():
+    """scripted(turns, **options) -> a started Messages API server."""
+    yield from _started(ScriptedMessagesServer)
 
 
 @pytest.fixture
 def scripted_chat():
-    """scripted_chat(turns, **options) -> a started OpenAI-compatible server, checked at teardown."""
-    servers: list[ScriptedChatCompletionsServer] = []
+    """scripted_chat(turns, **options) -> a started OpenAI-compatible (Chat Completions) server."""
+    yield from _started(ScriptedChatCompletionsServer)
 
-    def start(turns, **options) -> ScriptedChatCompletionsServer:
-        server = ScriptedChatCompletionsServer(turns, **options).start()
-        servers.append(server)
-        return server
 
-    yield start
-    for server in servers:
-        server.stop()
-    for server in servers:
-        assert server.failures == [], server.failures
+@pytest.fixture
+def scripted_responses():
+    """scripted_responses(turns, **options) -> a started Responses API server."""
+    yield from _started(ScriptedResponsesServer)
 
 
 @pytest.fixture
@@ -77,6 +78,23 @@ def openai_provider_for():
     def make(server: ScriptedChatCompletionsServer, **options) -> OpenAIProvider:
         options = {"api_key": OPENAI_TEST_KEY, "max_retries": 0, **options}
         providers.append(OpenAIProvider(base_url=server.url, **options))
+        return providers[-1]
+
+    yield make
+    for provider in providers:
+        provider.close()
+
+
+@pytest.fixture
+def responses_provider_for():
+    """responses_provider_for(server, **options) -> an OpenAIResponsesProvider that talks to ``server``."""
+    from llm.openai_provider import OpenAIResponsesProvider
+
+    providers: list[OpenAIResponsesProvider] = []
+
+    def make(server: ScriptedResponsesServer, **options) -> OpenAIResponsesProvider:
+        options = {"api_key": OPENAI_TEST_KEY, "max_retries": 0, **options}
+        providers.append(OpenAIResponsesProvider(base_url=server.url, **options))
         return providers[-1]
 
     yield make

@@ -1,5 +1,5 @@
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
@@ -9,7 +9,7 @@ from llm import LLMConfigError, LLMRequest
 from llm.anthropic_provider import AnthropicProvider
 from llm.models import ModelConfig
 from llm.offline import OfflineProvider
-from llm.roles import PROVIDERS, create_llm_client_for_role, get_model_for_role
+from llm.roles import PROVIDERS, aget_model_for_role, create_llm_client_for_role, get_model_for_role
 from registry.surface import PROVIDER_NATIVE_CAPABILITIES
 from tests.llm.conftest import TEST_KEY
 
@@ -25,6 +25,20 @@ def test_the_roles_active_row_is_used():
     row(capabilities={"web_search": True})
     model = get_model_for_role("chat")
     assert (model.pk is not None, model.model, model.max_output_tokens) == (True, "claude-row", 8192)
+
+
+def test_the_delegate_role_uses_the_chat_model_until_it_has_a_row_of_its_own():
+    row("chat", model="claude-chat")
+    assert get_model_for_role("delegate").model == "claude-chat"
+    row("delegate", model="claude-small")
+    assert get_model_for_role("delegate").model == "claude-small"
+    assert get_model_for_role("chat").model == "claude-chat"
+
+
+def test_an_inactive_delegate_row_is_passed_over_for_the_chat_model():
+    row("chat", model="claude-chat")
+    row("delegate", model="claude-small", is_active=False)
+    assert async_to_sync(aget_model_for_role)("delegate").model == "claude-chat"
 
 
 def test_an_inactive_row_falls_back_to_the_built_in_default():

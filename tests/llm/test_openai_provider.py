@@ -225,3 +225,31 @@ def test_an_unreachable_server_is_a_connection_error():
     with pytest.raises(LLMConnectionError, match="127.0.0.1"):
         list(provider.stream(request("Hi")))
     provider.close()
+
+
+def test_with_strict_tools_a_function_goes_strict_and_its_added_nulls_are_dropped(scripted_chat, openai_provider_for):
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    }
+    server = scripted_chat([{"tool_uses": [{"name": "weather", "input": {"city": "Lyon", "days": None}}]}])
+    tool = {"name": "weather", "description": "The weather", "input_schema": schema}
+    response = openai_provider_for(server).complete(
+        request("Lyon?", tools=[tool], capabilities=frozenset({"strict_tools"}))
+    )
+    assert response.tool_uses[0].input == {"city": "Lyon"}
+    function = server.requests[0].body["tools"][0]["function"]
+    assert function["strict"] is True
+    assert function["parameters"] == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"]}},
+        "required": ["city", "days"],
+        "additionalProperties": False,
+    }
+
+
+def test_without_strict_tools_a_function_is_sent_as_our_schema_has_it(scripted_chat, openai_provider_for):
+    server = scripted_chat([{"text": "ok"}])
+    openai_provider_for(server).complete(request("Hi", tools=[WEATHER]))
+    assert "strict" not in server.requests[0].body["tools"][0]["function"]

@@ -21,6 +21,7 @@ def config(provider="anthropic", model="claude-sonnet-4-5", **prices) -> ModelCo
         ("anthropic", "claude-sonnet-4-5", ""),
         ("openai", "gpt-4o-mini", ""),
         ("openai", "openai/gpt-4o-mini", "https://openrouter.ai/api/v1"),
+        ("openai_responses", "gpt-4o-mini", ""),
     ],
 )
 def test_a_known_model_costs_more_than_nothing(provider, model, base_url):

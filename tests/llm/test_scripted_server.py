@@ -116,12 +116,20 @@ def _hello(api: str, url: str) -> str:
         with openai.OpenAI(api_key="anything", base_url=url, max_retries=0) as client:
             chunks = client.chat.completions.create(model="demo", messages=hello, stream=True)
             return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    if api == "responses":
+        with openai.OpenAI(api_key="anything", base_url=url, max_retries=0) as client:
+            events = client.responses.create(model="demo", input="hi", stream=True)
+            return "".join(e.delta for e in events if e.type == "response.output_text.delta")
     with anthropic.Anthropic(api_key="anything", base_url=url, max_retries=0) as client:
         with client.messages.stream(model="demo", max_tokens=10, messages=hello) as stream:
             return stream.get_final_text()
 
 
-BANNERS = [("messages", "Scripted Messages API"), ("chat", "Scripted Chat Completions API")]
+BANNERS = [
+    ("messages", "Scripted Messages API"),
+    ("chat", "Scripted Chat Completions API"),
+    ("responses", "Scripted Responses API"),
+]
 
 
 @pytest.mark.parametrize(("api", "banner"), BANNERS)

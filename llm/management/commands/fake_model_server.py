@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from llm.scripted import ScriptedChatCompletionsServer, ScriptedMessagesServer, load_script
+from llm.scripted import ScriptedChatCompletionsServer, ScriptedMessagesServer, ScriptedResponsesServer, load_script
 
-SERVERS = {"messages": ScriptedMessagesServer, "chat": ScriptedChatCompletionsServer}
+# The API to speak: its server, its name, and how to point Eunice at it ({url}: the server's).
+SERVERS: dict[str, tuple[type[ScriptedMessagesServer], str, str]] = {
+    "messages": (ScriptedMessagesServer, "Messages API", "ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY=anything"),
+    "chat": (
+        ScriptedChatCompletionsServer,
+        "Chat Completions API",
+        "OPENAI_BASE_URL={url} (or a ModelConfig row: provider openai, that base URL)",
+    ),
+    "responses": (
+        ScriptedResponsesServer,
+        "Responses API",
+        "a ModelConfig row: provider openai_responses, base URL {url}",
+    ),
+}
 
 
 class Command(BaseCommand):
     help = (
-        "Serve POST /v1/messages (or, with --api chat, the OpenAI-compatible "
-        "/v1/chat/completions) on 127.0.0.1 from a script of turns (see "
+        "Serve POST /v1/messages (or, with --api chat or responses, the OpenAI-compatible "
+        "/v1/chat/completions or /v1/responses) on 127.0.0.1 from a script of turns (see "
         "llm/scripted/script.py for the format). Point Eunice at it with "
         "ANTHROPIC_BASE_URL=<printed URL> and any ANTHROPIC_API_KEY (or a ModelConfig "
         "row with provider openai and that base URL). No model is ever called."
@@ -28,7 +41,8 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         try:
             turns = load_script(str(options["script"]))
-            server = SERVERS[str(options["api"])](
+            server_class, api, pointer = SERVERS[str(options["api"])]
+            server = server_class(
                 turns,
                 port=int(options["port"]),
                 api_key=options["api_key"],  # type: ignore[arg-type]
@@ -36,12 +50,8 @@ class Command(BaseCommand):
             )
         except (OSError, ValueError) as exc:
             raise CommandError(f"cannot serve {options['script']}: {exc}") from None
-        if options["api"] == "chat":
-            self.stdout.write(f"Scripted Chat Completions API on {server.url} ({len(turns)} turns)")
-            self.stdout.write(f"  OPENAI_BASE_URL={server.url} (or a ModelConfig row: provider openai, that base URL)")
-        else:
-            self.stdout.write(f"Scripted Messages API on {server.url} ({len(turns)} turns)")
-            self.stdout.write(f"  ANTHROPIC_BASE_URL={server.url} ANTHROPIC_API_KEY=anything")
+        self.stdout.write(f"Scripted {api} on {server.url} ({len(turns)} turns)")
+        self.stdout.write("  " + pointer.format(url=server.url))
         self.stdout.flush()
         with server:
             try:
