@@ -107,6 +107,14 @@ class MiniLMEncoder:
                 clipped.append(text[: encoding.offsets[max_tokens - 2][1]])
         return clipped
 
+    def knows(self, word: str) -> bool:
+        """Whether `word`, lower-cased, is a whole entry of the WordPiece vocabulary.
+
+        An invented word ("fizzwhack") is only known as fragments ("fi",
+        "##zzw", ...), which carry no meaning the model learnt.
+        """
+        return self._tokenizer.token_to_id(word.lower()) is not None
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """Encode `texts` into a (len(texts), 384) float32 array of unit vectors.
 
