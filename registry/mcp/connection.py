@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -17,13 +18,13 @@ from registry.mcp.urls import PinnedURL
 logger = logging.getLogger("eunice.mcp")
 
 
+@functools.cache
 def _raw_adapter() -> Any:
+    """Reads a listing as a plain dict. Built on first use: pydantic is a tenth of a
+    second of every process's start, and most processes never list a server's tools."""
     from pydantic import TypeAdapter
 
     return TypeAdapter(dict[str, Any])
-
-
-_RAW = _raw_adapter()
 
 ToolsChanged = Callable[[list[RemoteTool]], Awaitable[None]]
 Lost = Callable[[str], None]
@@ -222,7 +223,7 @@ async def _list_tools(session: Any) -> list[RemoteTool]:
     cursor = None
     while True:
         params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        raw = await session.send_request(mcp_types.ListToolsRequest(params=params), _RAW)
+        raw = await session.send_request(mcp_types.ListToolsRequest(params=params), _raw_adapter())
         entries = [entry for entry in raw.get("tools") or [] if isinstance(entry, dict)]
         parsed = mcp_types.ListToolsResult.model_validate({**raw, "tools": entries})
         absorb = getattr(session, "_absorb_tool_listing", None)
