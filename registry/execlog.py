@@ -11,7 +11,6 @@ of 0 every row is written at once on the caller's thread. Writing the log never 
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import threading
 from collections import deque

@@ -26,6 +26,7 @@ def _raw_adapter() -> Any:
 
     return TypeAdapter(dict[str, Any])
 
+
 ToolsChanged = Callable[[list[RemoteTool]], Awaitable[None]]
 Lost = Callable[[str], None]
 
