@@ -70,22 +70,25 @@ class Embedder:
 
     def reads(self, text: str) -> bool:
         """Whether the encoders can find meaning in `text`: most of its words are
-        ones MiniLM knows whole.
+        ones MiniLM or the multilingual encoder knows whole.
 
         Keyboard mashing and invented words break into word pieces whose
         vectors sit close to every short text: their cosine to some tool
         (0.10-0.34 on our catalogs) is as high as a real request's to its
         right tool, so no similarity floor can tell them apart, but the
-        vocabulary can. Stop words are not counted; a word in another script
-        (Chinese, accented Latin) counts as read, since it is the multilingual
-        encoder's to judge. A text with no words at all (emoji, punctuation)
-        is not read.
+        vocabulary can. Stop words are not counted; a word outside ASCII
+        (Chinese, accented Latin) counts as read, since neither vocabulary
+        splits such words the way it splits invented ones. A text with no
+        words at all (emoji, punctuation) is not read.
         """
         words = [word for word in _LETTERS.findall(text.lower()) if word not in STOPWORDS]
         if not words:
             return False
-        known = sum(1 for word in words if not word.isascii() or self._minilm.knows(word))
+        known = sum(1 for word in words if not word.isascii() or self._knows(word))
         return known >= READABLE_SHARE * len(words)
+
+    def _knows(self, word: str) -> bool:
+        return self._minilm.knows(word) or self._use.knows(word)
 
     def embed(self, texts: list[str], *, max_tokens: int | None = None) -> np.ndarray:
         """Embed `texts` into a (len(texts), DIMENSION) float32 array of unit vectors.

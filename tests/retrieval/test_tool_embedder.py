@@ -78,6 +78,19 @@ def test_words_in_another_script_are_left_to_the_multilingual_encoder(embedder: 
     assert embedder.reads("café crème")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Wie wird das Wetter morgen in Berlin",
+        "Schick eine Nachricht an meinen Chef",
+        "stuur een bericht naar mijn baas",
+    ],
+)
+def test_a_request_in_another_latin_script_language_is_read(embedder: Embedder, text: str) -> None:
+    # Most of these words are not in MiniLM's English vocabulary; they are in USE's.
+    assert embedder.reads(text)
+
+
 @pytest.mark.parametrize("text", ["🙂🙃🫠", "!!!???", "12345"])
 def test_a_text_without_a_word_is_not_read(embedder: Embedder, text: str) -> None:
     assert not embedder.reads(text)
