@@ -34,6 +34,11 @@ READABLE_SHARE = 0.5
 
 # Words as letters only: digits and punctuation carry no vocabulary to check.
 _LETTERS = re.compile(r"[^\W\d_]+")
+# Bounds on the vocabulary check, which tokenizes each word it asks about: a
+# word past this length is no word of either vocabulary (a run of base64, say,
+# took 35 ms to tokenize), and this many words decide a majority.
+_LONGEST_WORD = 24
+_WORDS_JUDGED = 64
 
 #: Identifies the vector space. Stored vectors carry it; a vector made by a
 #: different model or weight must be re-embedded, never mixed into one index.
@@ -81,14 +86,14 @@ class Embedder:
         splits such words the way it splits invented ones. A text with no
         words at all (emoji, punctuation) is not read.
         """
-        words = [word for word in _LETTERS.findall(text.lower()) if word not in STOPWORDS]
+        words = [word for word in _LETTERS.findall(text.lower()) if word not in STOPWORDS][:_WORDS_JUDGED]
         if not words:
             return False
         known = sum(1 for word in words if not word.isascii() or self._knows(word))
         return known >= READABLE_SHARE * len(words)
 
     def _knows(self, word: str) -> bool:
-        return self._minilm.knows(word) or self._use.knows(word)
+        return len(word) <= _LONGEST_WORD and (self._minilm.knows(word) or self._use.knows(word))
 
     def embed(self, texts: list[str], *, max_tokens: int | None = None) -> np.ndarray:
         """Embed `texts` into a (len(texts), DIMENSION) float32 array of unit vectors.

@@ -96,6 +96,17 @@ def test_a_text_without_a_word_is_not_read(embedder: Embedder, text: str) -> Non
     assert not embedder.reads(text)
 
 
+def test_a_run_of_letters_longer_than_any_word_is_not_tokenized_to_be_judged(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    knows = embedder._use.knows
+    monkeypatch.setattr(embedder._use, "knows", lambda word: asked.append(word) or knows(word))
+
+    assert not embedder.reads("iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiAAAAAlwSFlz")
+    assert all(len(word) <= 24 for word in asked)
+
+
 def test_half_the_words_known_is_enough(embedder: Embedder) -> None:
     assert embedder.reads("send the grindlewhistle")
     assert not embedder.reads("send the grindlewhistle fizzwhack")
