@@ -25,6 +25,9 @@ Metrics (percentages, averaged over queries):
   update_ms: re-indexing after one tool's description changes (one embedding).
 - machine_reference_ms: fixed pure-Python work timed after the run
   (bench/_machine.py), to tell a slower day from a slower change.
+- nonsense_answered: how many of the requests in bench/nonsense_queries.txt
+  (keyboard mashing, invented words) still return a tool; the relevance
+  floor should keep this at or near zero whatever the ranking does.
 
 `--scale N` pads the catalog to N tools with copies of its tools under new
 ids, to measure latency at that size. The copies have the same text as the
@@ -45,6 +48,8 @@ from pathlib import Path
 
 import _django
 from _machine import reference_ms
+
+NONSENSE = Path(__file__).with_name("nonsense_queries.txt")
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class Report:
     load_s: float
     update_ms: float
     model_load_s: float
+    nonsense_answered: int = 0
+    nonsense_queries: int = 0
     machine_reference_ms: float = 0.0
 
 
@@ -87,6 +94,12 @@ def load_catalog(path: Path) -> list[Tool]:
 def load_queries(path: Path) -> list[Query]:
     data = json.loads(path.read_text())
     return [Query(q["query"], frozenset(q["gold"])) for q in data["queries"]]
+
+
+def load_nonsense(path: Path = NONSENSE) -> list[str]:
+    """The nonsense requests, one a line; blank lines and `#` comments skipped."""
+    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 def pad_catalog(tools: Sequence[Tool], size: int) -> list[Tool]:
@@ -183,6 +196,8 @@ def run(tools: Sequence[Tool], queries: Sequence[Query], dataset: str = "") -> R
         recalls5.append(recall_at(ranked, query.gold, 5))
         ndcgs.append(ndcg_at(ranked, query.gold, 10))
     latencies.sort()
+    nonsense = load_nonsense()
+    answered = sum(1 for text in nonsense if find_tools(registry, text, "bench", 10))
     embed_ms = []
     for query in queries[:200]:
         started = time.perf_counter()
@@ -212,6 +227,8 @@ def run(tools: Sequence[Tool], queries: Sequence[Query], dataset: str = "") -> R
         load_s=round(load, 3),
         update_ms=round(update * 1000, 2),
         model_load_s=round(model_load, 2),
+        nonsense_answered=answered,
+        nonsense_queries=len(nonsense),
         machine_reference_ms=reference_ms(),
     )
 
@@ -238,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"{report.dataset}: {report.tools} tools, {report.queries} queries\n"
             f"  R@1 {report.r1:.1f}  R@5 {report.r5:.1f}  nDCG@10 {report.ndcg10:.1f}\n"
+            f"  nonsense requests answered with a tool: {report.nonsense_answered} of {report.nonsense_queries}\n"
             f"  query p50 {report.p50_ms:.2f} ms  p95 {report.p95_ms:.2f} ms"
             f"  (embedding the query p50 {report.embed_p50_ms:.2f} ms)\n"
             f"  build {report.build_s:.2f} s (embedding and storing every tool; model load"

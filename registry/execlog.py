@@ -11,7 +11,6 @@ of 0 every row is written at once on the caller's thread. Writing the log never 
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import threading
 from collections import deque
@@ -136,7 +135,7 @@ def _insert(rows: list[dict[str, Any]]) -> None:
     ops = connection.ops
     table = ops.quote_name(ToolExecutionLog._meta.db_table)
     columns = ", ".join(ops.quote_name(c) for c in _COLUMNS)
-    values = [_values(row) for row in rows]
+    values = _values(rows)
     with connection.cursor() as cursor, connection.wrap_database_errors:
         if connection.vendor == "postgresql":
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
@@ -151,23 +150,34 @@ def _insert(rows: list[dict[str, Any]]) -> None:
             cursor.execute(sql, params)
 
 
-def _values(row: dict[str, Any]) -> tuple:
+def _values(rows: list[dict[str, Any]]) -> list[tuple]:
+    """The column values of ``rows``, in ``_COLUMNS`` order.
+
+    One encoder and one date adapter serve the whole batch: building a
+    JSONEncoder and looking the adapter up again for every row cost more
+    than the INSERT itself (10 µs a row against 8 at 10,000 rows on SQLite).
+    """
     from registry.models import LenientJSONEncoder
 
-    return (
-        row["tool_name"],
-        row["tenant_id"],
-        row.get("user_id", ""),
-        row.get("conversation_id", ""),
-        json.dumps(row.get("input_data", {}), cls=LenientJSONEncoder),
-        row.get("output_summary", ""),
-        row["success"],
-        row.get("outcome", ""),
-        row.get("outcome_kind", ""),
-        row.get("error", ""),
-        row["execution_ms"],
-        connection.ops.adapt_datetimefield_value(row["created_at"]),
-    )
+    encode = LenientJSONEncoder().encode
+    adapt = connection.ops.adapt_datetimefield_value
+    return [
+        (
+            row["tool_name"],
+            row["tenant_id"],
+            row.get("user_id", ""),
+            row.get("conversation_id", ""),
+            encode(row.get("input_data", {})),
+            row.get("output_summary", ""),
+            row["success"],
+            row.get("outcome", ""),
+            row.get("outcome_kind", ""),
+            row.get("error", ""),
+            row["execution_ms"],
+            adapt(row["created_at"]),
+        )
+        for row in rows
+    ]
 
 
 def _new_writer() -> ExecutionLogWriter:

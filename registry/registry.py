@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -426,13 +427,13 @@ class ToolRegistry:
     def _run_sync(self, call: Call) -> Envelope:
         handler = call.handler
         assert handler is not None
-        timeout = self._timeout(handler)
         try:
             if handler.inline:
                 envelope = handler.func(call.inputs, call.context)
-                if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
-                    envelope = aio.run_sync(envelope, timeout)
+                if isinstance(envelope, CoroutineType):  # a sync callable that returned a coroutine
+                    envelope = aio.run_sync(envelope, self._timeout(handler))
                 return envelope
+            timeout = self._timeout(handler)
             if handler.is_async:
                 return aio.run_sync(handler.func(call.inputs, call.context), timeout)
             future, stop = self._submit(call, timeout)

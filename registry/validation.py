@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 import fastjsonschema
-import jsonschema
 
 logger = logging.getLogger("eunice.registry")
 
@@ -66,6 +65,10 @@ def _compile(schema: dict) -> Validator:
 
 
 def _reference_validator(schema: dict) -> Validator:
+    # Imported here: the reference implementation serves only the few schemas
+    # fastjsonschema cannot compile, and costs every process ~50 ms to import.
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)

@@ -184,3 +184,21 @@ def test_a_broken_handler_path_disables_only_that_tool(call, caplog):
 def test_execute_tool_refuses_a_call_without_a_tenant(registry):
     with pytest.raises(ValueError, match="tenant_id"):
         registry.execute_tool("plan", {}, ToolContext(tenant_id=""))
+
+
+def test_an_inline_handler_that_returns_a_coroutine_is_awaited(call, make_tool):
+    async def later(city):
+        await asyncio.sleep(0)
+        return f"sunny in {city}"
+
+    make_tool("forecast", lambda inputs, context: later(inputs["city"]), input_schema=SCHEMA)
+    assert text(call("forecast", city="Oslo")) == "sunny in Oslo"
+
+
+def test_an_inline_handler_whose_coroutine_overruns_its_timeout_is_an_error(call, make_tool):
+    async def never():
+        await asyncio.Event().wait()
+
+    make_tool("forecast", lambda inputs, context: never(), input_schema=SCHEMA, timeout=0.05)
+    result = call("forecast", city="Oslo")
+    assert result.error is not None and "timed out" in result.content

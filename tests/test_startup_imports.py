@@ -14,7 +14,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HEAVY = ("anthropic", "openai", "pandas", "pyarrow", "duckdb", "onnxruntime", "twisted", "daphne")
+HEAVY = (
+    "anthropic",
+    "openai",
+    "pandas",
+    "pyarrow",
+    "duckdb",
+    "onnxruntime",
+    "twisted",
+    "daphne",
+    "jsonschema",
+    "pydantic",
+)
 
 # The apps, the admin (autodiscovered while the apps load), the modules a CLI tool call
 # and the builder's job code import before any tool runs, and the system catalog, which

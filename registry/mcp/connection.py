@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
-
-from pydantic import ValidationError
 
 from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
@@ -20,13 +19,14 @@ from registry.mcp.urls import PinnedURL
 logger = logging.getLogger("eunice.mcp")
 
 
+@functools.cache
 def _raw_adapter() -> Any:
+    """Reads a listing as a plain dict. Built on first use: pydantic is a tenth of a
+    second of every process's start, and most processes never list a server's tools."""
     from pydantic import TypeAdapter
 
     return TypeAdapter(dict[str, Any])
 
-
-_RAW = _raw_adapter()
 
 ToolsChanged = Callable[[list[RemoteTool]], Awaitable[None]]
 Lost = Callable[[str], None]
@@ -142,9 +142,12 @@ class Connection:
             if _needs_input(result):
                 result = await _with_input(session, result, tool, arguments, on_progress)
             return result
-        except ValidationError as exc:
-            # The server's answer is not a result of the negotiated revision at all.
-            raise InvalidResult(f"the answer is not a valid tools/call result: {_first_error(exc)}") from None
+        except ValueError as exc:
+            from pydantic import ValidationError  # loaded already: the SDK parsed the answer with it
+
+            if isinstance(exc, ValidationError):  # the answer is no result of the negotiated revision
+                raise InvalidResult(f"the answer is not a valid tools/call result: {_first_error(exc)}") from None
+            raise
         except RuntimeError as exc:
             # The SDK checks structured content against the tool's outputSchema and says
             # so with a RuntimeError; any other RuntimeError is not the server's doing.
@@ -320,7 +323,8 @@ class Connection:
             logger.warning("MCP server %s: re-listing tools failed: %s", self.config.name, exc, exc_info=exc)
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: Any) -> str:
+    """The first of a pydantic ValidationError's errors, where and what, in one line."""
     errors = exc.errors()
     if not errors:
         return "unreadable"
@@ -392,7 +396,7 @@ async def _list_tools(session: Any) -> list[RemoteTool]:
     cursor = None
     while True:
         params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        raw = await session.send_request(mcp_types.ListToolsRequest(params=params), _RAW)
+        raw = await session.send_request(mcp_types.ListToolsRequest(params=params), _raw_adapter())
         entries = [entry for entry in raw.get("tools") or [] if isinstance(entry, dict)]
         parsed = mcp_types.ListToolsResult.model_validate({**raw, "tools": entries})
         absorb = getattr(session, "_absorb_tool_listing", None)

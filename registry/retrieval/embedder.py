@@ -11,6 +11,7 @@ process-wide instance is created lazily by `Embedder.default()`.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from typing import ClassVar
 
@@ -22,9 +23,22 @@ from registry.retrieval.encoders import (
     MultilingualUSEEncoder,
     normalize_rows,
 )
+from registry.retrieval.tokens import STOPWORDS
 
 #: Weight of the multilingual encoder's cosine relative to MiniLM's.
 USE_WEIGHT = 0.7
+
+#: The share of a query's words the encoders must know for its vector to mean
+#: anything (`Embedder.reads`): a plain majority.
+READABLE_SHARE = 0.5
+
+# Words as letters only: digits and punctuation carry no vocabulary to check.
+_LETTERS = re.compile(r"[^\W\d_]+")
+# Bounds on the vocabulary check, which tokenizes each word it asks about: a
+# word past this length is no word of either vocabulary (a run of base64, say,
+# took 35 ms to tokenize), and this many words decide a majority.
+_LONGEST_WORD = 24
+_WORDS_JUDGED = 64
 
 #: Identifies the vector space. Stored vectors carry it; a vector made by a
 #: different model or weight must be re-embedded, never mixed into one index.
@@ -58,6 +72,28 @@ class Embedder:
                 if cls._default is None:
                     cls._default = cls()
         return cls._default
+
+    def reads(self, text: str) -> bool:
+        """Whether the encoders can find meaning in `text`: most of its words are
+        ones MiniLM or the multilingual encoder knows whole.
+
+        Keyboard mashing and invented words break into word pieces whose
+        vectors sit close to every short text: their cosine to some tool
+        (0.10-0.34 on our catalogs) is as high as a real request's to its
+        right tool, so no similarity floor can tell them apart, but the
+        vocabulary can. Stop words are not counted; a word outside ASCII
+        (Chinese, accented Latin) counts as read, since neither vocabulary
+        splits such words the way it splits invented ones. A text with no
+        words at all (emoji, punctuation) is not read.
+        """
+        words = [word for word in _LETTERS.findall(text.lower()) if word not in STOPWORDS][:_WORDS_JUDGED]
+        if not words:
+            return False
+        known = sum(1 for word in words if not word.isascii() or self._knows(word))
+        return known >= READABLE_SHARE * len(words)
+
+    def _knows(self, word: str) -> bool:
+        return len(word) <= _LONGEST_WORD and (self._minilm.knows(word) or self._use.knows(word))
 
     def embed(self, texts: list[str], *, max_tokens: int | None = None) -> np.ndarray:
         """Embed `texts` into a (len(texts), DIMENSION) float32 array of unit vectors.

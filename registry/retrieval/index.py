@@ -190,6 +190,8 @@ class ToolSearchIndex:
         `min_similarity`, a tool that shares no term with the query must also
         reach that cosine similarity to be returned at all: dense retrieval
         ranks every tool, however unrelated, and "nothing fits" is an answer.
+        A query the encoders cannot read (mostly invented words:
+        `Embedder.reads`) then returns only tools that share a term with it.
         Raises `ValueError` if `k` < 1 or `query` is blank, `TypeError` if
         `allowed` is a single string rather than a collection of keys.
         """
@@ -202,6 +204,7 @@ class ToolSearchIndex:
             raise TypeError("allowed must be a collection of keys or a predicate, not a str")
         query_vector = self.embedder.embed([query_passage(query)])[0]
         query_terms = tokenize(query)
+        readable = min_similarity is None or self.embedder.reads(query)
         with self._lock:
             size = len(self._keys)
             eligible = self._eligible(allowed, size)
@@ -213,7 +216,7 @@ class ToolSearchIndex:
             lexical = self._lexical.scores(query_terms, size)
             fused = self._fuse(dense, lexical, eligible, self._weights)
             if min_similarity is not None:
-                relevant = (lexical > 0) | (dense >= min_similarity)
+                relevant = (lexical > 0) | ((dense >= min_similarity) & readable)
                 fused = np.where(relevant, fused, -np.inf)
                 count = int((eligible & relevant).sum())
                 if count == 0:

@@ -63,6 +63,55 @@ def test_a_chinese_description_is_close_to_an_english_request(embedder: Embedder
     assert query @ trending > query @ stocks
 
 
+@pytest.mark.parametrize("text", ["send an email to my boss", "will it rain in Lisbon tomorrow?", "blah blah blah"])
+def test_a_request_in_words_the_model_knows_is_read(embedder: Embedder, text: str) -> None:
+    assert embedder.reads(text)
+
+
+@pytest.mark.parametrize("text", ["asdfghjkl qwertyuiop", "blorp fizzwhack snargle", "lorem ipsum dolor sit amet"])
+def test_keyboard_mashing_and_invented_words_are_not_read(embedder: Embedder, text: str) -> None:
+    assert not embedder.reads(text)
+
+
+def test_words_in_another_script_are_left_to_the_multilingual_encoder(embedder: Embedder) -> None:
+    assert embedder.reads("获取微博热搜榜")
+    assert embedder.reads("café crème")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Wie wird das Wetter morgen in Berlin",
+        "Schick eine Nachricht an meinen Chef",
+        "stuur een bericht naar mijn baas",
+    ],
+)
+def test_a_request_in_another_latin_script_language_is_read(embedder: Embedder, text: str) -> None:
+    # Most of these words are not in MiniLM's English vocabulary; they are in USE's.
+    assert embedder.reads(text)
+
+
+@pytest.mark.parametrize("text", ["🙂🙃🫠", "!!!???", "12345"])
+def test_a_text_without_a_word_is_not_read(embedder: Embedder, text: str) -> None:
+    assert not embedder.reads(text)
+
+
+def test_a_run_of_letters_longer_than_any_word_is_not_tokenized_to_be_judged(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    knows = embedder._use.knows
+    monkeypatch.setattr(embedder._use, "knows", lambda word: asked.append(word) or knows(word))
+
+    assert not embedder.reads("iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiAAAAAlwSFlz")
+    assert all(len(word) <= 24 for word in asked)
+
+
+def test_half_the_words_known_is_enough(embedder: Embedder) -> None:
+    assert embedder.reads("send the grindlewhistle")
+    assert not embedder.reads("send the grindlewhistle fizzwhack")
+
+
 def test_loading_and_embedding_need_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the embedder tried to open a network connection")

@@ -111,6 +111,25 @@ def test_results_are_unique_best_first_and_unpack_as_pairs(index: ToolSearchInde
     assert hits[0] == ("write_file", hits[0].score)
 
 
+def test_invented_words_find_no_tool_even_where_their_vector_passes_the_floor(
+    index: ToolSearchIndex, embedder: Embedder
+) -> None:
+    nonsense = "lorem ipsum dolor sit amet consectetur adipiscing elit"
+    vectors = np.stack([index.vector(document.key) for document in CATALOG])
+    closest = float((vectors @ embedder.embed([nonsense])[0]).max())
+
+    assert closest > 0.15  # the cosine alone would have let a tool through
+    assert index.search(nonsense, k=5, min_similarity=0.15) == []
+
+
+def test_a_tool_named_among_invented_words_is_still_found(index: ToolSearchIndex) -> None:
+    assert keys(index.search("qqzx wrrtk geocode", k=5, min_similarity=0.15)) == ["geocode_address"]
+
+
+def test_without_a_floor_invented_words_are_ranked_like_any_query(index: ToolSearchIndex) -> None:
+    assert len(index.search("lorem ipsum dolor sit amet", k=3)) == 3
+
+
 def test_index_loaded_from_stored_vectors_matches_fresh_embeddings(index: ToolSearchIndex, embedder: Embedder) -> None:
     stored = [index.embed_document(document) for document in CATALOG]
 
