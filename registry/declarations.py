@@ -95,12 +95,18 @@ class Tool:
         self._check_examples(schema)
 
     def _check_examples(self, schema: dict[str, Any]) -> None:
-        import jsonschema
+        """Each input example must be valid input: checked by the validator dispatch uses
+        (compiled once, kept), so a declaration without examples compiles nothing."""
+        if not self.input_examples:
+            return
+        from registry.validation import InputError, validator_for
 
+        validate = validator_for(schema)
         for number, example in enumerate(self.input_examples, 1):
-            problem = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(example))
-            if problem is not None:
-                raise DeclarationError(f"tool {self.name!r}: input example {number} is not valid: {problem.message}")
+            try:
+                validate(dict(example))
+            except InputError as problem:
+                raise DeclarationError(f"tool {self.name!r}: input example {number} is not valid: {problem}") from None
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of the tool's input (a pydantic model's, rendered), with the
