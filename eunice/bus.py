@@ -36,6 +36,7 @@ RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0)
 
 _handlers: dict[str, list[Handler]] = {}
 _on_reconnect: list[Callable[[], None]] = []
+_on_commit: dict[str, Callable[[], None]] = {}  # one callback per topic, so a transaction publishes it once
 _lock = threading.Lock()
 _listener: Listener | None = None
 
@@ -75,6 +76,19 @@ def publish(topic: str, *, here: bool = True, **payload: object) -> None:
         _publisher(url).publish(channel_name(url), message)
     except Exception as exc:  # noqa: BLE001 (redis-py raises several kinds; the poll covers a miss)
         logger.warning("could not publish %s on the process bus (%s)", topic, type(exc).__name__)
+
+
+def publish_on_commit(topic: str) -> None:
+    """Tell the other processes ``topic`` once the current transaction commits (at once
+    outside one); several calls in one transaction publish once. The caller has done
+    this process's part already (a cache forgotten)."""
+    from django.db import transaction
+
+    with _lock:
+        tell = _on_commit.setdefault(topic, lambda: publish(topic, here=False))
+    connection = transaction.get_connection()
+    if not any(entry[1] is tell for entry in connection.run_on_commit):
+        transaction.on_commit(tell)
 
 
 def channel_name(url: str) -> str:

@@ -9,7 +9,6 @@ own session.
 
 import logging
 
-from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django_q.signals import post_spawn
@@ -28,14 +27,7 @@ def definitions_changed(*, here: bool = True) -> None:
     caller has), and in the other processes once it commits."""
     if here:
         _reload()
-    connection = transaction.get_connection()
-    # Once per transaction, not once per row (seeding saves hundreds).
-    if not any(entry[1] is _tell_others for entry in connection.run_on_commit):
-        transaction.on_commit(_tell_others)
-
-
-def _tell_others() -> None:
-    bus.publish(DEFINITIONS_CHANGED, here=False)
+    bus.publish_on_commit(DEFINITIONS_CHANGED)  # once per transaction, not per row (seeding saves hundreds)
 
 
 def mcp_tools_changed(server_id: int) -> None:

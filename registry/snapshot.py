@@ -1,9 +1,10 @@
 """An in-memory copy of the live tool definitions, so dispatch needs no query.
 
-The copy is rebuilt when a definition changes in this process (signals) and,
-for changes made by other processes, when a cheap fingerprint query (row count
-and newest ``updated_at``) differs; that query runs at most once every
-``REFRESH_SECONDS``.
+The copy is rebuilt when a definition changes in this process (signals) or in
+another one (the process bus pushes it: registry/signals.py, eunice/bus.py) and,
+should a push be missed, when a cheap fingerprint query (row count and newest
+``updated_at``) differs; that query runs at most once every
+``EUNICE_REGISTRY_POLL_SECONDS`` (2 s by default).
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ from registry.models import (
     definition_hash,
 )
 
-REFRESH_SECONDS = 2.0
+
+def _poll_seconds() -> float:
+    from django.conf import settings
+
+    return settings.EUNICE_REGISTRY_POLL_SECONDS
 
 REASONING_FIELD = {
     "type": "string",
@@ -180,12 +185,12 @@ class Snapshot:
 
     def fresh(self) -> bool:
         """Whether ``current`` would answer now without a query."""
-        return not self._dirty and time.monotonic() - self._checked_at <= REFRESH_SECONDS
+        return not self._dirty and time.monotonic() - self._checked_at <= _poll_seconds()
 
     def current(self) -> dict[str, Definition]:
         """The definitions, reloaded first if they may be stale."""
         now = time.monotonic()
-        if self._dirty or now - self._checked_at > REFRESH_SECONDS:
+        if self._dirty or now - self._checked_at > _poll_seconds():
             self._refresh(now)
         return self.by_name
 

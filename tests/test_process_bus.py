@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import threading
 from pathlib import Path
 
@@ -150,3 +151,40 @@ def wait_until(predicate, timeout: float = BOUND) -> bool:
             return True
         done.wait(0.02)
     return bool(predicate())
+
+
+def test_an_approval_rule_changed_in_another_process_is_read_again_here_at_once(listening):
+    from registry import approval_rules
+
+    approval_rules._rules.due = time.monotonic() + 3600  # fresh for an hour: only a push makes it stale
+
+    publish_from_another_process(approval_rules.RULES_CHANGED)
+
+    assert wait_until(lambda: approval_rules._rules.due == float("-inf"))
+
+
+def test_a_policy_rule_changed_in_another_process_is_read_again_here_at_once(listening):
+    from conversations.tenant_policy import RULES_CHANGED
+    from registry import gate
+
+    rules = gate.tenant_policy.installed()
+    rules._due = time.monotonic() + 3600
+
+    publish_from_another_process(RULES_CHANGED)
+
+    assert wait_until(lambda: rules._due == float("-inf"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_saved_in_one_transaction_publish_one_change_once_it_commits(listening, make_tool, monkeypatch):
+    from django.db import transaction
+
+    sent: list[str] = []
+    publish = bus.publish
+    monkeypatch.setattr(bus, "publish", lambda topic, **payload: sent.append(topic) or publish(topic, **payload))
+    with transaction.atomic():
+        make_tool("first_tool")
+        make_tool("second_tool")
+        assert sent == []  # nothing told before the commit: another process would read the old rows
+
+    assert sent == [DEFINITIONS_CHANGED]
