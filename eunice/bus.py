@@ -31,7 +31,7 @@ logger = logging.getLogger("eunice.bus")
 
 Handler = Callable[[dict], None]
 
-ORIGIN = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"  # this process, so it skips its own messages
+_origin = ("", 0)  # (this process's name on the bus, so it skips its own messages; its pid)
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0)
 
 _handlers: dict[str, list[Handler]] = {}
@@ -71,7 +71,7 @@ def publish(topic: str, *, here: bool = True, **payload: object) -> None:
     url = _redis_url()
     if not url:
         return
-    message = json.dumps({"topic": topic, "origin": ORIGIN, "payload": payload})
+    message = json.dumps({"topic": topic, "origin": origin(), "payload": payload})
     try:
         _publisher(url).publish(channel_name(url), message)
     except Exception as exc:  # noqa: BLE001 (redis-py raises several kinds; the poll covers a miss)
@@ -91,6 +91,14 @@ def publish_on_commit(topic: str) -> None:
         transaction.on_commit(tell)
 
 
+def origin() -> str:
+    """This process's name on the bus; drawn again in a forked child, which is another process."""
+    global _origin
+    if _origin[1] != os.getpid():
+        _origin = (f"{os.getpid()}:{uuid.uuid4().hex[:12]}", os.getpid())
+    return _origin[0]
+
+
 def channel_name(url: str) -> str:
     """The pub/sub channel of the deployment at ``url``: named after its database number."""
     path = urlsplit(url).path.strip("/")
@@ -98,13 +106,14 @@ def channel_name(url: str) -> str:
 
 
 def start() -> Listener | None:
-    """Start this process's listener thread (once); None without Redis."""
+    """Start this process's listener thread (once per process: a forked child, whose copy
+    of the parent's thread is not running, starts its own); None without Redis."""
     global _listener
     url = _redis_url()
     if not url:
         return None
     with _lock:
-        if _listener is None:
+        if _listener is None or _listener.pid != os.getpid():
             _listener = Listener(url)
             _listener.start()
         return _listener
@@ -123,11 +132,11 @@ def _deliver(topic: str, payload: dict) -> None:
 def _received(data: bytes | str) -> None:
     try:
         message = json.loads(data)
-        topic, origin, payload = message["topic"], message["origin"], message["payload"]
+        topic, sender, payload = message["topic"], message["origin"], message["payload"]
     except (ValueError, KeyError, TypeError):
         logger.warning("ignored an unreadable message on the process bus")
         return
-    if origin != ORIGIN and isinstance(payload, dict):
+    if sender != origin() and isinstance(payload, dict):
         _deliver(topic, payload)
 
 
@@ -156,7 +165,7 @@ class Listener(threading.Thread):
 
     def __init__(self, url: str) -> None:
         super().__init__(name="eunice-bus", daemon=True)
-        self.url = url
+        self.url, self.pid = url, os.getpid()
         self.subscribed = threading.Event()  # set while subscribed: tests and start-up wait on it
         self._stopping = threading.Event()
 

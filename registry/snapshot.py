@@ -32,6 +32,7 @@ def _poll_seconds() -> float:
 
     return settings.EUNICE_REGISTRY_POLL_SECONDS
 
+
 REASONING_FIELD = {
     "type": "string",
     "description": (

@@ -8,8 +8,8 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -188,3 +188,17 @@ def test_rows_saved_in_one_transaction_publish_one_change_once_it_commits(listen
         assert sent == []  # nothing told before the commit: another process would read the old rows
 
     assert sent == [DEFINITIONS_CHANGED]
+
+
+def test_a_forked_child_names_itself_anew_so_it_hears_its_parent():
+    parent = bus.origin()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its name and leave at once
+        os.write(write, bus.origin().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 100).decode()
+    os.close(read), os.close(write)
+
+    assert child != parent and child.startswith(f"{pid}:")
