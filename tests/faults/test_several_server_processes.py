@@ -17,10 +17,11 @@ import pytest
 import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from conversations.models import Conversation, TurnRecord
+from conversations.models import ChatMessage, Conversation, TurnRecord
 from llm.models import ModelConfig
 from llm.scripted.server import ScriptedMessagesServer
 from registry.models import JobRun, SeedLog, TenantMembership, ToolExecutionLog
@@ -62,6 +63,7 @@ def servers(model, django_db_setup, django_db_blocker):
         EUNICE_JOBS="0",
         EUNICE_TURN_RATE="10000/min",
         EUNICE_REGISTRY_POLL_SECONDS="3600",  # only a push can tell them of a change
+        EUNICE_MAX_RUNS_PER_USER="1",
     )
     started: dict[str, Server] = {}
     with django_db_blocker.unblock():
@@ -128,6 +130,40 @@ def test_a_cancel_sent_to_one_process_stops_the_turn_running_on_the_other(server
     assert TurnRecord.objects.get(conversation=conversation).status == TurnRecord.Status.FINISHED
 
 
+def test_the_per_user_cap_counts_a_turn_running_on_the_other_process(servers, model, cast):
+    a, b = servers
+    first, second = cast["conversation"], Conversation.objects.create(tenant_id=TENANT, user=cast["conversation"].user)
+    model.script([{"text": ["Held ", "answer."], "pause_after": 4}])
+    sender = threading.Thread(
+        target=lambda: post(b, f"/api/conversations/{first.pk}/messages/", cast["ann"], {"text": "hi"})
+    )
+    sender.start()
+    assert wait_for(lambda: model.requests, 120), "the turn on B never reached the model"
+
+    refused = post(a, f"/api/conversations/{second.pk}/messages/", cast["ann"], {"text": "and this?"})
+    model.resume()
+    sender.join(120)
+
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["detail"] == "you already have 1 answers running; wait or cancel one"
+    assert not ChatMessage.objects.filter(conversation=second).exists()  # nothing of it was stored
+
+
+def test_the_next_message_is_offered_the_same_tools_whichever_process_serves_it(servers, model, cast):
+    a, b = servers
+    conversation = cast["conversation"]
+    call_command("seed_tools", verbosity=0)  # the catalog, as a deploy seeds it: both processes are told
+    model.script([{"text": ["One."]}, {"text": ["Two."]}])
+
+    on_a = post(a, f"/api/conversations/{conversation.pk}/messages/", cast["ann"], {"text": "first"})
+    on_b = post(b, f"/api/conversations/{conversation.pk}/messages/", cast["ann"], {"text": "second"})
+
+    assert (on_a.status_code, on_b.status_code) == (201, 201), (on_a.text, on_b.text)
+    offered = [sorted(tool["name"] for tool in request.tools) for request in model.requests]
+    assert len(offered) == 2 and offered[0], offered
+    assert offered[0] == offered[1]
+
+
 def test_an_mcp_server_connected_on_one_process_is_callable_on_the_other_at_once(servers, model, cast, http_demo):
     a, b = servers
     conversation = cast["conversation"]
@@ -187,6 +223,7 @@ def test_a_process_killed_mid_turn_leaves_a_conversation_that_goes_on_from_the_o
     a, b = servers
     conversation = cast["conversation"]
     model.script([{"text": ["Never ", "finished."], "pause_after": 4}, {"text": ["Answered by A."]}])
+
     def send() -> None:
         try:
             post(b, f"/api/conversations/{conversation.pk}/messages/", cast["ann"], {"text": "hi"})
