@@ -4,6 +4,7 @@ The other process here is a real one: a small Python child that publishes throug
 eunice.bus, as a server process does. Needs REDIS_URL (skipped without it).
 """
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -37,13 +38,12 @@ def handlers_restored():
 
 @pytest.fixture
 def listening(settings):
-    """This process subscribed to the bus of REDIS_URL's database."""
+    """This process subscribed to the bus of REDIS_URL's database: its one listener (the
+    ASGI app starts it in a server process; it stays for the rest of the run)."""
     settings.REDIS_URL = REDIS_URL
-    listener = bus.Listener(REDIS_URL)
-    listener.start()
-    assert listener.subscribed.wait(BOUND), "the listener did not subscribe"
-    yield listener
-    listener.stop()
+    listener = bus.start()
+    assert listener is not None and listener.subscribed.wait(BOUND), "the listener did not subscribe"
+    return listener
 
 
 def publish_from_another_process(topic: str, url: str = REDIS_URL, **payload) -> None:
@@ -202,3 +202,20 @@ def test_a_forked_child_names_itself_anew_so_it_hears_its_parent():
     os.close(read), os.close(write)
 
     assert child != parent and child.startswith(f"{pid}:")
+
+
+def test_an_answer_given_on_another_processs_socket_resolves_the_question_asked_here(listening):
+    from conversations import questions
+
+    async def ask_and_wait() -> str:
+        question_id, answered = questions.ask("conversation-q")
+        await asyncio.to_thread(
+            publish_from_another_process,
+            questions.ANSWER,
+            conversation="conversation-q",
+            question=question_id,
+            text="Tuesday",
+        )
+        return await asyncio.wait_for(answered, BOUND)
+
+    assert asyncio.run(ask_and_wait()) == "Tuesday"
