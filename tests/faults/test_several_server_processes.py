@@ -24,7 +24,15 @@ from rest_framework.authtoken.models import Token
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from llm.models import ModelConfig
 from llm.scripted.server import ScriptedMessagesServer
-from registry.models import JobRun, SeedLog, TenantMembership, ToolExecutionLog
+from registry.models import (
+    ApprovalRule,
+    ApprovalStatus,
+    JobRun,
+    PendingApproval,
+    SeedLog,
+    TenantMembership,
+    ToolExecutionLog,
+)
 from tests.conftest import TENANT
 from tests.faults.jobs_cast import START_SECONDS, start_cluster
 from tests.faults.operator import Server, cookie_for, environment, wait_for
@@ -197,6 +205,25 @@ def run_in_the_playground(server: Server, cookie: str, tool: str, inputs: str) -
         headers={"Cookie": f"{cookie}; csrftoken={token}", "Referer": f"{server.url}/playground/{tool}/"},
         timeout=120,
     )
+
+
+def test_a_call_waiting_for_approval_on_one_process_is_approved_and_resumed_from_the_other(servers, model, cast):
+    a, b = servers
+    conversation = cast["conversation"]
+    call_command("seed_tools", verbosity=0)
+    ApprovalRule.objects.create(name="search needs a person", tenant_id=TENANT, tool_name="search_tools")
+    arguments = {"query": "make a plan", "reasoning": "to find a planning tool"}
+    model.script([{"tool_uses": [{"name": "search_tools", "input": arguments}]}, {"text": ["Found it."]}])
+
+    paused = post(b, f"/api/conversations/{conversation.pk}/messages/", cast["ann"], {"text": "find a tool"})
+    assert paused.status_code == 201, paused.text
+    row = PendingApproval.objects.get(conversation_id=conversation.pk)
+    approved = post(a, f"/api/approvals/{row.pk}/approve/", cast["ann"], {"args_hash": row.args_hash})
+
+    assert approved.status_code == 200, approved.text
+    assert approved.json()["status"] == ApprovalStatus.APPROVED and approved.json()["resumed"] == "end_turn"
+    assert ToolExecutionLog.objects.filter(tool_name="search_tools", success=True).exists()
+    assert ChatMessage.objects.filter(conversation=conversation, role="assistant").last().text == "Found it."
 
 
 def test_two_clusters_on_one_broker_run_each_job_once():
