@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from eunice.jsonlimits import loads_bounded
 from llm.offline import slash_command
 from registry.models import (
@@ -28,9 +30,7 @@ from registry.models import (
 
 
 def _poll_seconds() -> float:
-    from django.conf import settings
-
-    return settings.EUNICE_REGISTRY_POLL_SECONDS
+    return settings.EUNICE_REGISTRY_POLL_SECONDS  # read on each look: a test may change it
 
 
 REASONING_FIELD = {
