@@ -94,7 +94,7 @@ def main() -> None:
     server = None
     results: dict = {"database": database}
     try:
-        server, port = turns.serve_product(model_port)
+        (server,), port = turns.serve_product(model_port)
         for n in range(args.rounds):
             tool = asyncio.run(tool_cancel(port, *pairs[2 * n]))
             results[f"round{n + 1}_tool_cancel_answered_ms"] = tool["answered_ms"]

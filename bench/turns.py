@@ -14,12 +14,18 @@ Prints completed (the tool ran, the whole answer arrived, in order, and the turn
 failed, p50/p99 relay latency (ms), messages relayed, the server's CPU time
 per chunk, and the peak RSS of the server process and of this client.
 
+With `--processes N` the product runs as `scripts/run --workers N` runs it: N server
+processes (`python -m eunice.serve --fd`) sharing the bench's listening socket, so the
+kernel spreads the conversations over them. That needs PostgreSQL (DATABASE_URL) and
+Redis (REDIS_URL); the CPU of each process is printed, and what a bigger machine needs
+follows from it.
+
 With `--api chat` the model server speaks the OpenAI-compatible Chat Completions API
 instead, and the chat role's row uses the `openai` provider (the real `openai` SDK);
 with `--api responses` the Responses API and the `openai_responses` provider.
 
 Usage: python bench/turns.py [--conversations 200] [--chunks 500] [--chunk-delay 0.02] [--api messages|chat|responses]
-       [--per-second] [--json]
+       [--processes 1] [--per-second] [--json]
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,8 +120,9 @@ class Samples:
     first_chunks: list[float] = field(default_factory=list)
 
 
-async def converse(port: int, conversation_id: str, cookie: str, chunks: int, samples: Samples) -> bool:
-    """One conversation; True when its tool ran, its whole answer arrived, in order, and the turn ended."""
+async def converse(port: int, conversation_id: str, cookie: str, chunks: int, samples: Samples) -> str:
+    """One conversation; "" when its tool ran, its whole answer arrived, in order, and the
+    turn ended, else why not (in a few words, for the failure tally)."""
     import websockets
 
     url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
@@ -136,20 +144,31 @@ async def converse(port: int, conversation_id: str, cookie: str, chunks: int, sa
             elif chunk["type"] == "tool_result":
                 tool_ran = not chunk.get("error") and chunk.get("content", "").startswith("✓")
             elif chunk["type"] == "error":
-                return False
+                return f"error: {str(chunk.get('message'))[:80]}"
             elif chunk["type"] == "done":
-                return tool_ran and not chunk.get("cancelled") and "".join(received) == answer_text(chunks)
+                if chunk.get("cancelled"):
+                    return "cancelled"
+                if not tool_ran:
+                    return "the tool did not run"
+                return "" if "".join(received) == answer_text(chunks) else "the answer arrived incomplete"
 
 
 def answer_text(chunks: int) -> str:
     return "".join(f"w{n} " for n in range(chunks))
 
 
-async def run_clients(port: int, pairs: list[tuple[str, str]], chunks: int) -> tuple[int, int, Samples]:
+async def run_clients(port: int, pairs: list[tuple[str, str]], chunks: int) -> tuple[int, Counter, Samples]:
+    """How many conversations completed, why the others did not, and what was measured."""
     samples = Samples()
     results = await asyncio.gather(*(converse(port, c, k, chunks, samples) for c, k in pairs), return_exceptions=True)
-    completed = sum(1 for r in results if r is True)
-    return completed, len(results) - completed, samples
+    failures = Counter(r if isinstance(r, str) else _why(r) for r in results if r != "")
+    return len(results) - sum(failures.values()), failures, samples
+
+
+def _why(exc: BaseException) -> str:
+    """An exception a client ended with, and what caused it (a handshake's EOF, say)."""
+    cause = exc.__cause__ or exc.__context__
+    return f"{type(exc).__name__}" + (f" ({type(cause).__name__}: {str(cause)[:60]})" if cause else "")
 
 
 def percentile(ordered: list[float], fraction: float) -> float | None:
@@ -216,9 +235,12 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def serve_product(model_port: int, server: str = "uvicorn", ws: str = "websockets") -> tuple[subprocess.Popen, int]:
-    """The product in a subprocess (as scripts/run serves it) against ``model_port``'s model,
-    once it answers /health/: (process, port)."""
+def serve_product(
+    model_port: int, server: str = "uvicorn", ws: str = "websockets", processes: int = 1
+) -> tuple[list[subprocess.Popen], int]:
+    """The product in subprocesses (as scripts/run serves it) against ``model_port``'s model,
+    once it answers /health/: (its processes, port). ``processes`` above 1: that many
+    ``eunice.serve --fd`` processes on the one socket, as ``scripts/run --workers`` starts them."""
     listener = listening_socket()
     fd, port = listener.fileno(), listener.getsockname()[1]
     env = {
@@ -231,6 +253,8 @@ def serve_product(model_port: int, server: str = "uvicorn", ws: str = "websocket
         "EUNICE_PRELOAD_OPENAI": "1",
         "EUNICE_LOG_FLUSH_SECONDS": "1",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "EUNICE_JOBS": "0",
+        "UVICORN_LOG_LEVEL": "warning",
     }
     command = {
         "daphne": ["-m", "daphne", "--fd", str(fd), "eunice.asgi:application"],
@@ -256,23 +280,49 @@ def serve_product(model_port: int, server: str = "uvicorn", ws: str = "websocket
             "eunice.asgi:application",
         ],
     }[server]
-    process = subprocess.Popen(
-        [sys.executable, *command],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        pass_fds=(fd,),
-    )
-    listener.close()  # the server holds its own copy
+    if processes > 1:
+        command = ["-m", "eunice.serve", "--fd", str(fd)]
+    started = [
+        subprocess.Popen(
+            [sys.executable, *command],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(fd,),
+        )
+        for _ in range(processes)
+    ]
     try:
         # Its start (imports, warm-up) took two minutes on a machine shared by many loads.
-        wait_for_port(port, process, timeout=START_SECONDS, path="/health/")
+        for process in started:
+            wait_for_port(port, process, timeout=START_SECONDS, path="/health/")
+        # /health/ may have been answered by the first process up: wait until every one
+        # has loaded its code, or the first conversations would all land on it.
+        for process in started:
+            wait_until_serving(process)
     except BaseException:
-        process.kill()  # a server that never answered is not left running
-        process.wait()
+        for process in started:  # a server that never answered is not left running
+            process.kill()
+            process.wait()
         raise
-    return process, port
+    finally:
+        listener.close()  # the servers hold their own copies
+    return started, port
+
+
+def wait_until_serving(process: subprocess.Popen, timeout: float = START_SECONDS) -> None:
+    """Until the process has imported the ASGI app (its CPU time stops climbing for a second)."""
+    deadline, last = time.monotonic() + timeout, -1.0
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("a server process exited while starting")
+        now = cpu_seconds(process.pid)
+        if now - last < 0.05:
+            return
+        last = now
+        time.sleep(1.0)
+    raise TimeoutError("a server process did not finish starting")
 
 
 def main() -> None:
@@ -302,8 +352,18 @@ def main() -> None:
     parser.add_argument(
         "--per-second", action="store_true", help="also print relay latency by the second the messages arrived in"
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="server processes on the one socket, as scripts/run --workers N (above 1: PostgreSQL and Redis)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.processes > 1 and not (
+        os.environ.get("REDIS_URL") and os.environ.get("DATABASE_URL", "").startswith("postgres")
+    ):
+        parser.error("--processes above 1 needs DATABASE_URL (PostgreSQL) and REDIS_URL")
     database = _django.setup()
     machine_ms = reference_ms()  # before anything else runs: the machine's own speed today
     model, model_port = model_server(args.chunks, args.chunk_delay, api=args.api)
@@ -312,7 +372,7 @@ def main() -> None:
     openai_row = {"provider": provider, "model": "bench-model", "base_url": base_url} if provider else None
     try:
         pairs = prepare(args.conversations, openai_row)
-        server, port = serve_product(model_port, args.server, args.ws)
+        servers, port = serve_product(model_port, args.server, args.ws, args.processes)
     except BaseException:
         model.kill()
         model.wait()
@@ -327,30 +387,34 @@ def main() -> None:
         gc.collect()
         gc.freeze()
         gc.disable()
-        started, cpu_before = time.monotonic(), cpu_seconds(server.pid)
+        started, cpu_before = time.monotonic(), [cpu_seconds(server.pid) for server in servers]
         model_cpu_before, client_cpu_before = cpu_seconds(model.pid), cpu_seconds(os.getpid())
         try:
-            completed, failed, samples = asyncio.run(run_clients(port, pairs, args.chunks))
+            completed, failures, samples = asyncio.run(run_clients(port, pairs, args.chunks))
         finally:
             gc.enable()
-        elapsed, server_cpu = time.monotonic() - started, cpu_seconds(server.pid) - cpu_before
+        elapsed = time.monotonic() - started
+        cpu_each = [cpu_seconds(server.pid) - before for server, before in zip(servers, cpu_before, strict=True)]
+        server_cpu = sum(cpu_each)
         model_cpu = cpu_seconds(model.pid) - model_cpu_before
         client_cpu = cpu_seconds(os.getpid()) - client_cpu_before
-        server_rss = peak_rss_mb(server.pid)
+        server_rss = [peak_rss_mb(server.pid) for server in servers]
     finally:
-        for process in (server, model):
+        for process in (*servers, model):
             process.terminate()
             process.wait(timeout=30)
     latencies, first_chunks = sorted(samples.latencies), sorted(samples.first_chunks)
     results = {
         "conversations": args.conversations,
         "chunks_per_answer": args.chunks,
-        "server": args.server,
+        "server": args.server if args.processes == 1 else f"eunice.serve x {args.processes}",
+        "server_processes": args.processes,
         "model_api": args.api,
         "channel_layer": "redis" if os.environ.get("REDIS_URL") else "in-memory",
         "database": database,
         "completed": completed,
-        "failed": failed,
+        "failed": sum(failures.values()),
+        "failures": dict(failures.most_common()),
         # Deltas that arrive while a socket is behind go out merged, so a
         # message may carry several chunks; latency is per message.
         "messages_relayed": len(latencies),
@@ -365,11 +429,15 @@ def main() -> None:
         # chunk (turn set-up and the tool call amortised over the answer).
         "server_cpu_us_per_chunk": round(server_cpu / (args.conversations * args.chunks) * 1e6, 1),
         "server_cpu_percent": round(100 * server_cpu / elapsed, 1),
+        # Per process: how evenly the kernel spread the conversations, and what one process
+        # costs at this load (a bigger machine needs a core per ~100 % here).
+        "server_cpu_percent_each": [round(100 * cpu / elapsed, 1) for cpu in cpu_each],
         # The other two processes share the machine's cores with the server:
         # when they are busy, latency grows for reasons that are not the server's.
         "clients_cpu_percent": round(100 * client_cpu / elapsed, 1),
         "model_server_cpu_percent": round(100 * model_cpu / elapsed, 1),
-        "server_peak_rss_mb": round(server_rss, 1),
+        "server_peak_rss_mb": round(max(server_rss), 1),
+        "server_peak_rss_mb_each": [round(rss, 1) for rss in server_rss],
         "client_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         # Fixed pure-Python work timed before the run (bench/_machine.py): lower is faster.
         "machine_reference_ms": machine_ms,

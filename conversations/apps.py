@@ -7,6 +7,7 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from conversations import cancels  # noqa: F401  (its handlers hear cancels from other processes)
         from conversations.records import StoredConversations
         from conversations.tenant_policy import TenantRules
         from conversations.turn_reservations import close_running_turn

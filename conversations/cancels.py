@@ -1,22 +1,21 @@
-"""Cancels from REST: of a conversation's running turn, or of one of its tool calls.
+"""Cancels of a conversation's running turn, or of one of its tool calls, in every process.
 
-The websocket consumer does the same for its sockets (conversations.consumers);
-here the cancel takes effect in this process at once and reaches a run in
-another server process through the channel layer, as a socket's cancel does.
+The REST view and the websocket consumer both come here. The cancel takes effect
+in this process at once; the turn may be running in another server process,
+so it is also published on the process bus (eunice/bus.py), and every process
+cancels what it runs of that conversation. A process that misses the message
+(Redis down) still stops the turn at its next step: ``request_cancel`` raised
+the conversation's flag in the database, which the loop reads between steps.
 """
 
 from __future__ import annotations
 
-import logging
-
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-
-from conversations.display import group_name
 from conversations.models import Conversation
-from conversations.state import cancel_tool_call, request_cancel
+from conversations.state import cancel_running, cancel_tool_call, request_cancel
+from eunice import bus
 
-logger = logging.getLogger("eunice.conversations")
+CANCEL_TURN = "conversations.cancel_turn"
+CANCEL_CALL = "conversations.cancel_call"
 
 
 def cancel(conversation: Conversation, tool_use_id: str | None = None) -> bool:
@@ -24,16 +23,27 @@ def cancel(conversation: Conversation, tool_use_id: str | None = None) -> bool:
     in this process (always True for a turn). The caller checks ownership first."""
     if tool_use_id is None:
         request_cancel(conversation)
-        _tell_others(conversation.pk, {"type": "run.cancel"})
+        tell_others(conversation.pk)
         return True
     if cancel_tool_call(conversation.pk, tool_use_id):
         return True
-    _tell_others(conversation.pk, {"type": "run.cancel_tool", "tool_use_id": tool_use_id})
+    tell_others(conversation.pk, tool_use_id)
     return False
 
 
-def _tell_others(conversation_id: str, message: dict) -> None:
-    try:
-        async_to_sync(get_channel_layer().group_send)(group_name(conversation_id), message)
-    except Exception as exc:  # noqa: BLE001 (Redis down: only this process's runs are cancelled)
-        logger.warning("channel layer unreachable relaying a cancel (%s)", type(exc).__name__)
+def tell_others(conversation_id: str, tool_use_id: str | None = None) -> None:
+    """Publish the cancel to the other server processes (this one has acted on it already)."""
+    if tool_use_id is None:
+        bus.publish(CANCEL_TURN, here=False, conversation=str(conversation_id))
+    else:
+        bus.publish(CANCEL_CALL, here=False, conversation=str(conversation_id), tool_use_id=tool_use_id)
+
+
+@bus.on(CANCEL_TURN)
+def _cancel_turn_here(payload: dict) -> None:
+    cancel_running(str(payload["conversation"]))
+
+
+@bus.on(CANCEL_CALL)
+def _cancel_call_here(payload: dict) -> None:
+    cancel_tool_call(str(payload["conversation"]), str(payload["tool_use_id"]))

@@ -22,7 +22,7 @@ from channels.utils import await_many_dispatch
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 
-from conversations import approvals, questions, runs
+from conversations import approvals, cancels, questions, runs
 from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
@@ -202,19 +202,17 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if tool_use_id is not None and not isinstance(tool_use_id, str):
             await self.send_json({"type": "error", "message": "'tool_use_id' must be a string"})
             return
+        here = True
         if tool_use_id is None:
             cancel_running(conversation.pk)
-            relayed: dict = {"type": "run.cancel"}
-        elif cancel_tool_call(conversation.pk, tool_use_id):
-            relayed = {}
-        else:  # not running in this process: perhaps in another one
-            relayed = {"type": "run.cancel_tool", "tool_use_id": tool_use_id}
+        else:
+            here = cancel_tool_call(conversation.pk, tool_use_id)
         # Answered before any database work: this process's run has stopped already.
         await self.send_json({"type": "cancel_requested", "tool_use_id": tool_use_id})
         if tool_use_id is None:  # the flag, for a turn running in another process
             await in_db_thread(request_cancel)(conversation)
-        if relayed:
-            await self._tell_group(relayed)
+        if tool_use_id is None or not here:  # perhaps running in another process
+            await in_db_thread(cancels.tell_others)(conversation.pk, tool_use_id)
 
     async def _decide(self, conversation, content: dict) -> None:
         """The person's click on an approval card: decided as the conversation's owner.
@@ -323,17 +321,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "error", "message": "an answer needs 'question_id' and non-empty 'text'"})
             return
         text = text[: settings.EUNICE_MAX_MESSAGE_CHARS]
-        try:
-            await self.channel_layer.group_send(
-                self.group, {"type": "question.answer", "question_id": question_id, "text": text}
-            )
-        except Exception as exc:  # noqa: BLE001 (Redis down: a turn in this process still gets its answer)
-            logger.warning("channel layer unreachable relaying an answer (%s)", type(exc).__name__)
-            questions.answer(self.conversation_id, question_id, text)
-
-    async def question_answer(self, event: dict) -> None:
-        # Every socket of the conversation gets this; the one whose process runs the turn resolves it.
-        questions.answer(self.conversation_id, event["question_id"], event["text"])
+        if not questions.answer(self.conversation_id, question_id, text):  # perhaps asked in another process
+            await in_db_thread(questions.tell_others)(self.conversation_id, question_id, text)
 
     async def conversation_chunk(self, event: dict) -> None:
         # A chunk of a turn running in another process.
@@ -352,16 +341,6 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def watcher_left(self, event: dict) -> None:
         if event["process"] != PROCESS:
             watchers.discard_remote(self.conversation_id, event["channel"])
-
-    async def run_cancel(self, event: dict) -> None:
-        # A cancel sent through another process's socket: stop this process's run too.
-        conversation = await in_db_thread(owned_conversation)(self.user, self.conversation_id)
-        if conversation is not None:
-            await in_db_thread(request_cancel)(conversation)
-
-    async def run_cancel_tool(self, event: dict) -> None:
-        # A tool call's cancel sent through another process's socket (checked for ownership there).
-        cancel_tool_call(self.conversation_id, event["tool_use_id"])
 
 
 def _json_kind(value) -> str:  # noqa: ANN001

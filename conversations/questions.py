@@ -1,8 +1,8 @@
 """Questions a running turn asks the person on the websocket, and their answers.
 
 The turn waits on a future registered here; the consumer that receives the
-answer resolves it (directly, or through the conversation's channel-layer
-group when the turn runs in another process).
+answer resolves it directly, or, when the turn runs in another server process,
+publishes it on the process bus (eunice/bus.py) for that process to resolve.
 """
 
 from __future__ import annotations
@@ -10,6 +10,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+
+from eunice import bus
+
+ANSWER = "conversations.answer"
 
 _pending: dict[tuple[str, str], tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
 _lock = threading.Lock()
@@ -44,3 +48,13 @@ def answer(conversation_id: str, question_id: str, text: str) -> bool:
 
     loop.call_soon_threadsafe(resolve)
     return True
+
+
+def tell_others(conversation_id: str, question_id: str, text: str) -> None:
+    """Publish an answer this process was not waiting for: the process that asked resolves it."""
+    bus.publish(ANSWER, here=False, conversation=conversation_id, question=question_id, text=text)
+
+
+@bus.on(ANSWER)
+def _answer_here(payload: dict) -> None:
+    answer(str(payload["conversation"]), str(payload["question"]), str(payload["text"]))

@@ -11,8 +11,8 @@ no conversation to count it in or model to tell). The caller's capabilities are 
 context's, else those of the user it names.
 
 Most tools have no rule: which tools of which tenant have one is kept in memory,
-refreshed when a rule is saved or deleted in this process and at least every
-``REFRESH_SECONDS`` (a rule changed in another process applies here within that).
+refreshed when a rule is saved or deleted, in this process or another (the process
+bus, eunice/bus.py), and at least every ``REFRESH_SECONDS`` (should the bus miss it).
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ from conversations.capabilities import capabilities_for
 from conversations.models import PolicyRule
 from conversations.policies import check_policies
 from datacatalog.access import caller_user
+from eunice import bus
 from registry import gate
 from registry.context import ToolContext
 from registry.contract import Err
 
 REFRESH_SECONDS = 2.0
+RULES_CHANGED = "conversations.policy_rules_changed"
 
 
 class TenantRules:
@@ -44,13 +46,19 @@ class TenantRules:
         self._by_tool: dict[str, frozenset[str]] = {}
         self._due = float("-inf")
         self._lock = threading.Lock()
-        post_save.connect(self.forget, sender=PolicyRule, dispatch_uid="tenant_rules_saved")
-        post_delete.connect(self.forget, sender=PolicyRule, dispatch_uid="tenant_rules_deleted")
+        post_save.connect(self._changed, sender=PolicyRule, dispatch_uid="tenant_rules_saved")
+        post_delete.connect(self._changed, sender=PolicyRule, dispatch_uid="tenant_rules_deleted")
+        bus.on(RULES_CHANGED)(self.forget)
+        bus.on_reconnect(self.forget)
 
-    def forget(self, **_: object) -> None:
-        """Read the rules again at the next call (a rule was saved or deleted)."""
+    def forget(self, *_: object, **__: object) -> None:
+        """Read the rules again at the next call (a rule was saved or deleted, here or elsewhere)."""
         self._due = float("-inf")
         gate.forget_ruled_tools()
+
+    def _changed(self, **_: object) -> None:
+        self.forget()
+        bus.publish_on_commit(RULES_CHANGED)
 
     def ruled_tools(self) -> frozenset[str]:
         if time.monotonic() > self._due:

@@ -71,6 +71,11 @@ if settings.EUNICE_CLOSE_DEAD_TURNS_AT_START_UP:
 
     close_dead_turns_at_start_up()
 
+# News from the other server processes (definitions changed, cancels, answers): eunice/bus.py.
+from eunice import bus  # noqa: E402
+
+bus.start()
+
 # Everything above is the start-up heap: stop the collector walking it.
 from eunice.collector import tune_for_serving  # noqa: E402
 

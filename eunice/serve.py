@@ -9,6 +9,7 @@ exit 0. A watchdog ends the process if any step overruns that bound.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import math
 import os
@@ -79,7 +80,8 @@ class DrainingServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def _config() -> uvicorn.Config:
+def _config(fd: int | None = None) -> uvicorn.Config:
+    """uvicorn as this project runs it; ``fd``: serve on that inherited socket (eunice/supervisor.py)."""
     from django.conf import settings
 
     # uvloop, httptools and the websockets library: the cheapest per streamed chunk
@@ -90,6 +92,7 @@ def _config() -> uvicorn.Config:
         "eunice.asgi:application",
         host=os.environ.get("HOST", "127.0.0.1"),
         port=int(os.environ.get("PORT", "8000")),
+        fd=fd,
         loop="uvloop",
         http="httptools",
         ws="websockets",
@@ -101,11 +104,45 @@ def _config() -> uvicorn.Config:
     )
 
 
-def main() -> int:
+def arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m eunice.serve", description="Run Eunice's server.")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("EUNICE_WORKERS", "1")),
+        help="server processes on the one port (above 1 needs PostgreSQL and Redis; docs/operations.md)",
+    )
+    parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)  # a supervisor's child: serve on this socket
+    parsed = parser.parse_args(argv)
+    if parsed.workers < 1:
+        parser.error("--workers must be at least 1")
+    return parsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eunice.settings")
     import django
 
     django.setup()
+    if args.workers > 1:
+        return _supervise(args.workers)
+    return _serve(args.fd)
+
+
+def _supervise(workers: int) -> int:
+    from eunice import supervisor
+
+    refused = supervisor.refusal()
+    if refused:
+        print(f"eunice.serve: {refused}", file=sys.stderr)
+        return 2
+    listener = supervisor.bind(os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8000")))
+    jobs = os.environ.get("EUNICE_JOBS", "1") != "0"
+    return supervisor.Supervisor(workers, listener, jobs=jobs).run()
+
+
+def _serve(fd: int | None) -> int:
     from django.conf import settings
 
     grace = settings.EUNICE_SHUTDOWN_GRACE_SECONDS
@@ -125,7 +162,7 @@ def main() -> int:
     # handlers (which would end the process before the cluster is stopped).
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: on_stop())
-    server = DrainingServer(_config(), grace=grace, on_stop=on_stop)
+    server = DrainingServer(_config(fd), grace=grace, on_stop=on_stop)
     try:
         server.run()
     finally:

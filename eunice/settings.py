@@ -368,6 +368,9 @@ EUNICE_STOP_AT = env_float("EUNICE_STOP_AT", 0.95, minimum=0.1)
 # interrupted by the next message (docs/agent-loop.md, "Turns").
 EUNICE_TURN_HEARTBEAT_SECONDS = env_float("EUNICE_TURN_HEARTBEAT_SECONDS", 10.0, minimum=0.1)
 EUNICE_TURN_STALE_SECONDS = env_float("EUNICE_TURN_STALE_SECONDS", 60.0, minimum=1.0)
+# How often a process looks for definition changes it was not told of (registry/snapshot.py):
+# with Redis, changes are pushed to every process at once (eunice/bus.py); this is the fallback.
+EUNICE_REGISTRY_POLL_SECONDS = env_float("EUNICE_REGISTRY_POLL_SECONDS", 2.0, minimum=0.1)
 # The ASGI app closes, as it starts, the turns a stopped server process left running.
 EUNICE_CLOSE_DEAD_TURNS_AT_START_UP = env_bool("EUNICE_CLOSE_DEAD_TURNS_AT_START_UP", True)
 # Websocket limits: concurrent runs per user (per process) and message size.

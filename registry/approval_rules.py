@@ -15,8 +15,9 @@ PendingApproval of its exact arguments (registry.approvals), tells the caller's 
 ``approvals.claim`` took the row for these exact arguments, once.
 
 Cost: the enabled rules are read at most every ``REFRESH_SECONDS`` (at once after a
-rule is saved in this process). The gate asks ``covers_tenant`` first, a set lookup,
-so a call of a tenant no rule names pays nothing more.
+rule is saved in this process, or in another one: the process bus, eunice/bus.py).
+The gate asks ``covers_tenant`` first, a set lookup, so a call of a tenant no rule
+names pays nothing more.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models.signals import post_delete, post_save
 
+from eunice import bus
 from registry import approvals
 from registry.context import ToolContext
 from registry.contract import Err
@@ -44,6 +46,7 @@ from registry.tenancy import tenant_of
 from registry.validation import InputError, validator_for
 
 REFRESH_SECONDS = 2.0
+RULES_CHANGED = "registry.approval_rules_changed"
 # Tools that ask for the person's approval themselves (their own card, their own claim).
 ASKS_ITSELF = frozenset({"install_mcp_server"})
 
@@ -99,16 +102,23 @@ class _Rules:
 _rules = _Rules()
 
 
-def forget(**_: object) -> None:
-    """Read the rules again at the next call (one was saved or deleted)."""
+def forget(*_: object, **__: object) -> None:
+    """Read the rules again at the next call (one was saved or deleted here or in another process)."""
     from registry import gate
 
     _rules.due = float("-inf")
     gate.forget_ruled_tools()
 
 
-post_save.connect(forget, sender=ApprovalRule, dispatch_uid="approval_rules_saved")
-post_delete.connect(forget, sender=ApprovalRule, dispatch_uid="approval_rules_deleted")
+def _changed(**_: object) -> None:
+    forget()
+    bus.publish_on_commit(RULES_CHANGED)
+
+
+post_save.connect(_changed, sender=ApprovalRule, dispatch_uid="approval_rules_saved")
+post_delete.connect(_changed, sender=ApprovalRule, dispatch_uid="approval_rules_deleted")
+bus.on(RULES_CHANGED)(forget)
+bus.on_reconnect(forget)
 
 
 def asks_nobody_without_a_query(tenant_id: str) -> bool:

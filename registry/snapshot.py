@@ -1,9 +1,10 @@
 """An in-memory copy of the live tool definitions, so dispatch needs no query.
 
-The copy is rebuilt when a definition changes in this process (signals) and,
-for changes made by other processes, when a cheap fingerprint query (row count
-and newest ``updated_at``) differs; that query runs at most once every
-``REFRESH_SECONDS``.
+The copy is rebuilt when a definition changes in this process (signals) or in
+another one (the process bus pushes it: registry/signals.py, eunice/bus.py) and,
+should a push be missed, when a cheap fingerprint query (row count and newest
+``updated_at``) differs; that query runs at most once every
+``EUNICE_REGISTRY_POLL_SECONDS`` (2 s by default).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.conf import settings
 
 from eunice.jsonlimits import loads_bounded
 from llm.offline import slash_command
@@ -26,7 +29,10 @@ from registry.models import (
     definition_hash,
 )
 
-REFRESH_SECONDS = 2.0
+
+def _poll_seconds() -> float:
+    return settings.EUNICE_REGISTRY_POLL_SECONDS  # read on each look: a test may change it
+
 
 REASONING_FIELD = {
     "type": "string",
@@ -206,12 +212,12 @@ class Snapshot:
 
     def fresh(self) -> bool:
         """Whether ``current`` would answer now without a query."""
-        return not self._dirty and time.monotonic() - self._checked_at <= REFRESH_SECONDS
+        return not self._dirty and time.monotonic() - self._checked_at <= _poll_seconds()
 
     def current(self) -> dict[str, Definition]:
         """The definitions, reloaded first if they may be stale."""
         now = time.monotonic()
-        if self._dirty or now - self._checked_at > REFRESH_SECONDS:
+        if self._dirty or now - self._checked_at > _poll_seconds():
             self._refresh(now)
         return self.by_name
 

@@ -31,6 +31,7 @@ from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
 from registry.mcp.transports import MissingEndpoint, transport_of
 from registry.models import MCPServer, MCPStatus
+from registry.signals import definitions_changed, mcp_tools_changed
 
 logger = logging.getLogger("eunice.mcp")
 T = TypeVar("T")
@@ -232,7 +233,7 @@ class MCPManager:
         with self._server_lock(server_id):
             self._close(server_id)
             retired = inventory.retire(server_id)
-            _registry().invalidate()
+            definitions_changed()
             inventory.mark(server_id, MCPStatus.DISCONNECTED)
         return retired
 
@@ -543,6 +544,7 @@ class MCPManager:
         with self._synced:
             self._sync_count[server_id] = self.sync_count(server_id) + 1
             self._synced.notify_all()
+        definitions_changed(here=False)
         return list(found.active)
 
     def _register(self, connection: Connection, active: dict[str, str] | None = None) -> None:
@@ -579,6 +581,25 @@ class MCPManager:
         connection = self._connections.get(server_id)
         if connection is None:
             return
+        await asyncio.to_thread(_with_db, self._adopt, connection, tools)
+        await asyncio.to_thread(mcp_tools_changed, server_id)
+
+    def relist(self, server_id: int) -> None:
+        """Another process saw the server's tool list change: re-list it on this process's
+        session, if it has one, without waiting (and without telling the others again)."""
+        connection = self._connections.get(server_id)
+        loop = self._loop
+        if connection is None or not connection.alive or loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._arelist(connection), loop)
+
+    async def _arelist(self, connection: Connection) -> None:
+        try:
+            tools = await asyncio.wait_for(connection.list_now(), connection.config.call_timeout)
+        except Exception as exc:  # noqa: BLE001 (its own list_changed or the next connect catches up)
+            logger.warning("MCP server %s: re-listing tools failed: %s", connection.config.name, exc)
+            return
+        connection.tools = tools
         await asyncio.to_thread(_with_db, self._adopt, connection, tools)
 
     def _lost(self, server_id: int, reason: str) -> None:

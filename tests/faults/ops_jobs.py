@@ -27,3 +27,12 @@ def stall_first_attempt(token: str) -> str:
 def stall_always(token: str) -> None:
     _attempt(token)
     time.sleep(STALL_SECONDS)
+
+
+def record_run(token: str) -> str:
+    """Leaves one attempt row per run: a job run twice leaves two."""
+    from registry.models import SeedLog
+
+    _attempt(token)
+    SeedLog.objects.create(key=f"job-done:{token}")
+    return "done"
