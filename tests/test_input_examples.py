@@ -26,7 +26,8 @@ def handle(inputs, context):
 
 
 def test_an_example_that_does_not_fit_the_schema_is_refused_naming_the_tool():
-    with pytest.raises(DeclarationError, match="tool 'weather': input example 2 is not valid: city: this field is required"):
+    refused = "tool 'weather': input example 2 is not valid: city: this field is required"
+    with pytest.raises(DeclarationError, match=refused):
         Tool(
             name="weather",
             description="d",
