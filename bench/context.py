@@ -33,9 +33,9 @@ class Run:
 
 def reference(task: Task, frames: dict) -> tuple[str, str]:
     """The first row of the task's last query as (x, y), computed with DuckDB."""
-    import duckdb
+    from tools.sqlengine import locked_connection  # the one way the codebase opens DuckDB
 
-    connection = duckdb.connect()
+    connection = locked_connection()
     for name, frame in frames.items():
         connection.register(name, frame)
     for index, sql in enumerate(task.queries):
