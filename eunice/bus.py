@@ -27,6 +27,8 @@ import uuid
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from eunice.jsonlimits import loads_bounded
+
 logger = logging.getLogger("eunice.bus")
 
 Handler = Callable[[dict], None]
@@ -131,7 +133,8 @@ def _deliver(topic: str, payload: dict) -> None:
 
 def _received(data: bytes | str) -> None:
     try:
-        message = json.loads(data)
+        # Anyone who can reach Redis can publish: parsed with the deployment's size and depth limits.
+        message = loads_bounded(data, what="a process-bus message")
         topic, sender, payload = message["topic"], message["origin"], message["payload"]
     except (ValueError, KeyError, TypeError):
         logger.warning("ignored an unreadable message on the process bus")

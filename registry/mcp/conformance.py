@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from eunice.jsonlimits import loads_bounded
 from registry.contract import Ok
 from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
@@ -66,7 +67,7 @@ class Outcome:
 def scenario_from_environment() -> tuple[str, dict]:
     raw = os.environ.get(CONTEXT_VARIABLE) or "{}"
     try:
-        context = json.loads(raw)
+        context = loads_bounded(raw, what=CONTEXT_VARIABLE)
     except ValueError:
         context = {}
     return os.environ.get(SCENARIO_VARIABLE, ""), context if isinstance(context, dict) else {}

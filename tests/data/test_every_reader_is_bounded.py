@@ -38,6 +38,8 @@ TRUSTED_JSON = {
     "registry/sandbox/zygote.py": "the zygote reading the host",
     "tools/charts.py": "pandas' to_json of a frame (two levels)",
     "tools/data.py": "pandas' to_json of a frame (two levels)",
+    "tools/cooccurrence.py": "pandas' to_json of a frame (two levels)",
+    "registry/sandbox/bridge.py": "pandas' to_json of a frame, or json.dumps of the host's own value",
     "conversations/records.py": "event blobs this process wrote",
     "conversations/timeline.py": "event blobs this process wrote",
     "registry/killable_child.py": "the parent server's own DATABASES, in the child's environment",
