@@ -25,6 +25,7 @@ from conversations.effects import SubtaskLog
 from conversations.history import load_history, sendable
 from conversations.inserts import insert_rows
 from conversations.models import Conversation, UsageLog
+from conversations.observations import state_lines
 from conversations.presenting import for_person
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime
@@ -522,6 +523,7 @@ def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
         datasets=sorted(runtime.datasets),
         cost_usd=runtime.budget.spent,
         budget_limit=runtime.budget_limit,
+        observations=state_lines(runtime.tenant_id, runtime.user_id),
     )
 
 

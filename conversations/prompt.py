@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from llm import CURRENT_STATE_MARKER
@@ -27,7 +28,13 @@ COMPACTED_KEEP_CHARS = 2_000
 
 
 def current_state_block(
-    *, plan: dict, working_set: list[str], datasets: list[str], cost_usd: float, budget_limit: float | None
+    *,
+    plan: dict,
+    working_set: list[str],
+    datasets: list[str],
+    cost_usd: float,
+    budget_limit: float | None,
+    observations: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The trailing per-call block; everything before it stays byte-stable for the cache."""
     steps = plan.get("steps") or []
@@ -42,6 +49,9 @@ def current_state_block(
     lines.append(f"datasets: {', '.join(map(one_line, datasets)) or 'none'}")
     budget = f" of {budget_limit:.4f}" if budget_limit is not None else ""
     lines.append(f"spent: ${cost_usd:.4f}{budget}")
+    if observations:  # of the person, most reinforced first (conversations.observations)
+        lines.append("observed of this person:")
+        lines.extend(f"  - {one_line(observation)}" for observation in observations)
     return {"type": "text", "text": "\n".join(lines)}
 
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from conversations.access import conversations_of
 from conversations.models import ChatMessage, Conversation, ConversationEvent
+from conversations.observations import note_observation
 from datacatalog.access import caller_is, is_staff
 from registry.context import ToolContext
 from registry.ports import ConversationChoice, ConversationFacts, LoggedEvent, Message
@@ -63,6 +64,9 @@ class StoredConversations:
         if with_blobs:
             rows = rows.select_related("blob")
         return [_logged(row, with_blobs) for row in (rows[:limit] if limit is not None else rows)]
+
+    def note_observation(self, *, tenant_id: str, user_id: str, kind: str, text: str) -> int:
+        return note_observation(tenant_id=tenant_id, user_id=user_id, kind=kind, text=text)
 
 
 def _choice(row: Conversation) -> ConversationChoice:

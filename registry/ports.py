@@ -117,6 +117,10 @@ class ConversationRecords(Protocol):
         """The conversation's events (of ``kinds``, or all), in order or newest first; an
         event kept in a blob is read whole only ``with_blobs``, else its inline stub."""
 
+    def note_observation(self, *, tenant_id: str, user_id: str, kind: str, text: str) -> int:
+        """Record (or reinforce) a note of how the person works; how often it has been
+        noted. Raises ValueError for an unknown kind, a blank note or no person."""
+
 
 @dataclass(frozen=True, slots=True)
 class SubtaskOutcome:

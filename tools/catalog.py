@@ -38,6 +38,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.documents",
     "tools.web",
     "tools.builder",
+    "tools.observations",
 )
 
 TOOL_ORDER: tuple[str, ...] = (
@@ -47,6 +48,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "delegate",
     "delegate_batch",
     "request_user_input",
+    "create_observation",
     "search_mcp_marketplace",
     "install_mcp_server",
     "preview_data",
