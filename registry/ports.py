@@ -79,6 +79,7 @@ class LoggedEvent:
     event_type: str
     created_at: datetime
     data: dict
+    conversation_id: str = ""
 
 
 class ConversationRecords(Protocol):
@@ -116,6 +117,10 @@ class ConversationRecords(Protocol):
     ) -> list[LoggedEvent]:
         """The conversation's events (of ``kinds``, or all), in order or newest first; an
         event kept in a blob is read whole only ``with_blobs``, else its inline stub."""
+
+    def tenant_events(self, tenant_id: str, *, since: datetime | None, limit: int) -> list[LoggedEvent]:
+        """The newest events of every conversation of ``tenant_id`` (since ``since``), at
+        most ``limit``, each with its ``conversation_id``; inline stubs, never blobs."""
 
     def note_observation(self, *, tenant_id: str, user_id: str, kind: str, text: str) -> int:
         """Record (or reinforce) a note of how the person works; how often it has been

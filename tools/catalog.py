@@ -67,6 +67,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "export_excel",
     "manipulate_excel",
     "query_telemetry",
+    "load_telemetry",
     "create_corpus",
     "index_content",
     "get_document_text",
