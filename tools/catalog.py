@@ -39,6 +39,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.web",
     "tools.builder",
     "tools.observations",
+    "tools.self_code",
 )
 
 TOOL_ORDER: tuple[str, ...] = (
@@ -82,6 +83,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "define_entity_projection",
     "generate_document",
     "document_conversation",
+    "search_self_code",
     "fetch_url",
     "web_search",
     "build_custom_tool",
