@@ -144,7 +144,8 @@ class SubtaskOutcome:
 class SubtaskRunner(Protocol):
     """Runs a task as a sub-agent of the calling turn (its events, budget and depth)."""
 
-    async def run(self, task: str, *, budget_usd: float | None) -> SubtaskOutcome: ...
+    async def run(self, task: str, *, budget_usd: float | None, label: str = "") -> SubtaskOutcome:
+        """Run ``task`` to its end; ``label`` names its pane (default: "Helper N")."""
 
     def note_unfinished(self, task: str, stopped: str) -> None:
         """Remember a task that stopped early, for the turn's completion guardrail."""

@@ -39,6 +39,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.web",
     "tools.builder",
     "tools.observations",
+    "tools.convene",
     "tools.self_code",
 )
 
@@ -48,6 +49,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "call_llm",
     "delegate",
     "delegate_batch",
+    "convene",
     "request_user_input",
     "create_observation",
     "search_mcp_marketplace",
