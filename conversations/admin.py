@@ -62,4 +62,13 @@ class UsageLogAdmin(ReadOnlyAdmin):
 
 admin.site.register(GeneratedFile, ReadOnlyAdmin)
 admin.site.register(Notification, ReadOnlyAdmin)
-admin.site.register(Observation, ReadOnlyAdmin)
+
+
+@admin.register(Observation)
+class ObservationAdmin(ReadOnlyAdmin):
+    """What was observed of how each person works: staff read their tenant's."""
+
+    list_display = ("user_id", "kind", "key", "count", "updated_at", "tenant_id")
+    list_filter = ("kind", "tenant_id")
+    search_fields = ("user_id", "key", "text")
+    ordering = ("-updated_at",)

@@ -25,6 +25,7 @@ from conversations.effects import SubtaskLog
 from conversations.history import load_history, sendable
 from conversations.inserts import insert_rows
 from conversations.models import Conversation, UsageLog
+from conversations.observations import state_lines
 from conversations.presenting import for_person
 from conversations.prompt import SYSTEM_PROMPT, TokenEstimator, compact_tool_results, current_state_block
 from conversations.runtime import Runtime
@@ -196,15 +197,19 @@ def _open_turn(conversation: Conversation, role: str, events: tuple[tuple[str, d
         raise
 
 
-async def run_subtask(parent: Runtime, task: str, *, budget_usd: float | None, role: str = "delegate") -> TurnOutcome:
+async def run_subtask(
+    parent: Runtime, task: str, *, budget_usd: float | None, role: str = "delegate", label: str = ""
+) -> TurnOutcome:
     """A delegated task: a fresh history in delegate mode, within the parent's turn, with
-    its own pane on the display, working set, plan and budget (``_subtask_runtime``).
-    The ``delegate`` role's model runs it (the chat model when that role has no row)."""
+    its own pane on the display (named ``label``, if given), working set, plan and budget
+    (``_subtask_runtime``). The ``delegate`` role's model runs it (the chat model when
+    that role has no row)."""
     config = await in_db_thread(get_model_for_role)(role)
     provider = _provider(role, config)
     child = _subtask_runtime(parent, budget_usd)
-    child.display.send({"type": "subtask_started", "task": task[:200]})
-    state = await in_db_thread(_open_subtask)(child, parent, task)
+    named = {"label": label[:80]} if label else {}
+    child.display.send({"type": "subtask_started", "task": task[:200], **named})
+    state = await in_db_thread(_open_subtask)(child, parent, task, named)
     outcome = None
     try:
         messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
@@ -248,10 +253,10 @@ def _subtask_runtime(parent: Runtime, budget_usd: float | None) -> Runtime:
     )
 
 
-def _open_subtask(child: Runtime, parent: Runtime, task: str) -> DispatchState:
+def _open_subtask(child: Runtime, parent: Runtime, task: str, named: dict) -> DispatchState:
     """A task's database work before its first call: its working set, its start on record."""
     copy_scope(child.conversation.pk, parent.working_set_scope, child.working_set_scope)
-    child.recorder.record("subtask_started", {"task": task[:500], "budget_usd": child.budget_limit})
+    child.recorder.record("subtask_started", {"task": task[:500], "budget_usd": child.budget_limit, **named})
     return DispatchState.for_conversation(child.conversation)
 
 
@@ -525,6 +530,7 @@ def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
         cost_usd=runtime.budget.spent,
         budget_limit=runtime.budget_limit,
         handles=runtime.held_results(),
+        observations=state_lines(runtime.tenant_id, runtime.user_id),
     )
 
 

@@ -327,16 +327,28 @@ class PolicyRule(models.Model):
             raise ValidationError({"parameter": f"a call limit must be a whole number, e.g. 5; got {self.parameter!r}"})
 
 
+class ObservationQuerySet(models.QuerySet):
+    def of_person(self, tenant_id: str, user_id: str) -> ObservationQuerySet:
+        """The person's own rows in the tenant, the most reinforced first, then the newest."""
+        return self.filter(tenant_id=tenant_id, user_id=user_id).order_by("-count", "-updated_at")
+
+
 class Observation(models.Model):
-    """A per-user behavioural tally, e.g. how often a policy was skipped."""
+    """Something noticed about how one person works, counted each time it recurs: a policy
+    they broke (``policy_violation``, keyed by the rule) or what the model noted with
+    create_observation (``key`` is the note, normalised, so the same note reinforces its row)."""
 
     tenant_id = models.CharField(max_length=64, db_index=True)
     user_id = models.CharField(max_length=64, blank=True)
     kind = models.CharField(max_length=64)
     key = models.CharField(max_length=200)
+    text = models.TextField(blank=True, help_text="The note as it was last written (create_observation).")
     count = models.PositiveIntegerField(default=0)
     data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ObservationQuerySet.as_manager()
 
     class Meta:
         db_table = "observations"

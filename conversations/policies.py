@@ -18,12 +18,12 @@ turns and server processes, and raised atomically (``count_violation``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.utils import timezone
 
 from conversations.models import Observation, PolicyRule, PolicyViolationTally
+from conversations.observations import POLICY_VIOLATION, increment
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,21 +63,16 @@ def count_violation(violation: Violation, *, conversation_id: str, tenant_id: st
     of the new value is in the same transaction as the row's lock.
     """
     with transaction.atomic():
-        _increment(PolicyViolationTally, conversation_id=conversation_id, rule_id=violation.rule_id)
-        _increment(Observation, tenant_id=tenant_id, user_id=user_id, kind="policy_violation", key=violation.rule_name)
+        increment(PolicyViolationTally, {"conversation_id": conversation_id, "rule_id": violation.rule_id})
+        person = {"tenant_id": tenant_id, "user_id": user_id}
+        increment(
+            Observation, {**person, "kind": POLICY_VIOLATION, "key": violation.rule_name}, updated_at=timezone.now()
+        )
         return (
             PolicyViolationTally.objects.filter(conversation_id=conversation_id, rule_id=violation.rule_id)
             .values_list("count", flat=True)
             .get()
         )
-
-
-def _increment(model: type[PolicyViolationTally] | type[Observation], **key: Any) -> None:
-    """``count += 1`` on the row ``key`` names, made at 0 when missing (one race-safe get_or_create)."""
-    rows = model._default_manager
-    if not rows.filter(**key).update(count=F("count") + 1):
-        rows.get_or_create(**key)
-        rows.filter(**key).update(count=F("count") + 1)
 
 
 def _broken(rule: PolicyRule, capabilities: frozenset[str], succeeded: set[str], calls: int) -> str:

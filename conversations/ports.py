@@ -27,10 +27,10 @@ class Subtasks:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
-    async def run(self, task: str, *, budget_usd: float | None) -> SubtaskOutcome:
+    async def run(self, task: str, *, budget_usd: float | None, label: str = "") -> SubtaskOutcome:
         from conversations.loop import run_subtask
 
-        outcome = await run_subtask(self._runtime, task, budget_usd=budget_usd)
+        outcome = await run_subtask(self._runtime, task, budget_usd=budget_usd, label=label)
         return SubtaskOutcome(outcome.text, outcome.stop_reason, outcome.cost_usd)
 
     def note_unfinished(self, task: str, stopped: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from llm import CURRENT_STATE_MARKER
@@ -34,6 +35,7 @@ def current_state_block(
     cost_usd: float,
     budget_limit: float | None,
     handles: dict[str, str] | None = None,
+    observations: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The trailing per-call block; everything before it stays byte-stable for the cache.
     ``handles``: results kept whole as datasets (conversations.result_budget), listed
@@ -53,6 +55,9 @@ def current_state_block(
         lines.append(f"held results (query them by name): {held}")
     budget = f" of {budget_limit:.4f}" if budget_limit is not None else ""
     lines.append(f"spent: ${cost_usd:.4f}{budget}")
+    if observations:  # of the person, most reinforced first (conversations.observations)
+        lines.append("observed of this person:")
+        lines.extend(f"  - {one_line(observation)}" for observation in observations)
     return {"type": "text", "text": "\n".join(lines)}
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
 
 from conversations.access import conversations_of
 from conversations.models import ChatMessage, Conversation, ConversationEvent
+from conversations.observations import note_observation
 from datacatalog.access import caller_is, is_staff
 from registry.context import ToolContext
 from registry.ports import ConversationChoice, ConversationFacts, LoggedEvent, Message
@@ -64,6 +66,16 @@ class StoredConversations:
             rows = rows.select_related("blob")
         return [_logged(row, with_blobs) for row in (rows[:limit] if limit is not None else rows)]
 
+    def tenant_events(self, tenant_id: str, *, since: datetime | None, limit: int) -> list[LoggedEvent]:
+        rows = ConversationEvent.objects.filter(conversation__tenant_id=tenant_id)
+        if since is not None:
+            rows = rows.filter(created_at__gte=since)
+        rows = rows.order_by("-created_at", "-sequence")[:limit]
+        return [_logged(row, with_blobs=False) for row in rows]
+
+    def note_observation(self, *, tenant_id: str, user_id: str, kind: str, text: str) -> int:
+        return note_observation(tenant_id=tenant_id, user_id=user_id, kind=kind, text=text)
+
 
 def _choice(row: Conversation) -> ConversationChoice:
     return ConversationChoice(row.pk, row.title, row.tenant_id, row.updated_at)
@@ -71,4 +83,4 @@ def _choice(row: Conversation) -> ConversationChoice:
 
 def _logged(row: ConversationEvent, with_blobs: bool) -> LoggedEvent:
     data = json.loads(bytes(row.blob.data)) if with_blobs and row.blob is not None else row.data
-    return LoggedEvent(row.turn, row.sequence, row.event_type, row.created_at, data)
+    return LoggedEvent(row.turn, row.sequence, row.event_type, row.created_at, data, row.conversation_id)

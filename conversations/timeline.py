@@ -182,7 +182,8 @@ def _chunk(kind: str, data: dict) -> dict | None:
     if kind == "error":
         return {"type": "error", "message": str(data.get("message", "")), **subtask}
     if kind == "subtask_started":
-        return {"type": kind, "subtask": data.get("subtask"), "task": data.get("task", "")}
+        named = {"label": str(data["label"])} if data.get("label") else {}
+        return {"type": kind, "subtask": data.get("subtask"), "task": data.get("task", ""), **named}
     if kind == "subtask_finished":
         return {"type": kind, "subtask": data.get("subtask"), "stop_reason": data.get("stop_reason", "end_turn")}
     return None

@@ -79,6 +79,7 @@ class LoggedEvent:
     event_type: str
     created_at: datetime
     data: dict
+    conversation_id: str = ""
 
 
 class ConversationRecords(Protocol):
@@ -117,6 +118,14 @@ class ConversationRecords(Protocol):
         """The conversation's events (of ``kinds``, or all), in order or newest first; an
         event kept in a blob is read whole only ``with_blobs``, else its inline stub."""
 
+    def tenant_events(self, tenant_id: str, *, since: datetime | None, limit: int) -> list[LoggedEvent]:
+        """The newest events of every conversation of ``tenant_id`` (since ``since``), at
+        most ``limit``, each with its ``conversation_id``; inline stubs, never blobs."""
+
+    def note_observation(self, *, tenant_id: str, user_id: str, kind: str, text: str) -> int:
+        """Record (or reinforce) a note of how the person works; how often it has been
+        noted. Raises ValueError for an unknown kind, a blank note or no person."""
+
 
 @dataclass(frozen=True, slots=True)
 class SubtaskOutcome:
@@ -135,7 +144,8 @@ class SubtaskOutcome:
 class SubtaskRunner(Protocol):
     """Runs a task as a sub-agent of the calling turn (its events, budget and depth)."""
 
-    async def run(self, task: str, *, budget_usd: float | None) -> SubtaskOutcome: ...
+    async def run(self, task: str, *, budget_usd: float | None, label: str = "") -> SubtaskOutcome:
+        """Run ``task`` to its end; ``label`` names its pane (default: "Helper N")."""
 
     def note_unfinished(self, task: str, stopped: str) -> None:
         """Remember a task that stopped early, for the turn's completion guardrail."""

@@ -33,7 +33,8 @@ async def call_llm(inputs: dict, context: ToolContext) -> Ok:
     return Ok(rows=1, data=response.text, effects=Effects(cost=response.usage.cost_usd(config)))
 
 
-def _subtasks(context: ToolContext, tool: str) -> SubtaskRunner:
+def subtask_runner(context: ToolContext, tool: str) -> SubtaskRunner:
+    """The turn's runner of delegated tasks. Raises a Hint outside a turn or past the depth limit."""
     subtasks = context.subtasks
     if subtasks is None:
         raise HintException("schema", f"{tool} only works inside a conversation turn")
@@ -47,7 +48,7 @@ def _subtasks(context: ToolContext, tool: str) -> SubtaskRunner:
 @uniform_contract(name="delegate", is_tabular=False, is_cost_rollup=True)
 async def delegate(inputs: dict, context: ToolContext) -> Ok:
     """Run the task as a sub-agent in delegate mode and return its final answer."""
-    subtasks = _subtasks(context, "delegate")
+    subtasks = subtask_runner(context, "delegate")
     outcome = await subtasks.run(inputs["task"], budget_usd=inputs.get("max_cost_usd"))
     warnings = [] if outcome.finished else [Warning("incomplete", f"the helper stopped early ({outcome.stop_reason})")]
     _note_failures(subtasks, [inputs["task"]], [outcome])
@@ -64,7 +65,7 @@ def _note_failures(subtasks: SubtaskRunner, tasks: list[str], outcomes: list[Sub
 @uniform_contract(name="delegate_batch", is_tabular=False, is_cost_rollup=True)
 async def delegate_batch(inputs: dict, context: ToolContext) -> Ok:
     """Run each task as its own sub-agent, concurrently; reports in the order given."""
-    subtasks = _subtasks(context, "delegate_batch")
+    subtasks = subtask_runner(context, "delegate_batch")
     tasks, finished = inputs["tasks"], 0
     report = context.progress
 

@@ -42,6 +42,9 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.documents",
     "tools.web",
     "tools.builder",
+    "tools.observations",
+    "tools.convene",
+    "tools.self_code",
 )
 
 TOOL_ORDER: tuple[str, ...] = (
@@ -50,7 +53,9 @@ TOOL_ORDER: tuple[str, ...] = (
     "call_llm",
     "delegate",
     "delegate_batch",
+    "convene",
     "request_user_input",
+    "create_observation",
     "search_mcp_marketplace",
     "install_mcp_server",
     "read_mcp_resource",
@@ -75,6 +80,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "export_excel",
     "manipulate_excel",
     "query_telemetry",
+    "load_telemetry",
     "create_corpus",
     "index_content",
     "get_document_text",
@@ -89,6 +95,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "define_entity_projection",
     "generate_document",
     "document_conversation",
+    "search_self_code",
     "fetch_url",
     "web_search",
     "build_custom_tool",

@@ -1,17 +1,23 @@
-"""Handler of query_telemetry: a conversation's events and execution log, for its owner (staff: the
-tenant's; superusers may ask for every tenant's execution log)."""
+"""Handlers of query_telemetry and load_telemetry: a conversation's events and execution log, for
+its owner (staff: the tenant's; superusers may ask for every tenant's execution log), to read at
+once or to keep as a dataset of the conversation."""
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from datacatalog.access import is_superuser
+from django.utils import timezone
+
+from datacatalog.access import is_staff, is_superuser
+from datacatalog.store import CatalogError, check_name
 from registry.context import ToolContext
-from registry.contract import Err, HintException, Ok, uniform_contract
+from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
 from registry.conversation_records import conversation_records
 from registry.declarations import Tool
 from registry.models import ToolExecutionLog
-from tools.datacommon import quality_warnings, table_ok
+from tools.datacommon import catalog, catalog_errors, quality_warnings, table_ok
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,7 +45,20 @@ def query_telemetry(inputs: dict, context: ToolContext) -> Ok | Err:
     return table_ok(frame, warnings=quality_warnings(frame) if frame.empty else [])
 
 
-def _calls(conversation_id: str | None, tenant_id: str | None, tool: str | None, limit: int) -> pd.DataFrame:
+CALL_FIELDS = ["created_at", "tenant_id", "tool_name", "outcome", "outcome_kind", "execution_ms", "output_summary"]
+# What a dataset of the calls adds: whose call, in which conversation, and whether it worked.
+WIDE_CALL_FIELDS = [*CALL_FIELDS, "conversation_id", "user_id", "success"]
+
+
+def _calls(
+    conversation_id: str | None,
+    tenant_id: str | None,
+    tool: str | None,
+    limit: int,
+    *,
+    since: datetime | None = None,
+    wide: bool = False,
+) -> pd.DataFrame:
     import pandas as pd
 
     rows = ToolExecutionLog.objects.order_by("-created_at")
@@ -49,7 +68,9 @@ def _calls(conversation_id: str | None, tenant_id: str | None, tool: str | None,
         rows = rows.filter(conversation_id=conversation_id)
     if tool:
         rows = rows.filter(tool_name=tool)
-    fields = ["created_at", "tenant_id", "tool_name", "outcome", "outcome_kind", "execution_ms", "output_summary"]
+    if since is not None:
+        rows = rows.filter(created_at__gte=since)
+    fields = WIDE_CALL_FIELDS if wide else CALL_FIELDS
     return pd.DataFrame(list(rows.values(*fields)[:limit]), columns=fields)
 
 
@@ -71,6 +92,68 @@ def _events(conversation_id: str | None, tenant_id: str, limit: int) -> pd.DataF
     frame = pd.DataFrame([[getattr(event, field) for field in fields] for event in events], columns=fields)
     frame["data"] = frame["data"].map(lambda value: str(value)[:200])
     return frame
+
+
+# What load_telemetry keeps of an event besides its place: the fields most events carry.
+EVENT_FIELDS = ("name", "tool_use_id", "subtask", "stop_reason", "cost_usd", "kind")
+EVENT_DATA_CHARS = 500
+PREVIEW_ROWS = 20
+
+
+@uniform_contract(name="load_telemetry", is_tabular=True)
+@catalog_errors
+def load_telemetry(inputs: dict, context: ToolContext) -> Ok | Err:
+    """Keep the execution log (``tool_calls``) or the events of this conversation (staff: of
+    the whole tenant, ``scope: tenant``) as a dataset, for query and analyze_data."""
+    what, scope = inputs.get("what", "tool_calls"), inputs.get("scope", "conversation")
+    if scope == "tenant" and not is_staff(context):
+        return Err("scope 'tenant' is for staff: you may load this conversation's telemetry", "PermissionDenied")
+    books = catalog(context)  # a dataset needs a conversation to keep it: NoConversation before any query
+    name = inputs.get("save_as") or f"telemetry_{what}"
+    try:
+        check_name(name)
+    except CatalogError as exc:
+        raise HintException("schema", f"save_as: {exc}") from None
+    since = timezone.now() - timedelta(days=inputs["within_days"]) if "within_days" in inputs else None
+    limit = inputs.get("limit", 5000)
+    if what == "events":
+        frame = _event_rows(context, scope, since, limit)
+    else:
+        conversation_id = None if scope == "tenant" else context.conversation_id
+        frame = _calls(conversation_id, context.tenant_id, inputs.get("tool"), limit, since=since, wide=True)
+    books.save(name, frame, source="tool", source_detail=f"load_telemetry:{scope}:{what}")
+    warnings = [*quality_warnings(frame), Warning("info", f"saved as dataset {name!r}: use query or analyze_data")]
+    return table_ok(frame, warnings=warnings, effects=Effects(datasets={name: frame}), data=frame.head(PREVIEW_ROWS))
+
+
+def _event_rows(context: ToolContext, scope: str, since: datetime | None, limit: int) -> pd.DataFrame:
+    import pandas as pd
+
+    records = conversation_records()
+    if scope == "tenant":
+        events = records.tenant_events(context.tenant_id, since=since, limit=limit)
+    else:
+        events = records.events(str(context.conversation_id), newest_first=True, limit=limit, with_blobs=False)
+        events = [e for e in events if since is None or e.created_at >= since]
+    columns = ["conversation_id", "turn", "sequence", "event_type", "created_at", *EVENT_FIELDS, "data"]
+    rows = [
+        [
+            event.conversation_id or context.conversation_id,
+            event.turn,
+            event.sequence,
+            event.event_type,
+            event.created_at,
+            *(_scalar(event.data.get(key)) for key in EVENT_FIELDS),
+            json.dumps(event.data, default=str)[:EVENT_DATA_CHARS],
+        ]
+        for event in events
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _scalar(value: object) -> str | None:
+    """A field of an event as one cell: text, or nothing (one type per column, for parquet)."""
+    return None if value is None else str(value)
 
 
 TOOLS = (
@@ -95,5 +178,39 @@ TOOLS = (
         category="outputs",
         status_message="Reading the telemetry",
         timeout_seconds=30,
+    ),
+    Tool(
+        name="load_telemetry",
+        description=(
+            "Load this conversation's telemetry as a dataset for the SQL and pandas tools: "
+            "its tool calls (which tool, its outcome and duration) or its events (each model call, tool "
+            "call, result, status and helper, in order). Staff may pass scope 'tenant' for every "
+            "conversation of the tenant. Returns the first rows and the dataset's name."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "what": {"type": "string", "enum": ["tool_calls", "events"], "default": "tool_calls"},
+                "scope": {
+                    "type": "string",
+                    "enum": ["conversation", "tenant"],
+                    "default": "conversation",
+                    "description": "tenant: every conversation of the tenant (staff only).",
+                },
+                "tool": {"type": "string", "description": "Only this tool's calls (tool_calls)."},
+                "within_days": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "Only telemetry of the past N days (0.5: twelve hours).",
+                },
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50000, "default": 5000},
+                "save_as": {"type": "string", "description": "The dataset's name (default telemetry_<what>)."},
+            },
+            "additionalProperties": False,
+        },
+        handler=load_telemetry,
+        category="data",
+        status_message="Loading the telemetry",
+        timeout_seconds=60,
     ),
 )

@@ -374,7 +374,8 @@
     const p = pane(chunk.subtask);
     switch (chunk.type) {
       case "subtask_started":
-        p.summary.textContent = `Helper ${chunk.subtask}: ${chunk.task}`;
+        // A labelled task (a convene participant) is shown by its label, not its long brief.
+        p.summary.textContent = chunk.label || `Helper ${chunk.subtask}: ${chunk.task}`;
         return true;
       case "subtask_text":
         if (!p.text) p.text = p.body.appendChild(el("div", "subtask-text", ""));
