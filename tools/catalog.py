@@ -38,6 +38,8 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.documents",
     "tools.web",
     "tools.builder",
+    "tools.skills",
+    "tools.primitives",
 )
 
 TOOL_ORDER: tuple[str, ...] = (
@@ -83,6 +85,13 @@ TOOL_ORDER: tuple[str, ...] = (
     "web_search",
     "build_custom_tool",
     "tool_job_status",
+    "use_skill",
+    "read_skill_asset",
+    "run_skill_script",
+    "create_skill",
+    "update_skill",
+    "create_primitive",
+    "validate_primitive",
 )
 
 # The only system tools sandboxed code (custom tools, analyze_data) may reach through
