@@ -92,6 +92,7 @@ TOOL_ORDER: tuple[str, ...] = (
     "update_skill",
     "create_primitive",
     "validate_primitive",
+    "call_primitive",
 )
 
 # The only system tools sandboxed code (custom tools, analyze_data) may reach through
@@ -121,6 +122,7 @@ SANDBOX_CALLABLE: frozenset[str] = frozenset(
         "list_entities",
         "link_entities",
         "recall_entities",
+        "call_primitive",
     }
 )
 

@@ -6,12 +6,15 @@ limits): it reads ``inputs`` (checked against its input schema) and assigns
 code, or asks the builder model (role ``tool_builder``) to write it from the
 description and examples; either way the primitive is run on every example and
 stored with that report, pending a staff member's hash-bound approval
-(tools.capability_actions). Both tools run code, so they need staff or the
-``tools.add_primitive`` permission and the custom-tools feature.
+(tools.capability_actions). Making and validating run code not yet reviewed,
+so they need staff or the ``tools.add_primitive`` permission; ``call_primitive``
+runs only an approved primitive, for any user of its tenant and from sandboxed
+code (it is in ``SANDBOX_CALLABLE``). All three need the custom-tools feature.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from typing import Any
@@ -75,26 +78,35 @@ def _first_error(schema: dict, value: Any) -> str | None:
     return f"{where}: {error.message}"
 
 
-def run_example(primitive: Primitive, example: dict, context: ToolContext) -> dict:
-    """One example through the sandbox: what came back and whether it is the expected output."""
-    result: dict[str, Any] = {"input": example["input"], "expected": example["output"], "passed": False}
-    problem = _first_error(primitive.input_schema, example["input"])
+def run_primitive(primitive: Primitive, inputs: dict, context: ToolContext) -> tuple[Any, str | None]:
+    """Run ``primitive`` on ``inputs`` (checked against its input schema first): its output
+    (checked against its output schema), or None and what went wrong."""
+    problem = _first_error(primitive.input_schema, inputs)
     if problem is not None:
-        return {**result, "error": f"the input breaks the input schema at {problem}"}
+        return None, f"the input breaks the input schema at {problem}"
     outcome = service.run_code(
         primitive.code + _WRAP,
-        example["input"],
+        inputs,
         context,
         tool_name=f"primitive:{primitive.name}"[:64],
         definition_hash=primitive.content_hash,
     )
     if not outcome.ok:
-        return {**result, "error": f"{outcome.error} [stopped by: {outcome.stopped_by or 'tool'}]"}
+        return None, f"{outcome.error} [stopped by: {outcome.stopped_by or 'tool'}]"
     got = ((outcome.answer or {}).get("response") or {}).get("value")
     problem = _first_error(primitive.output_schema, got)
     if problem is not None:
-        return {**result, "got": got, "error": f"the output breaks the output schema at {problem}"}
-    return {**result, "got": got, "passed": _same(got, example["output"])}
+        return got, f"the output breaks the output schema at {problem}"
+    return got, None
+
+
+def run_example(primitive: Primitive, example: dict, context: ToolContext) -> dict:
+    """One example through the sandbox: what came back and whether it is the expected output."""
+    got, error = run_primitive(primitive, example["input"], context)
+    result: dict[str, Any] = {"input": example["input"], "expected": example["output"], "got": got}
+    if error is not None:
+        return {**result, "passed": False, "error": error}
+    return {**result, "passed": _same(got, example["output"])}
 
 
 def _report(primitive: Primitive, results: list[dict]) -> str:
@@ -160,15 +172,7 @@ def validate_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
     refused = _refusal(context)
     if refused is not None:
         return refused
-    primitive = Primitive.objects.for_tenant(context.tenant_id).filter(name=inputs["name"]).first()
-    if primitive is None:
-        names = list(Primitive.objects.for_tenant(context.tenant_id).values_list("name", flat=True)[:5])
-        raise HintException(
-            "fetch",
-            f"name: no primitive named {inputs['name']!r} here",
-            [{"label": name, "score": 0.5} for name in names],
-            narrow="create it with create_primitive",
-        )
+    primitive = _primitive(context, inputs["name"])
     results = [run_example(primitive, example, context) for example in primitive.examples]
     primitive = actions.record_validation(primitive, results, actor=f"user:{context.user_id}")
     extra = [run_example(primitive, example, context) for example in inputs.get("extra_examples") or []]
@@ -176,6 +180,41 @@ def validate_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
     if extra:
         text += "\nExtra examples (not stored):\n" + "\n".join(_extra_line(result) for result in extra)
     return Ok(rows=len(results) + len(extra), data=text)
+
+
+def _primitive(context: ToolContext, name: str) -> Primitive:
+    """The tenant's primitive ``name``, or a fetch hint naming the closest ones."""
+    primitives = Primitive.objects.for_tenant(context.tenant_id)
+    primitive = primitives.filter(name=name).first()
+    if primitive is None:
+        names = list(primitives.values_list("name", flat=True))
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+        raise HintException(
+            "fetch",
+            f"name: no primitive named {name!r} here",
+            [{"label": other, "score": 0.9 - n / 10} for n, other in enumerate(close)],
+            narrow="create it with create_primitive",
+        )
+    return primitive
+
+
+@uniform_contract(name="call_primitive", is_tabular=False)
+def call_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
+    """Run an approved primitive of the caller's tenant on ``inputs``; its output as JSON."""
+    if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
+        return Err("primitives run as custom tools do, and custom tools are off here (EUNICE_CUSTOM_TOOLS)", "Disabled")
+    primitive = _primitive(context, inputs["name"])
+    if not primitive.is_usable():
+        raise HintException(
+            "schema",
+            f"name: primitive {primitive.name!r} is not approved as it is now; a staff member must review it first",
+        )
+    got, error = run_primitive(primitive, inputs.get("inputs") or {}, context)
+    if error is not None and error.startswith("the input breaks"):
+        raise HintException("schema", f"inputs: {error}")
+    if error is not None:
+        return Err(f"{primitive.name}: {error}", "PrimitiveFailed")
+    return Ok(rows=1, data=json.dumps(got, default=str))
 
 
 TOOLS = (
@@ -227,5 +266,25 @@ TOOLS = (
         handler=validate_primitive,
         category="skills",
         status_message="Checking the primitive",
+    ),
+    Tool(
+        name="call_primitive",
+        description=(
+            "Run an approved primitive (a small typed function of this tenant) by name on inputs that "
+            "meet its input schema; returns its output as JSON. Custom tools and skill scripts reach it "
+            "with call_tool when they declare it."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 64},
+                "inputs": {"type": "object", "description": "What the primitive reads as `inputs`."},
+            },
+            "required": ["name", "inputs"],
+            "additionalProperties": False,
+        },
+        handler=call_primitive,
+        category="skills",
+        status_message="Running the primitive",
     ),
 )

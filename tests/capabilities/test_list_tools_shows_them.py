@@ -18,6 +18,7 @@ CAPABILITY_TOOLS = (
     "update_skill",
     "create_primitive",
     "validate_primitive",
+    "call_primitive",
 )
 
 
