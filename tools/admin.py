@@ -26,7 +26,17 @@ class ReviewForm(ActionForm):
     reason = forms.CharField(required=False, label="Reason (to reject, or to approve over a failed validation)")
 
 
-class CapabilityAdmin(TenantScopedAdmin):
+class ReadOnlyAdmin(TenantScopedAdmin):
+    """Rows staff read in their tenant and nobody edits here."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class CapabilityAdmin(ReadOnlyAdmin):
     """Shared by skills and primitives: read-only rows, approve and reject as actions."""
 
     action_form = ReviewForm
@@ -34,12 +44,6 @@ class CapabilityAdmin(TenantScopedAdmin):
     list_display: tuple[str, ...] = ("name", "tenant_id", "status", "usable", "created_by", "updated_at")
     list_filter = ("status", "tenant_id")
     search_fields = ("name", "description")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_approve_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(f"tools.approve_{self.model._meta.model_name}")
@@ -152,16 +156,10 @@ class PrimitiveAdmin(CapabilityAdmin):
 
 
 @admin.register(CapabilityReview)
-class CapabilityReviewAdmin(TenantScopedAdmin):
+class CapabilityReviewAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "kind", "name", "action", "actor", "content_hash", "tenant_id")
     list_filter = ("kind", "action")
     search_fields = ("name",)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

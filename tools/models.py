@@ -11,6 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from tools.lib.primitive_hash import primitive_hash
+from tools.lib.skill_format import SkillFolder, from_zip
+
 
 class TenantQuerySet(models.QuerySet):
     def for_tenant(self, tenant_id: str) -> TenantQuerySet:
@@ -248,9 +251,8 @@ class Skill(Capability):
         constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="skill_name_unique")]
         permissions = [("approve_skill", "Can approve or reject skills")]
 
-    def folder(self):  # noqa: ANN201 - a SkillFolder; imported late to keep the models module plain
-        from tools.lib.skill_format import from_zip
-
+    def folder(self) -> SkillFolder:
+        """The stored folder. Raises SkillFormatError if the stored archive breaks the format."""
         return from_zip(bytes(self.archive))
 
     def compute_hash(self) -> str:
@@ -274,8 +276,6 @@ class Primitive(Capability):
         permissions = [("approve_primitive", "Can approve or reject primitives")]
 
     def compute_hash(self) -> str:
-        from tools.lib.primitive_hash import primitive_hash
-
         return primitive_hash(
             tenant_id=self.tenant_id,
             name=self.name,

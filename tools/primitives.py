@@ -14,7 +14,6 @@ code (it is in ``SANDBOX_CALLABLE``). All three need the custom-tools feature.
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from typing import Any
@@ -30,6 +29,7 @@ from registry.declarations import Tool
 from registry.sandbox import service
 from tools import capability_actions as actions
 from tools.actors import may
+from tools.lib.closest import not_found
 from tools.models import Primitive
 
 CREATE_PERMISSION = "tools.add_primitive"
@@ -187,12 +187,10 @@ def _primitive(context: ToolContext, name: str) -> Primitive:
     primitives = Primitive.objects.for_tenant(context.tenant_id)
     primitive = primitives.filter(name=name).first()
     if primitive is None:
-        names = list(primitives.values_list("name", flat=True))
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-        raise HintException(
-            "fetch",
+        raise not_found(
             f"name: no primitive named {name!r} here",
-            [{"label": other, "score": 0.9 - n / 10} for n, other in enumerate(close)],
+            name,
+            primitives.values_list("name", flat=True),
             narrow="create it with create_primitive",
         )
     return primitive

@@ -12,7 +12,6 @@ skill lists in ``allowed-tools``. Every lookup is cut to the caller's tenant.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +22,7 @@ from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
 from registry.sandbox import service
 from tools import capability_actions as actions
+from tools.lib.closest import not_found
 from tools.lib.skill_format import MANIFEST, Manifest, SkillFolder, SkillFormatError, check_path, render_manifest
 from tools.models import CapabilityStatus, Skill
 
@@ -49,12 +49,10 @@ def _find(context: ToolContext, name: str, *, usable: bool) -> Skill:
     skills = Skill.objects.for_tenant(context.tenant_id)
     skill = skills.filter(name=name).first()
     if skill is None:
-        names = list(skills.values_list("name", flat=True))
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-        raise HintException(
-            "fetch",
+        raise not_found(
             f"no skill named {name!r} here",
-            [{"label": other, "score": 0.9 - n / 10} for n, other in enumerate(close)],
+            name,
+            skills.values_list("name", flat=True),
             narrow="call use_skill without a name to list the skills, or create one with create_skill",
         )
     if usable and not skill.is_usable():
@@ -169,12 +167,8 @@ def _file(folder: SkillFolder, path: str) -> bytes:
     except SkillFormatError as exc:
         raise HintException("schema", f"path: {exc}; give a path inside the skill, e.g. scripts/run.py") from None
     if path not in folder.files:
-        close = difflib.get_close_matches(path, sorted(folder.files), n=3, cutoff=0.3)
-        raise HintException(
-            "fetch",
-            f"path: the skill has no file {path!r}",
-            [{"label": other, "score": 0.9 - n / 10} for n, other in enumerate(close)],
-            narrow="use_skill lists the skill's files",
+        raise not_found(
+            f"path: the skill has no file {path!r}", path, folder.files, narrow="use_skill lists the skill's files"
         )
     return folder.files[path]
 

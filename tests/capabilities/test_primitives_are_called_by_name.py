@@ -89,7 +89,10 @@ def test_a_custom_tool_calls_a_primitive_it_declares(approved_primitive, tool, c
     from tests.sandbox.conftest import make_reviewer
 
     approved_primitive(CELSIUS)
-    code = "result = 'boiling is ' + call_tool('call_primitive', {'name': 'celsius_to_fahrenheit', 'inputs': {'celsius': 100}})"
+    code = (
+        "result = 'boiling is ' + "
+        "call_tool('call_primitive', {'name': 'celsius_to_fahrenheit', 'inputs': {'celsius': 100}})"
+    )
     custom = register_custom_tool(
         name="boiling_point",
         code=code,
@@ -99,4 +102,5 @@ def test_a_custom_tool_calls_a_primitive_it_declares(approved_primitive, tool, c
         dependencies=["call_primitive"],
     )
     approve_custom_tool(custom, acting_user=make_reviewer("tool-reviewer"), override_reason="calls a primitive")
-    assert "boiling is " in text(tool("boiling_point")) and "212" in text(tool("boiling_point"))
+    said = text(tool("boiling_point"))
+    assert "boiling is " in said and "212" in said
