@@ -22,11 +22,13 @@ from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
 from registry.sandbox import service
 from tools import capability_actions as actions
+from tools.actors import may
 from tools.lib.closest import not_found
 from tools.lib.skill_format import MANIFEST, Manifest, SkillFolder, SkillFormatError, check_path, render_manifest
 from tools.models import CapabilityStatus, Skill
 
 MAX_ASSET_CHARS = 20_000
+EDIT_PERMISSION = "tools.change_skill"
 SKILL_NAME = {"type": "string", "minLength": 1, "maxLength": 64, "description": "The skill's name (its folder)."}
 FILES = {
     "type": "object",
@@ -132,9 +134,18 @@ def create_skill(inputs: dict, context: ToolContext) -> Ok:
 
 
 @uniform_contract(name="update_skill", is_tabular=False)
-def update_skill(inputs: dict, context: ToolContext) -> Ok:
-    """Change a skill's description, instructions, allowed tools or files; it goes back to review."""
+def update_skill(inputs: dict, context: ToolContext) -> Ok | Err:
+    """Change a skill's description, instructions, allowed tools or files; it goes back to review.
+
+    Only whoever created it, or staff: a change takes the skill out of use for the whole tenant.
+    """
     skill = _find(context, inputs["name"], usable=False)
+    if skill.created_by != _actor(context) and not may(context, EDIT_PERMISSION):
+        return Err(
+            f"skill {skill.name} was made by someone else: only they, staff or holders of {EDIT_PERMISSION} "
+            "may change it (a change takes it out of use until it is approved again)",
+            "PermissionDenied",
+        )
     current = skill.folder()
     files = {path: data for path, data in current.files.items() if path != MANIFEST}
     for path, text in (inputs.get("files") or {}).items():

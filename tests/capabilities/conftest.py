@@ -82,7 +82,8 @@ def approved_skill(reviewer):
     from tools import capability_actions as actions
 
     def make(folder: SkillFolder = FOLDER, tenant: str = TENANT):
-        skill = actions.create_skill(tenant_id=tenant, folder=folder, actor="test")
+        # Made by the user ``tool`` calls as, as if they had written it in chat.
+        skill = actions.create_skill(tenant_id=tenant, folder=folder, actor="user:u1")
         approver = reviewer if tenant == TENANT else make_reviewer(f"reviewer-{tenant}", tenant)
         return actions.approve(skill, acting_user=approver)
 
@@ -91,15 +92,15 @@ def approved_skill(reviewer):
 
 @pytest.fixture
 def tool(registry):
-    """tool(name, inputs, tenant=TENANT, staff=False) -> ToolResult through execute_tool.
+    """tool(name, inputs, tenant=TENANT, staff=False, user="u1") -> ToolResult through execute_tool.
 
     The inputs are a dict: these tools take a ``name`` of their own.
     """
     from registry.context import ToolContext
 
-    def run(name: str, inputs: dict | None = None, *, tenant: str = TENANT, staff: bool = False):
+    def run(name: str, inputs: dict | None = None, *, tenant: str = TENANT, staff: bool = False, user: str = "u1"):
         capabilities = frozenset({"staff"}) if staff else frozenset()
-        context = ToolContext(tenant_id=tenant, user_id="u1", capabilities=capabilities)
+        context = ToolContext(tenant_id=tenant, user_id=user, capabilities=capabilities)
         return registry.execute_tool(name, inputs or {}, context)
 
     return run

@@ -84,6 +84,15 @@ def test_an_edit_after_approval_sends_the_skill_back_to_review(approved_skill, t
     assert "is unchanged" in unchanged.content
 
 
+def test_only_its_author_or_staff_change_a_skill(approved_skill, tool):
+    approved_skill()
+    change = {"name": "regional-sales-summary", "description": "Totals per region, my way."}
+    refused = tool("update_skill", change, user="u2")
+    assert refused.content.startswith("✗") and "was made by someone else" in refused.content
+    assert Skill.objects.get().is_usable()
+    assert "waits for a staff member's approval again" in tool("update_skill", change, user="u2", staff=True).content
+
+
 def test_update_skill_deletes_a_file_with_null_and_keeps_the_rest(approved_skill, tool):
     approved_skill()
     tool(
