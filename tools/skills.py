@@ -152,9 +152,7 @@ def update_skill(inputs: dict, context: ToolContext) -> Ok | Err:
         if path == MANIFEST:
             raise HintException("schema", f"files: {MANIFEST} is written from description and instructions")
         if text is None and path not in files:
-            raise HintException(
-                "schema", f"files: {path!r} is not in the skill", [{"label": p, "score": 0.5} for p in files][:5]
-            )
+            raise not_found(f"files: {path!r} is not in the skill", path, files, narrow="use_skill lists its files")
         if text is None:
             del files[path]
         else:

@@ -101,6 +101,8 @@ def test_update_skill_deletes_a_file_with_null_and_keeps_the_rest(approved_skill
     )
     folder = Skill.objects.get(name="regional-sales-summary").folder()
     assert sorted(folder.files) == [MANIFEST, "scripts/summarise.py"]
+    again = tool("update_skill", {"name": "regional-sales-summary", "files": {"assets/wording.md": None}})
+    assert again.content.startswith("⚠ fetch hint: files: 'assets/wording.md' is not in the skill")
     assert folder.manifest.description == "Totals per region."
     assert folder.manifest.instructions.startswith("# Regional sales summary")
 
