@@ -219,10 +219,10 @@ TOOLS = (
     Tool(
         name="create_primitive",
         description=(
-            "Make a small typed function (a primitive) that custom tools and skills can reuse: give a name, "
-            "what it computes, an input and an output JSON Schema, and examples with their exact outputs; "
-            "pass the Python code (it reads `inputs`, assigns `result`) or leave it out for the builder to "
-            "write. It is run on every example at once; a staff member approves it before it is used."
+            "Define a primitive: a small typed function that custom tools and Agent Skills reuse, from a name, "
+            "what it computes, input and output JSON Schemas and examples with exact outputs; the Python "
+            "(reads `inputs`, assigns `result`) is given or the builder drafts it. It is checked on every "
+            "example at once; a staff member approves it before use."
         ),
         input_schema={
             "type": "object",
@@ -249,8 +249,8 @@ TOOLS = (
     Tool(
         name="validate_primitive",
         description=(
-            "Run a primitive on its examples again and report which pass (the report is what a reviewer "
-            "sees); extra_examples are tried too but not stored."
+            "Re-check a primitive against its stored input/output examples and say which pass (what its "
+            "reviewer sees); extra_examples are tried too but not stored."
         ),
         input_schema={
             "type": "object",

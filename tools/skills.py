@@ -35,8 +35,8 @@ FILES = {
     "additionalProperties": {"type": ["string", "null"]},
     "maxProperties": 50,
     "description": (
-        "Files besides SKILL.md, by path inside the folder (e.g. scripts/summarise.py, assets/template.md), "
-        "as UTF-8 text. In update_skill, null deletes a file."
+        "Scripts and assets beside the instructions, keyed by their place in the folder (e.g. scripts/summarise.py, "
+        "assets/template.md), as UTF-8 text; in update_skill, null deletes one."
     ),
 }
 
@@ -233,14 +233,13 @@ TOOLS = (
     Tool(
         name="use_skill",
         description=(
-            "Load a skill: a tenant's packaged know-how for a kind of task (instructions, scripts, assets). "
-            "Without a name, lists the approved skills with what each is for; with a name, returns its "
-            "instructions and its files. Follow the instructions; run its scripts with run_skill_script "
-            "and read its files with read_skill_asset."
+            "Load one of this tenant's approved Agent Skill playbooks by name and follow it; "
+            "without a name, list them and when each applies. Returns the skill's instructions and its "
+            "bundled scripts and assets, which run_skill_script and read_skill_asset open."
         ),
         input_schema={
             "type": "object",
-            "properties": {"name": {**SKILL_NAME, "description": "The skill to load; omit to list the skills."}},
+            "properties": {"name": {**SKILL_NAME, "description": "The skill to load; omit to list them."}},
             "additionalProperties": False,
         },
         handler=use_skill,
@@ -250,10 +249,9 @@ TOOLS = (
     Tool(
         name="create_skill",
         description=(
-            "Save a reusable skill when the user wants a way of doing a task kept for later: a name, a "
-            "description saying when to use it, step-by-step instructions, and optional files (Python "
-            "scripts under scripts/, templates or reference text under assets/). A staff member approves "
-            "it before anyone can use it."
+            "Save a new Agent Skill (a playbook, optionally with scripts/ and assets/) when the user "
+            "wants a procedure kept and reused in later conversations. A staff member approves the skill "
+            "before use_skill will load it."
         ),
         input_schema={
             "type": "object",
@@ -261,7 +259,7 @@ TOOLS = (
                 "name": {
                     **SKILL_NAME,
                     "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$",
-                    "description": "Lower-case words joined by single hyphens, e.g. quarterly-sales-report.",
+                    "description": "Lower-case words joined by single hyphens, e.g. regional-sales-summary.",
                 },
                 "description": {
                     "type": "string",
@@ -272,7 +270,7 @@ TOOLS = (
                 "instructions": {
                     "type": "string",
                     "minLength": 1,
-                    "description": "The steps, in Markdown; name the files the steps use.",
+                    "description": "What to do, naming the scripts and assets it uses.",
                 },
                 "files": FILES,
                 "allowed_tools": {
@@ -292,8 +290,8 @@ TOOLS = (
     Tool(
         name="update_skill",
         description=(
-            "Change a skill of this tenant: its description, instructions, allowed tools or files (null "
-            "deletes a file). Any change needs a staff member's approval again before the skill is used."
+            "Revise an Agent Skill of this tenant: its description, instructions, allowed tools or "
+            "bundled scripts and assets (null deletes one). The revised skill needs a staff approval again."
         ),
         input_schema={
             "type": "object",
@@ -314,8 +312,9 @@ TOOLS = (
     Tool(
         name="run_skill_script",
         description=(
-            "Run a Python script of an approved skill in the sandbox, as its instructions say. The script "
-            "reads `inputs` (the args you pass) and assigns `result`; it may call only the tools the skill allows."
+            "Run a Python script bundled with an approved Agent Skill, in the sandbox, when the skill's "
+            "instructions say so. The script reads `inputs` (the args) and assigns `result`; it may call only "
+            "the tools the skill allows."
         ),
         input_schema={
             "type": "object",
@@ -334,7 +333,8 @@ TOOLS = (
     Tool(
         name="read_skill_asset",
         description=(
-            "Read a file of an approved skill (a template, reference text, an example) that its instructions point to."
+            "Open an asset bundled with an approved Agent Skill (a template, reference notes, an example) "
+            "that the skill's instructions name."
         ),
         input_schema={
             "type": "object",
