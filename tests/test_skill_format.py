@@ -141,3 +141,10 @@ def test_not_a_zip_says_so():
 def test_paths_are_checked(path):
     with pytest.raises(SkillFormatError):
         check_path(path)
+
+
+def test_a_written_manifest_reads_back_the_same():
+    from tools.lib.skill_format import render_manifest
+
+    manifest = parse_manifest(SKILL_MD)
+    assert parse_manifest(render_manifest(manifest)) == manifest

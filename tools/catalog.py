@@ -45,6 +45,8 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.observations",
     "tools.convene",
     "tools.self_code",
+    "tools.skills",
+    "tools.primitives",
 )
 
 TOOL_ORDER: tuple[str, ...] = (
@@ -100,6 +102,14 @@ TOOL_ORDER: tuple[str, ...] = (
     "web_search",
     "build_custom_tool",
     "tool_job_status",
+    "use_skill",
+    "read_skill_asset",
+    "run_skill_script",
+    "create_skill",
+    "update_skill",
+    "create_primitive",
+    "validate_primitive",
+    "call_primitive",
 )
 
 # The only system tools sandboxed code (custom tools, analyze_data) may reach through
@@ -129,6 +139,7 @@ SANDBOX_CALLABLE: frozenset[str] = frozenset(
         "list_entities",
         "link_entities",
         "recall_entities",
+        "call_primitive",
     }
 )
 

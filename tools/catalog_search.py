@@ -31,7 +31,7 @@ from registry.declarations import Tool
 from registry.retrieval import Embedder, ToolDocument, ToolSearchIndex
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, vector_tag
 
-KINDS = ("dataset", "file", "document", "corpus", "entity", "kit")
+KINDS = ("dataset", "file", "document", "corpus", "entity", "kit", "skill")
 # The newest this many of each kind are searched; older ones stay reachable through
 # their own tools (list_entities, search_documents). Bounds the work of one rebuild.
 MAX_PER_KIND = 1000
@@ -153,6 +153,12 @@ def _kits(context: ToolContext) -> QuerySet:
     return Kit.objects.for_tenant(context.tenant_id)
 
 
+def _skills(context: ToolContext) -> QuerySet:
+    from tools.models import Skill
+
+    return Skill.objects.usable().filter(tenant_id=context.tenant_id)
+
+
 _ROWS: dict[str, Callable[[ToolContext], QuerySet]] = {
     "dataset": _datasets,
     "file": _files,
@@ -160,6 +166,7 @@ _ROWS: dict[str, Callable[[ToolContext], QuerySet]] = {
     "corpus": _corpora,
     "entity": _entities,
     "kit": _kits,
+    "skill": _skills,
 }
 # The field that moves when a row of the kind changes (an entity's facts touch its
 # updated_at; a corpus changes only by being made or removed).
@@ -170,6 +177,7 @@ _CHANGED = {
     "corpus": "id",
     "entity": "updated_at",
     "kit": "updated_at",
+    "skill": "updated_at",
 }
 
 
@@ -257,6 +265,16 @@ def _describe_kits(rows: QuerySet) -> list[_Described]:
     return described
 
 
+def _describe_skills(rows: QuerySet) -> list[_Described]:
+    described: list[_Described] = []
+    for row in rows.order_by("-updated_at", "-id")[:MAX_PER_KIND]:
+        if not row.is_usable():  # changed since its approval (a bulk update): not offered
+            continue
+        item = Item("skill", row.name, f"skill: {row.description}"[:300], f"use_skill {{name: {row.name!r}}}")
+        described.append((as_document(f"skill:{row.pk}", row.name, row.description), item, None, ""))
+    return described
+
+
 _DESCRIBE = {
     "dataset": _describe_datasets,
     "file": _describe_files,
@@ -264,6 +282,7 @@ _DESCRIBE = {
     "corpus": _describe_corpora,
     "entity": _describe_entities,
     "kit": _describe_kits,
+    "skill": _describe_skills,
 }
 
 
@@ -303,13 +322,13 @@ def find(context: ToolContext, query: str, kinds: list[str] | None = None, limit
 
 @uniform_contract(name="search_catalog", is_tabular=True)
 def search_catalog(inputs: dict, context: ToolContext) -> Ok:
-    """The datasets, files, documents, corpora, entities and kits that match a description, best first."""
+    """The datasets, files, documents, corpora, entities, kits and skills that match a description, best first."""
     import pandas as pd
 
     kinds = inputs.get("kinds")
     hits = find(context, inputs["query"], kinds, inputs.get("limit", 5))
     if not hits:
-        scope = ", ".join(kinds) if kinds else "datasets, files, documents, corpora, entities or kits"
+        scope = ", ".join(kinds) if kinds else "datasets, files, documents, corpora, entities, kits or skills"
         raise HintException(
             "fetch",
             f"nothing in this conversation's catalog ({scope}) matches {inputs['query']!r}",
@@ -342,9 +361,9 @@ TOOLS = (
         name="search_catalog",
         description=(
             "Look up what this conversation's catalog already holds: its datasets, files, "
-            "indexed documents, corpora and recorded entities, and the team's saved kits, matched "
-            "by meaning. Use it before asking the user for data or guessing a dataset name. "
-            "Returns each match's "
+            "indexed documents, corpora, recorded entities and approved skills, and the team's saved "
+            "kits, matched by meaning. Use it before asking the user for data or guessing a dataset "
+            "name. Returns each match's "
             "kind, a summary and the call that opens it."
         ),
         input_schema={

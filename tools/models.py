@@ -11,6 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from tools.lib.primitive_hash import primitive_hash
+from tools.lib.skill_format import SkillFolder, from_zip
+
 
 class TenantQuerySet(models.QuerySet):
     def for_tenant(self, tenant_id: str) -> TenantQuerySet:
@@ -216,3 +219,123 @@ class Kit(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# Skills and primitives: the capability layer. A row is usable only while the hash of
+# what it is now equals the hash staff approved (tools.capability_actions).
+
+
+class CapabilityStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for review"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class CapabilityQuerySet(TenantQuerySet):
+    def usable(self) -> CapabilityQuerySet:
+        """Approved rows; whether the approval still covers the content is ``Capability.is_usable``."""
+        return self.filter(status=CapabilityStatus.APPROVED).exclude(approved_hash="")
+
+
+class Capability(models.Model):
+    """What a skill and a primitive share: a tenant, a name, and a hash-bound review."""
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=64)
+    description = models.TextField()
+    status = models.CharField(max_length=16, choices=CapabilityStatus.choices, default=CapabilityStatus.PENDING)
+    content_hash = models.CharField(max_length=64, editable=False)
+    approved_hash = models.CharField(max_length=64, blank=True, editable=False)
+    rejection_reason = models.TextField(blank=True)
+    created_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = CapabilityQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.name
+
+    def compute_hash(self) -> str:
+        raise NotImplementedError
+
+    def is_usable(self) -> bool:
+        """Approved, and the approval binds exactly what the row holds now (even after a bulk update)."""
+        return (
+            self.status == CapabilityStatus.APPROVED
+            and bool(self.approved_hash)
+            and (self.approved_hash == self.compute_hash())
+        )
+
+
+class Skill(Capability):
+    """An Agent Skills folder (tools.lib.skill_format), kept as its canonical zip."""
+
+    archive = models.BinaryField()
+
+    class Meta:
+        db_table = "skills"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="skill_name_unique")]
+        permissions = [("approve_skill", "Can approve or reject skills")]
+
+    def folder(self) -> SkillFolder:
+        """The stored folder. Raises SkillFormatError if the stored archive breaks the format."""
+        return from_zip(bytes(self.archive))
+
+    def compute_hash(self) -> str:
+        return self.folder().content_hash()
+
+
+class Primitive(Capability):
+    """A small typed function run in the sandbox: ``inputs`` in, ``result`` out, checked by examples."""
+
+    input_schema = models.JSONField()
+    output_schema = models.JSONField()
+    code = models.TextField()
+    examples = models.JSONField(default=list)
+    # The last validation: {"hash", "passed", "results": [{"input", "expected", "got", "passed", "error"}]}.
+    validation = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "primitives"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant_id", "name"], name="primitive_name_unique")]
+        permissions = [("approve_primitive", "Can approve or reject primitives")]
+
+    def compute_hash(self) -> str:
+        return primitive_hash(
+            tenant_id=self.tenant_id,
+            name=self.name,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            code=self.code,
+            examples=self.examples,
+        )
+
+
+class CapabilityReview(models.Model):
+    """One action on a skill or a primitive: who, when, on which hash, and why."""
+
+    kind = models.CharField(max_length=16)  # "skill" | "primitive"
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=64)
+    action = models.CharField(max_length=16)  # create | edit | validate | approve | reject
+    content_hash = models.CharField(max_length=64)
+    acting_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor = models.CharField(max_length=150, blank=True)  # who, when no user row is behind it (the model)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        db_table = "capability_reviews"
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.kind} {self.name}"

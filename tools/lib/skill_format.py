@@ -116,6 +116,22 @@ def parse_manifest(text: str) -> Manifest:
     )
 
 
+def render_manifest(manifest: Manifest) -> str:
+    """``SKILL.md`` text for ``manifest``; ``parse_manifest`` reads it back to an equal Manifest."""
+    front: dict[str, Any] = {"name": manifest.name, "description": manifest.description}
+    for key, value in (("license", manifest.license), ("compatibility", manifest.compatibility)):
+        if value:
+            front[key] = value
+    if manifest.metadata:
+        front["metadata"] = dict(manifest.metadata)
+    if manifest.allowed_tools:
+        front["allowed-tools"] = " ".join(manifest.allowed_tools)
+    header = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000)
+    text = f"---\n{header}---\n{manifest.instructions.strip()}\n"
+    parse_manifest(text)  # the same rules as a folder made by hand
+    return text
+
+
 def _text(data: dict, key: str, longest: int, *, required: bool = False) -> str:
     value = data.get(key)
     if value is None:
