@@ -28,6 +28,7 @@ from registry.mcp.urls import check_url
 
 SCENARIO_VARIABLE = "MCP_CONFORMANCE_SCENARIO"
 CONTEXT_VARIABLE = "MCP_CONFORMANCE_CONTEXT"
+REVISION_VARIABLE = "MCP_CONFORMANCE_PROTOCOL_VERSION"
 TIMEOUT = 20.0
 
 # Where a scenario checks what a model would choose to send (values that need encoding in a
@@ -95,6 +96,8 @@ async def run(url: str, scenario: str, context: dict) -> Outcome:
         on_tools_changed=tools_changed,
         on_lost=lambda reason: outcome.say(f"connection lost: {reason}"),
         elicitation=_accept_with_defaults,
+        # The suite says which revision a scenario runs at; at 2026-07-28, discover first.
+        modern_first=os.environ.get(REVISION_VARIABLE, "") >= "2026",
     )
     tools = await connection.open(TIMEOUT)
     try:

@@ -69,8 +69,10 @@ class Connection:
         on_tools_changed: ToolsChanged,
         on_lost: Lost,
         elicitation: Any = None,
+        modern_first: bool = False,
     ) -> None:
         self.config = config
+        self._modern_first = modern_first
         # The SDK's elicitation callback; without one Eunice declares no elicitation capability.
         self._elicitation = elicitation
         self.tools: list[RemoteTool] = []
@@ -201,7 +203,7 @@ class Connection:
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=self._on_message, elicitation_callback=self._elicitation)
                 )
-                await _negotiate(session)
+                await _negotiate(session, self._modern_first)
                 self.tools = await _list_tools(session)
                 self._session = session
                 if _is_modern(session):
@@ -368,13 +370,42 @@ async def _with_input(session: Any, first: Any, tool: str, arguments: dict, on_p
     return await run_input_required_driver(first, dispatch=dispatch, retry=retry)
 
 
-async def _negotiate(session: Any) -> None:
-    """Agree on a protocol revision: ``server/discover`` at the newest revision the SDK
-    speaks (2026-07-28: no session, per-request metadata), falling back to the older
-    ``initialize`` handshake (2025-11-25 and before) for a server that does not answer it."""
-    from mcp.client._probe import negotiate_auto  # the SDK's own policy, which Client(mode="auto") uses
+async def _negotiate(session: Any, modern_first: bool = False) -> None:
+    """Agree on a protocol revision: the ``initialize`` handshake first (2025-11-25, which
+    every server Eunice has met speaks, dual-revision servers included), and ``server/discover``
+    (2026-07-28: no session, per-request metadata) for a server that refuses the handshake as
+    a revision it no longer speaks. Handshake first, not the SDK's discover-first probe: that
+    probe has a 10 s timeout of its own, and a slow-starting server under load answered the
+    late probe and then refused the fallback handshake, so connects ran past their bound.
+    ``modern_first`` asks for the SDK's discover-first policy (a caller that knows the
+    server is a 2026-07-28 one: the conformance client)."""
+    from mcp.shared.exceptions import MCPError as SDKError
 
-    await negotiate_auto(session)
+    if modern_first:
+        from mcp.client._probe import negotiate_auto  # the SDK's own policy, as Client(mode="auto")
+
+        await negotiate_auto(session)
+        return
+    try:
+        await session.initialize()
+    except (SDKError, RuntimeError) as exc:
+        if not _refuses_the_handshake(exc):
+            raise
+        await session.discover()
+
+
+def _refuses_the_handshake(exc: Any) -> bool:
+    """Whether a failed ``initialize`` says the server speaks only a newer revision: a
+    -32022 (unsupported protocol version) or -32601 (no such method) error, a 2026-07-28
+    HTTP server asking for the per-request ``MCP-Protocol-Version`` header, or a server
+    that answered the handshake with a revision the handshake cannot agree on."""
+    from mcp_types import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
+
+    code = getattr(getattr(exc, "error", None), "code", None)
+    if code in (UNSUPPORTED_PROTOCOL_VERSION, METHOD_NOT_FOUND):
+        return True
+    text = str(exc)
+    return "MCP-Protocol-Version" in text or "Unsupported protocol version from the server" in text
 
 
 def _is_modern(session: Any) -> bool:
