@@ -8,8 +8,6 @@ the host then runs the approved call, and only that one, through dispatch.
 
 from __future__ import annotations
 
-import difflib
-
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from registry import approvals
@@ -18,6 +16,7 @@ from registry.contract import Effects, Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
 from registry.mcp import MCPError, marketplace
 from tools.actors import staff_user
+from tools.lib.closest import not_found
 
 
 @uniform_contract(name="search_mcp_marketplace", is_tabular=False)
@@ -119,19 +118,19 @@ def read_mcp_resource(inputs: dict, context: ToolContext) -> Ok | Err:
 
 
 def _tenant_server(name: str, tenant_id: str):  # noqa: ANN202 - an MCPServer row
-    """The tenant's enabled server called ``name``; a Hint naming the tenant's servers otherwise."""
+    """The tenant's enabled server called ``name``; a Hint naming the closest of the tenant's servers otherwise."""
     from registry.models import MCPServer
 
-    servers = {row.name: row for row in MCPServer.objects.filter(tenant_id=tenant_id, enabled=True)}
-    if name in servers:
-        return servers[name]
-    close = difflib.get_close_matches(name, sorted(servers), n=3, cutoff=0.4) or sorted(servers)[:5]
-    raise HintException(
-        "fetch",
-        f"no enabled MCP server called {name!r} is connected for you",
-        [{"label": found, "score": 1.0 - rank * 0.1} for rank, found in enumerate(close)],
-        narrow="use a server name exactly as listed" if servers else "no MCP server is configured for you",
-    )
+    servers = MCPServer.objects.filter(tenant_id=tenant_id, enabled=True)
+    server = servers.filter(name=name).first()
+    if server is None:
+        raise not_found(
+            f"no enabled MCP server called {name!r} is connected for you",
+            name,
+            servers.values_list("name", flat=True),
+            narrow="use a server name exactly as listed",
+        )
+    return server
 
 
 def _resource_listing(conn: str, listed: list, templates: list) -> Ok:

@@ -28,9 +28,7 @@ def to_envelope(conn: str, tool: str, result: Any) -> Ok | Err:
         return Err(f"MCP tool {tool!r} on {conn!r} returned a result that is not accepted: {exc}", "MCPResultTooDeep")
     if structured is not None and not parts:
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))
-    text = "\n".join(part for part in parts if part)
-    if len(text) > MAX_TEXT:
-        text = text[:MAX_TEXT] + f"\n… [truncated: {len(text) - MAX_TEXT} more characters]"
+    text = _capped("\n".join(part for part in parts if part))
     if result.is_error:
         return Err(f"MCP tool {tool!r} on {conn!r} reported an error: {text or 'no detail'}", "MCPToolError")
     data: Any = text
@@ -44,7 +42,7 @@ def _render_block(block: Any, cards: list[dict]) -> str:
     if kind == "text":
         return block.text
     if kind in ("image", "audio"):
-        size = len(base64.b64decode(block.data, validate=False)) if block.data else 0
+        size = _decoded_size(block.data)
         cards.append({"type": CardType(kind), "mime_type": block.mime_type, "data": block.data})
         return f"[{kind}: {block.mime_type}, {size} bytes — shown to the user]"
     if kind == "resource":
@@ -73,14 +71,24 @@ def resource_to_envelope(conn: str, uri: str, result: Any) -> Ok:
             parts.append(f"[resource {where}{f' ({mime})' if mime else ''}]\n{text}")
             continue
         blob = getattr(contents, "blob", "") or ""
-        size = len(base64.b64decode(blob, validate=False)) if blob else 0
+        size = _decoded_size(blob)
         kind = (mime or "").split("/", 1)[0]
         if kind in ("image", "audio"):
             cards.append({"type": CardType(kind), "mime_type": mime, "data": blob})
             parts.append(f"[{kind} resource {where}: {mime}, {size} bytes — shown to the user]")
         else:
             parts.append(f"[binary resource {where}: {mime or 'unknown type'}, {size} bytes]")
-    text = "\n\n".join(parts) or f"MCP server {conn!r} returned no contents for {uri}"
-    if len(text) > MAX_TEXT:
-        text = text[:MAX_TEXT] + f"\n… [truncated: {len(text) - MAX_TEXT} more characters]"
+    text = _capped("\n\n".join(parts) or f"MCP server {conn!r} returned no contents for {uri}")
     return Ok(rows=len(result.contents or []), data=text, effects=Effects(cards=cards, cost=0.0))
+
+
+def _capped(text: str) -> str:
+    """``text`` within MAX_TEXT characters, saying how much was left out."""
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[:MAX_TEXT] + f"\n… [truncated: {len(text) - MAX_TEXT} more characters]"
+
+
+def _decoded_size(data: str | None) -> int:
+    """The size in bytes of a base64 blob."""
+    return len(base64.b64decode(data, validate=False)) if data else 0
