@@ -5,6 +5,7 @@ the same calls as the ordinary script, in the same order."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -12,8 +13,19 @@ import pytest
 
 from registry.sandbox.runner import compile_tool
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from context_tasks import TASKS  # noqa: E402
+
+def _bench_module(name: str):  # noqa: ANN202 - a module
+    """A bench/ module loaded from its file. Not by putting bench/ on sys.path: bench/mcp.py
+    would then shadow the mcp SDK for every test after this one (every MCP connect hung)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+TASKS = _bench_module("context_tasks").TASKS
 
 TOP = ("north", "4170")
 
