@@ -18,7 +18,6 @@ import json
 import math
 from typing import Any
 
-import jsonschema
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
@@ -71,6 +70,8 @@ def _same(got: Any, expected: Any) -> bool:
 
 
 def _first_error(schema: dict, value: Any) -> str | None:
+    import jsonschema  # loaded where a value is checked, not with the catalog
+
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
     if error is None:
         return None
