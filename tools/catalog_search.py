@@ -195,13 +195,24 @@ def _fingerprint(context: ToolContext) -> tuple:
 def _describe_datasets(rows: QuerySet) -> list[_Described]:
     described: list[_Described] = []
     for entry in rows.order_by("-updated_at", "-id")[:MAX_PER_KIND]:
-        columns = ", ".join(f"{c.get('name')} ({c.get('dtype')})" for c in (entry.columns or [])[:40])
+        columns = ", ".join(_column(c) for c in (entry.columns or [])[:40])
         origin = f" from {entry.source_detail}" if entry.source_detail else ""
         summary = f"{entry.rows:,} rows; columns: {columns}{origin}"
         how = f"preview_data {{dataset: {entry.name!r}}}; SQL: query … FROM {entry.name}"
         item = Item("dataset", entry.name, summary[:300], how)
         described.append((as_document(f"dataset:{entry.pk}", entry.name, summary), item, None, ""))
     return described
+
+
+def _column(column: dict) -> str:
+    """A column as the index and the model read it: its name, its type and, where the
+    dataset was profiled when saved, its range or its common values."""
+    label = str(column.get("name"))
+    if column.get("range"):
+        return f"{label}: {column.get('dtype')}, {column['range']}"
+    if column.get("values"):
+        return f"{label}: {column.get('dtype')}, e.g. {', '.join(map(str, column['values']))}"
+    return f"{label}: {column.get('dtype')}"
 
 
 def _describe_files(rows: QuerySet) -> list[_Described]:

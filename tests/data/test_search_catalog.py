@@ -125,6 +125,18 @@ def test_each_kind_is_found_by_meaning(registry, ann_catalog, query, expected):
     assert first_match(result) == expected
 
 
+def test_a_dataset_with_terse_column_names_is_found_by_the_values_it_holds(registry, conversation):
+    # "t" and "wx" say nothing; "snow, sleet" and "-12.5 to 3.1" say winter weather.
+    books = ConversationCatalog(TENANT, conversation.id)
+    upload_dataset(books, "log.csv", b"site,t,wx\nTromso,-12.5,snow\nAlta,-8.0,snow\nTromso,3.1,sleet\n")
+    upload_dataset(books, "sales.csv", SALES_CSV)
+    result = search(registry, conversation_id=conversation.id, query="snowfall", kinds=["dataset"])
+    assert result.ok, result.content
+    assert first_match(result) == "dataset:log"
+    assert "t: float64, -12.5 to 3.1" in result.content
+    assert "wx: str, e.g. snow, sleet" in result.content
+
+
 def test_kinds_narrow_the_search(registry, ann_catalog):
     result = search(registry, query="supplier agreements", kinds=["corpus"])
     assert result.ok, result.content
@@ -137,7 +149,7 @@ def test_another_conversation_and_another_tenant_are_never_searched(registry, el
     assert "payroll" not in mine.content
     theirs = search(registry, conversation_id=elsewhere.id, query="employee salaries by department", kinds=["dataset"])
     assert first_match(theirs) == "dataset:payroll"
-    assert "weather" not in theirs.content and "sales" not in theirs.content
+    assert "weather" not in theirs.content and "dataset 'sales'" not in theirs.content
     globex = search(
         registry, tenant=OTHER_TENANT, conversation_id="conv-globex", query="employee salaries by department", limit=20
     )
