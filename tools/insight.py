@@ -130,9 +130,13 @@ def checked_schema(schema: dict[str, Any]) -> dict[str, Any]:
         raise HintException("schema", 'json_schema: must be {"type": "object", "properties": {...}} with a field')
     if len(properties) > MAX_FIELDS:
         raise HintException("schema", f"json_schema: at most {MAX_FIELDS} fields, not {len(properties)}")
-    remote = sorted(set(re.findall(r'"\$ref":\s*"([^#"][^"]*)"', json.dumps(schema))))
-    if remote:
-        raise HintException("schema", f"json_schema: only local references (#/...) are allowed, not {remote[0]!r}")
+    # Only references into the schema's own definitions, which extraction_schema keeps at the root.
+    references = re.findall(r'"\$ref":\s*"((?:[^"\\]|\\.)*)"', json.dumps(schema))
+    outside = sorted({ref for ref in references if not ref.startswith(("#/$defs/", "#/definitions/"))})
+    if outside:
+        raise HintException(
+            "schema", f"json_schema: $ref may only point into #/$defs/ or #/definitions/, not {outside[0]!r}"
+        )
     return schema
 
 
@@ -145,7 +149,9 @@ def _check_labels(labels: list[str]) -> None:
         raise HintException("schema", f"labels: {', '.join(twice)} given more than once; give each label once")
 
 
-def _save(context: ToolContext, kind: str, name: str, definition: dict, description: str):
+def _save(
+    context: ToolContext, kind: str, name: str, definition: dict, description: str
+) -> tuple[InsightDefinition, str]:
     """The newest row of ``name`` if it holds ``definition`` already, else a new version."""
     name = name.strip()
     if not name:

@@ -172,6 +172,23 @@ def test_a_value_without_a_citation_is_sent_back(call, model):
     assert "What to extract: Where the work was done" in server.requests[0].messages[0]["content"][0]["text"]
 
 
+def test_a_json_schema_with_definitions_is_held_to_them(call, model):
+    schema = {
+        "$defs": {
+            "money": {"type": "object", "properties": {"amount": {"type": "number"}, "currency": {"type": "string"}}}
+        },
+        "type": "object",
+        "properties": {"total": {"$ref": "#/$defs/money"}},
+    }
+    wrong = {"values": {"total": {"amount": "18k"}}, "citations": {"total": ["s3"]}}
+    right = {"values": {"total": {"amount": 18450, "currency": "EUR"}}, "citations": {"total": ["s3"]}}
+    server = model([reply(wrong), reply(right)])
+    result = call("extract_document", text=INVOICE, json_schema=schema)
+    assert result.error is None, result.content
+    assert "at values.total.amount: '18k' is not of type 'number'" in repair_text(server)
+    assert result.cards[0]["fields"][0]["value"] == {"amount": 18450, "currency": "EUR"}
+
+
 def test_process_document_extracts_with_the_schema_the_chosen_label_names(call, model, invoice_document, mail_taxonomy):
     first, *_, last = passages(invoice_document)
     values = {"number": "INV-2041", "supplier": "Helios SA", "date": "2026-03-14", "total": 18450}
@@ -234,7 +251,7 @@ def test_an_invalid_json_schema_is_refused_naming_the_rule(tool):
     )
     assert "not a valid JSON Schema at properties/a/type" in bad_type.content
     remote = {"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}
-    assert "only local references" in tool("create_schema", {"name": "x", "json_schema": remote}).content
+    assert "$ref may only point into #/$defs/" in tool("create_schema", {"name": "x", "json_schema": remote}).content
     no_fields = tool("create_schema", {"name": "x", "json_schema": {"type": "string"}})
     assert 'must be {"type": "object"' in no_fields.content
     assert InsightDefinition.objects.count() == 0

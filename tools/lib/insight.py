@@ -160,9 +160,14 @@ def classification_card(source: Source, data: dict[str, Any], taxonomy: dict[str
 
 
 def extraction_schema(values: dict[str, Any], passages: list[str]) -> dict[str, Any]:
-    """The reply an extraction must be: values fitting ``values`` and the passages each came from."""
+    """The reply an extraction must be: values fitting ``values`` and the passages each came from.
+
+    ``values``'s own definitions move to the root, where its ``#/$defs/…`` references point.
+    """
     fields = list(values.get("properties", {}))
+    definitions = {key: values[key] for key in ("$defs", "definitions") if key in values}
     return {
+        **definitions,
         "type": "object",
         "properties": {
             "values": values,
