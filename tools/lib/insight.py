@@ -165,7 +165,7 @@ def extraction_schema(values: dict[str, Any], passages: list[str]) -> dict[str, 
     ``values``'s own definitions move to the root, where its ``#/$defs/…`` references point.
     """
     fields = list(values.get("properties", {}))
-    definitions = {key: values[key] for key in ("$defs", "definitions") if key in values}
+    definitions: dict[str, Any] = {key: values[key] for key in ("$defs", "definitions") if key in values}
     return {
         **definitions,
         "type": "object",
