@@ -40,9 +40,11 @@ ROLES: dict[str, str] = {
     "delegate": "tasks the agent delegates (delegate, delegate_batch); falls back to chat",
     "tool_builder": "drafts custom tools",
     "tool_auditor": "reviews drafted custom tools",
+    "insight": "classifies documents and extracts fields (classify_document, extract_document, "
+    "process_document); falls back to chat",
 }
 # A role without an active row of its own uses this role's row.
-FALLBACKS: dict[str, str] = {"delegate": "chat"}
+FALLBACKS: dict[str, str] = {"delegate": "chat", "insight": "chat"}
 
 
 def get_model_for_role(role: str) -> ModelConfig:

@@ -21,6 +21,8 @@ class CardType(StrEnum):
     MAP_DISPLAY = "map_display"  # GeoJSON layers on a map (display_map), merged by display_id
     DOCUMENT_PASSAGES = "document_passages"  # what search_documents found; becomes a cited_answer
     CITED_ANSWER = "cited_answer"  # the response's claims linked to the passages they cite
+    CLASSIFICATION_RESULT = "classification_result"  # a document's labels with their cited passages
+    EXTRACTION_RESULT = "extraction_result"  # fields extracted from a document, each with its passages
     APPROVAL = "approval"  # a call waiting for a person's approval
     MCP_STRUCTURED = "mcp_structured"  # an MCP tool's structured content
     RESOURCE = "resource"  # an MCP tool's binary resource
@@ -43,6 +45,8 @@ DRAWN_AS: Mapping[CardType, Drawing] = MappingProxyType(
         CardType.MAP_DISPLAY: Drawing.OWN,
         CardType.DOCUMENT_PASSAGES: Drawing.DATA,
         CardType.CITED_ANSWER: Drawing.OWN,
+        CardType.CLASSIFICATION_RESULT: Drawing.OWN,
+        CardType.EXTRACTION_RESULT: Drawing.OWN,
         CardType.APPROVAL: Drawing.APPROVAL,
         CardType.MCP_STRUCTURED: Drawing.DATA,
         CardType.RESOURCE: Drawing.DATA,

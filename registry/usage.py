@@ -54,6 +54,14 @@ def charge(context: ToolContext, tool: str, result: ToolResult) -> None:
         installed.tool_cost(context, tool, result.cost, success=result.error is None)
 
 
+def charge_failure(context: ToolContext, tool: str, cost: float) -> None:
+    """Write what a call of ``tool`` that ends in an Err spent anyway (a model asked twice
+    whose replies were unusable), as a failed call: an Err carries no cost to ``charge``."""
+    installed = ledger.installed()
+    if installed is not None and cost:
+        installed.tool_cost(context, tool, cost, success=False)
+
+
 def charge_model(
     config: ModelConfig, usage: Usage, *, tenant_id: str, user_id: str = "", conversation_id: str = ""
 ) -> None:

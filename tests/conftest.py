@@ -223,6 +223,7 @@ ONCE = (
     "tests/web/test_chat_accessibility.py",
     "tests/web/test_staff_pages_browser.py",
     "tests/web/test_a_skill_from_chat.py",
+    "tests/web/test_insight_cards.py",
     "tests/test_collector.py",
     "tests/test_search_preload.py",
     "tests/sandbox/test_the_zygote_starts_with_the_server.py",

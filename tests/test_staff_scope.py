@@ -13,6 +13,7 @@ from conversations.models import ChatMessage, Conversation, ConversationEvent, N
 from datacatalog.models import GeneratedFile
 from registry.models import MCPAuditLog, TenantMembership, ToolExecutionLog
 from tests.conftest import OTHER_TENANT, TENANT
+from tools.models import InsightDefinition
 
 pytestmark = pytest.mark.django_db
 
@@ -68,6 +69,9 @@ def rows_of(tenant: str, owner) -> dict:
             action="connect", server_name=f"srv-{tenant}", tenant_id=tenant, actor="x"
         ),
         "registry/tenantmembership": TenantMembership.objects.get(user=owner),
+        "tools/insightdefinition": InsightDefinition.objects.create(
+            tenant_id=tenant, kind="schema", name=f"schema-{tenant}", version=1, definition={"type": "object"}
+        ),
         "auth/user": owner,
     }
 
@@ -88,6 +92,7 @@ ADMIN_MODELS = [
     "registry/toolexecutionlog",
     "registry/mcpauditlog",
     "registry/tenantmembership",
+    "tools/insightdefinition",
     "auth/user",
 ]
 

@@ -1,4 +1,5 @@
-"""Admin for skills and primitives: read their content, approve or reject it, export a skill.
+"""Admin for skills and primitives (read their content, approve or reject it, export a skill),
+and the insight tools' schemas and taxonomies (read only).
 
 Nothing is edited here: the content changes through the tools (or ``import_skill``) and
 the review through tools.capability_actions, each action on the rows as they are now.
@@ -19,7 +20,7 @@ from django.utils.html import format_html, format_html_join
 from registry.admin_scope import TenantScopedAdmin
 from tools import capability_actions as actions
 from tools.lib.skill_format import MANIFEST, SkillFormatError
-from tools.models import CapabilityReview, Primitive, Skill
+from tools.models import CapabilityReview, InsightDefinition, Primitive, Skill
 
 
 class ReviewForm(ActionForm):
@@ -163,3 +164,12 @@ class CapabilityReviewAdmin(ReadOnlyAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(InsightDefinition)
+class InsightDefinitionAdmin(ReadOnlyAdmin):
+    """Extraction schemas and taxonomies (create_schema, create_taxonomy), every version."""
+
+    list_display = ("name", "kind", "version", "tenant_id", "created_by", "created_at")
+    list_filter = ("kind", "tenant_id")
+    search_fields = ("name", "description")

@@ -47,6 +47,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tools.self_code",
     "tools.skills",
     "tools.primitives",
+    "tools.insight",
 )
 
 TOOL_ORDER: tuple[str, ...] = (
@@ -97,6 +98,11 @@ TOOL_ORDER: tuple[str, ...] = (
     "define_entity_projection",
     "generate_document",
     "document_conversation",
+    "classify_document",
+    "extract_document",
+    "process_document",
+    "create_schema",
+    "create_taxonomy",
     "search_self_code",
     "fetch_url",
     "web_search",

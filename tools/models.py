@@ -8,6 +8,8 @@ text (see ``tools.lib.hybrid``), so any process can reuse them.
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.conf import settings
 from django.db import models
 
@@ -339,3 +341,51 @@ class CapabilityReview(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.kind} {self.name}"
+
+
+class InsightKind(models.TextChoices):
+    SCHEMA = "schema", "Extraction schema"
+    TAXONOMY = "taxonomy", "Taxonomy"
+
+
+class InsightDefinitionQuerySet(TenantQuerySet):
+    def newest(self, tenant_id: str, kind: str, name: str) -> InsightDefinition | None:
+        """The newest version of the tenant's ``kind`` called ``name``, or None."""
+        return cast(
+            "InsightDefinition | None",
+            self.filter(tenant_id=tenant_id, kind=kind, name=name).order_by("-version").first(),
+        )
+
+    def names(self, tenant_id: str, kind: str) -> list[str]:
+        return sorted(set(self.filter(tenant_id=tenant_id, kind=kind).values_list("name", flat=True)))
+
+
+class InsightDefinition(models.Model):
+    """A named extraction schema or taxonomy of a tenant (create_schema, create_taxonomy).
+
+    Saving a changed definition under a used name adds a version; results name the
+    version they were made with, and the tools use the newest.
+    """
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    kind = models.CharField(max_length=16, choices=InsightKind.choices)
+    name = models.CharField(max_length=120)
+    version = models.PositiveIntegerField()
+    description = models.TextField(blank=True)
+    # A schema: a JSON Schema of type object. A taxonomy: {"labels": [{label, description, schema?}],
+    # "multi_label": bool}.
+    definition = models.JSONField()
+    created_by = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = InsightDefinitionQuerySet.as_manager()
+
+    class Meta:
+        db_table = "insight_definitions"
+        ordering = ["kind", "name", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant_id", "kind", "name", "version"], name="insight_definition_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name} v{self.version}"

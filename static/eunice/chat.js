@@ -115,6 +115,10 @@
         .catch((error) => target.replaceWith(el("pre", "error", `The chart could not be drawn: ${error.message}`)));
     } else if (card.type === "map_display" && window.L) {
       box.appendChild(drawMap(card));
+    } else if (card.type === "classification_result") {
+      box.appendChild(drawClassification(card));
+    } else if (card.type === "extraction_result") {
+      box.appendChild(drawExtraction(card));
     } else if (card.svg) {
       const img = el("img");
       img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(card.svg);
@@ -124,6 +128,69 @@
       box.appendChild(el("pre", "", JSON.stringify(card.data || card, null, 2)));
     }
     return box;
+  }
+
+  // What a classification or extraction read from: the document, and the saved taxonomy or schema.
+  function insightHeading(card, definition) {
+    const doc = card.document || {};
+    const from = definition ? ` · ${definition.name} v${definition.version}` : "";
+    return el("p", "insight-source", `${doc.title || "document"}${doc.id ? ` (document ${doc.id})` : ""}${from}`);
+  }
+
+  // Cited passages: their labels, each opening to the quoted text.
+  function citationList(citations) {
+    const list = el("ul", "citations");
+    (citations || []).forEach((c) => {
+      const item = el("li");
+      const details = el("details");
+      details.appendChild(el("summary", "", c.id));
+      details.appendChild(el("blockquote", "", c.text || ""));
+      item.appendChild(details);
+      list.appendChild(item);
+    });
+    return list;
+  }
+
+  function drawClassification(card) {
+    const holder = el("div", "insight");
+    holder.appendChild(insightHeading(card, card.taxonomy));
+    const list = el("ol", "labels");
+    (card.labels || []).forEach((entry) => {
+      const item = el("li", "label");
+      const percent = Math.round(100 * Number(entry.confidence || 0));
+      item.appendChild(el("strong", "", String(entry.label)));
+      const meter = el("meter");
+      meter.min = 0; meter.max = 100; meter.value = percent;
+      meter.setAttribute("aria-label", `confidence ${percent}%`);
+      item.appendChild(meter);
+      item.appendChild(el("span", "confidence", `${percent}%`));
+      if (entry.reason) item.appendChild(el("p", "reason", entry.reason));
+      item.appendChild(citationList(entry.citations));
+      list.appendChild(item);
+    });
+    holder.appendChild(list);
+    return holder;
+  }
+
+  function drawExtraction(card) {
+    const holder = el("div", "insight");
+    holder.appendChild(insightHeading(card, card.schema));
+    const table = el("table", "fields");
+    const head = el("tr");
+    ["field", "value", "passages"].forEach((c) => head.appendChild(el("th", "", c)));
+    table.appendChild(head);
+    (card.fields || []).forEach((field) => {
+      const tr = el("tr");
+      const value = field.value === null || field.value === undefined ? "—" : field.value;
+      tr.appendChild(el("th", "", field.name));
+      tr.appendChild(el("td", "", typeof value === "string" ? value : JSON.stringify(value)));
+      const cited = el("td");
+      cited.appendChild(citationList(field.citations));
+      tr.appendChild(cited);
+      table.appendChild(tr);
+    });
+    holder.appendChild(table);
+    return holder;
   }
 
   // Maps draw on a world layer shipped with the page (Natural Earth's countries, 1:110m),

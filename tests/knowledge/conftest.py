@@ -3,6 +3,7 @@
 import pytest
 
 from registry.context import ToolContext
+from tests.conversations.conftest import model  # noqa: F401 (the scripted chat model, for the insight tools)
 from tools.lib import entity_store, passages
 
 

@@ -44,6 +44,26 @@ def model_env():
     return {}
 
 
+@pytest.fixture
+def scripted_model(model_env):
+    """A scripted Messages API server the product's chat role talks to."""
+    from llm.models import ModelConfig
+    from llm.scripted import ScriptedMessagesServer
+
+    holder = {}
+
+    def start(turns):
+        server = ScriptedMessagesServer(turns).start()
+        holder["server"] = server
+        model_env.update({"EUNICE_TEST_SCRIPTED_MODEL_URL": server.url, "EUNICE_LLM_MAX_RETRIES": "0"})
+        ModelConfig.objects.update_or_create(role="chat", defaults={"provider": "anthropic", "model": "claude-test"})
+        return server
+
+    yield start
+    if "server" in holder:
+        holder["server"].stop()
+
+
 @contextmanager
 def serving(extra_env: dict[str, str]):
     """The real ASGI app under daphne, on the test database; yields its URL."""

@@ -50,26 +50,6 @@ def test_a_user_signs_in_and_runs_a_tool_from_the_chat_page(server, conversation
 
 
 @pytest.fixture
-def scripted_model(model_env):
-    """A scripted Messages API server the product's chat role talks to."""
-    from llm.models import ModelConfig
-    from llm.scripted import ScriptedMessagesServer
-
-    holder = {}
-
-    def start(turns):
-        server = ScriptedMessagesServer(turns).start()
-        holder["server"] = server
-        model_env.update({"EUNICE_TEST_SCRIPTED_MODEL_URL": server.url, "EUNICE_LLM_MAX_RETRIES": "0"})
-        ModelConfig.objects.update_or_create(role="chat", defaults={"provider": "anthropic", "model": "claude-test"})
-        return server
-
-    yield start
-    if "server" in holder:
-        holder["server"].stop()
-
-
-@pytest.fixture
 def talkative(scripted_model, conversation):
     """Must run before `server`: it sets the model the server process uses."""
     # A resident tool, offered in chat mode (plan is agentic-only, and a call to a tool
