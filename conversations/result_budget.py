@@ -2,8 +2,10 @@
 
 A result whose estimated tokens (the turn's calibrated estimator) pass its tool's cap
 (``RESULT_BUDGET_TOKENS``, or the tool's own in ``RESULT_BUDGET_PER_TOOL``) is never cut
-silently: it is kept whole as a dataset of the conversation, one row per line, and the
-model reads a note naming that handle and the result's true size, then its first lines.
+silently: it is kept whole as a dataset of the conversation, one row per line (a line
+longer than ``PART_CHARS``, such as minified JSON, in several rows: ``part`` 1, 2, …),
+and the model reads a note naming that handle and the result's true size, then its
+first lines.
 The model reads the rest with ``query`` or ``preview_data``. ``[CURRENT_STATE]`` lists
 the conversation's handles on every call, so a handle outlives the result that made it.
 
@@ -36,6 +38,8 @@ HANDLE_SOURCE = "result handle"
 PREVIEW_SHARE = 0.25
 # A result read on an earlier turn is replayed whole up to twice this many characters.
 REPLAY_KEEP_CHARS = 2_000
+# A held line is stored in parts of at most this many characters, so any row is readable.
+PART_CHARS = 2_000
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -63,8 +67,9 @@ def within_budget(tool_name: str, tool_use_id: str, result: ToolResult, runtime:
         runtime.held_results()[handle] = f"{tool_name}, {tokens:,} tokens"
         note = (
             f"[result budget: this result of {tool_name} is {size}, over its cap of {cap:,}. It is kept whole "
-            f"as dataset `{handle}` (columns: line, text); read more with query, e.g. "
-            f"SELECT text FROM {handle} WHERE line BETWEEN 41 AND 80. Its first lines:]"
+            f"as dataset `{handle}` (columns: line, part, text; a line over {PART_CHARS:,} characters is "
+            f"in several parts); read more with query, e.g. "
+            f"SELECT text FROM {handle} WHERE line BETWEEN 41 AND 80 ORDER BY line, part. Its first lines:]"
         )
     preview = _head(lines, int(cap * PREVIEW_SHARE * runtime.estimator.chars_per_token))
     return dataclasses.replace(result, content=f"{note}\n{preview}")
@@ -79,7 +84,13 @@ def handle_name(tool_name: str, tool_use_id: str) -> str:
 def _keep(handle: str, tool_name: str, tokens: int, lines: list[str], runtime: Runtime) -> str | None:
     import pandas as pd
 
-    frame = pd.DataFrame({"line": range(1, len(lines) + 1), "text": lines})
+    numbers, parts, texts = [], [], []
+    for number, line in enumerate(lines, 1):
+        for part, start in enumerate(range(0, max(len(line), 1), PART_CHARS), 1):
+            numbers.append(number)
+            parts.append(part)
+            texts.append(line[start : start + PART_CHARS])
+    frame = pd.DataFrame({"line": numbers, "part": parts, "text": texts})
     try:
         runtime.catalog.save(
             handle, frame, source="tool", source_detail=f"{HANDLE_SOURCE}: {tool_name}, {tokens:,} tokens"

@@ -83,6 +83,28 @@ def test_the_handle_is_listed_in_current_state_on_later_turns_and_reads_by_line(
     assert "entry 2500: the measured value is 17500" in answered.content
 
 
+def test_a_result_of_one_huge_line_is_held_in_parts_that_each_read_back(reader, model, conversation, user, make_tool):
+    # minified JSON: one line of ~120,000 characters, which a line-per-row handle would
+    # give back whole to any query that names it
+    values = ",".join(f'{{"id":{n},"reading":{n * 3}}}' for n in range(5000))
+    make_tool("one_line_json", lambda inputs, context: f"[{values}]")
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name="one_line_json")
+    model(
+        [
+            {"tool_uses": [{"name": "one_line_json", "input": {}, "id": "toolu_json1"}]},
+            {
+                "text": ["Read it."],
+                "expect": {"tool_result_contains": "kept whole as dataset `one_line_json_result_json1`"},
+            },
+        ]
+    )
+    run(conversation, user, "fetch the readings")
+    held = ConversationCatalog(TENANT, conversation.pk).load("one_line_json_result_json1")
+    body = held[held["line"] == 2].sort_values("part")
+    assert body["text"].str.len().max() <= 2_000 and len(body) > 50
+    assert "".join(body["text"]) == f"[{values}]"
+
+
 def test_a_result_within_its_cap_reaches_the_model_whole(reader, model, conversation, user, settings):
     settings.RESULT_BUDGET_PER_TOOL = {"long_read": 100_000}
     server = model(
