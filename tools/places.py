@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from registry.context import ToolContext
-from registry.contract import Effects, HintException, Ok, Warning, uniform_contract
+from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
 from registry.declarations import Tool
 from tools.charts import map_display_card
 from tools.datacommon import catalog, catalog_errors
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 @uniform_contract(name="geocode", is_tabular=True)
 @catalog_errors
-def geocode(inputs: dict, context: ToolContext) -> Ok:
+def geocode(inputs: dict, context: ToolContext) -> Ok | Err:
     """Coordinates of place names (a list, or a dataset's column), from the configured geocoder."""
     import geopandas as gpd
     import pandas as pd
@@ -34,17 +34,13 @@ def geocode(inputs: dict, context: ToolContext) -> Ok:
     books = catalog(context)
     queries, base = _place_queries(books, inputs)
     geocoder = configured_geocoder()
-    rows, missed = [], []
-    for query in queries:
-        try:
-            place = geocoder.lookup(str(query), country=inputs.get("country"))
-        except GeocoderUnavailable as exc:
-            from registry.contract import Err
-
-            return Err(str(exc), "GeocoderUnavailable")  # type: ignore[return-value]
-        if place is None:
-            missed.append(str(query))
-        rows.append(_place_row(query, place))
+    try:
+        # Each distinct name is asked once: a column repeats its cities.
+        answers = {query: geocoder.lookup(query, country=inputs.get("country")) for query in dict.fromkeys(queries)}
+    except GeocoderUnavailable as exc:
+        return Err(str(exc), "GeocoderUnavailable")
+    missed = [query for query, place in answers.items() if place is None]
+    rows = [_place_row(query, answers[query]) for query in queries]
     found = pd.DataFrame(rows)
     table = pd.concat([base.reset_index(drop=True), found], axis=1) if base is not None else found
     located = table["lat"].notna()
@@ -69,7 +65,7 @@ def _place_queries(books: ConversationCatalog, inputs: dict) -> tuple[list, Any]
     if inputs.get("places") and inputs.get("column"):
         raise HintException("schema", "give places or dataset+column, not both")
     if inputs.get("places"):
-        return list(inputs["places"]), None
+        return [str(place) for place in inputs["places"]], None
     if not inputs.get("column"):
         raise HintException(
             "schema", "places: give a list of place names (e.g. ['Oslo', 'Lyon, FR']), or dataset and column"
@@ -134,6 +130,7 @@ def save_map(inputs: dict, context: ToolContext) -> Ok:
     """Datasets with geometry as one map: a map_display card and a file (SVG drawing, GeoJSON or GeoParquet)."""
     from datacatalog.files import file_card, register_export
     from tools.lib.geo import map_layer, style_of
+    from tools.lib.map_svg import LAYER_MAX_FEATURES
 
     books = catalog(context)
     layers, warnings, cards = [], [], []
@@ -163,6 +160,12 @@ def save_map(inputs: dict, context: ToolContext) -> Ok:
         )
     title = inputs.get("title") or ", ".join(name for name, _, _ in layers)
     fmt = inputs.get("format", "svg")
+    if fmt == "svg":
+        warnings += [
+            Warning("truncated", f"the SVG draws {LAYER_MAX_FEATURES:,} of {len(frame):,} features of {name}")
+            for name, frame, _ in layers
+            if len(frame) > LAYER_MAX_FEATURES
+        ]
     payload = _map_file(layers, title, fmt)
     filename = f"{inputs.get('filename') or _file_stem(title)}.{'parquet' if fmt == 'geoparquet' else fmt}"
     export = register_export(

@@ -133,12 +133,14 @@ def nominatim(settings):
 
 
 def test_an_online_geocoder_configured_by_staff_answers_instead(places, in_conversation, nominatim):
-    result = in_conversation("geocode", places=["Ruhr University Bochum", "Nowhere at all"], country="DE")
+    asked = ["Ruhr University Bochum", "Nowhere at all", "Ruhr University Bochum"]
+    result = in_conversation("geocode", places=asked, country="DE")
     assert result.error is None, result.content
-    found = places.load("geocoded").set_index("query")
+    assert len(nominatim) == 2  # each distinct name asked once
+    found = places.load("geocoded").drop_duplicates("query").set_index("query")
     assert found.loc["Ruhr University Bochum", "kind"] == "university"
     assert found.loc["Ruhr University Bochum", "lat"] == 51.4452
-    assert "1 of 2 place(s) found (nominatim)" in result.content
+    assert "2 of 3 place(s) found (nominatim)" in result.content
     assert nominatim[0]["format"] == ["jsonv2"] and nominatim[0]["countrycodes"] == ["de"]
 
 

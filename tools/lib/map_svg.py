@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import geopandas as gpd
 
 WIDTH = 960
+LAYER_MAX_FEATURES = 20_000  # past this a drawing is megabytes no viewer opens gladly
 COLOURS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 LAND, BORDER, SEA = "#ece8df", "#b8b2a6", "#f7fbff"
 
@@ -25,13 +26,21 @@ class _Frame:
         west, south, east, north = bounds
         pad_x, pad_y = max((east - west) * 0.05, 0.05), max((north - south) * 0.05, 0.05)
         self.west, self.east = west - pad_x, east + pad_x
+        self.kx = math.cos(math.radians((south + north) / 2))
+        # At most twice as wide as high: a strip of places along a parallel still shows its land.
+        pad_y = max(pad_y, ((east - west + 2 * pad_x) * self.kx / 2 - (north - south)) / 2)
         self.south, self.north = max(south - pad_y, -89.9), min(north + pad_y, 89.9)
-        self.kx = math.cos(math.radians((self.south + self.north) / 2))
         self.scale = WIDTH / ((self.east - self.west) * self.kx)
         self.height = max(int((self.north - self.south) * self.scale), 120)
 
+    def x(self, lon: float) -> float:
+        return round((lon - self.west) * self.kx * self.scale, 1)
+
+    def y(self, lat: float) -> float:
+        return round((self.north - lat) * self.scale, 1)
+
     def xy(self, lon: float, lat: float) -> str:
-        return f"{(lon - self.west) * self.kx * self.scale:.1f},{(self.north - lat) * self.scale:.1f}"
+        return f"{self.x(lon)},{self.y(lat)}"
 
 
 def _path(frame: _Frame, geometry: Any) -> str:
@@ -51,7 +60,7 @@ def _shape(frame: _Frame, geometry: Any, colour: str, label: str) -> str:
     title = f"<title>{escape(label)}</title>" if label else ""
     if geometry.geom_type in ("Point", "MultiPoint"):
         return "".join(
-            f'<circle cx="{frame.xy(p.x, p.y).split(",")[0]}" cy="{frame.xy(p.x, p.y).split(",")[1]}" r="3.5" '
+            f'<circle cx="{frame.x(p.x)}" cy="{frame.y(p.y)}" r="3.5" '
             f'fill="{colour}" fill-opacity="0.8" stroke="#fff" stroke-width="0.6">{title}</circle>'
             for p in getattr(geometry, "geoms", [geometry])
         )
@@ -86,6 +95,7 @@ def render_svg(layers: list[tuple[str, gpd.GeoDataFrame, str | None]], title: st
     legend = []
     for index, (name, layer, label) in enumerate(layers):
         colour = COLOURS[index % len(COLOURS)]
+        layer = layer.head(LAYER_MAX_FEATURES)
         labels = layer[label].astype(str).tolist() if label and label in layer.columns else [""] * len(layer)
         body.append(f'<g id="layer-{index}" data-layer="{escape(name)}">')
         body += [
