@@ -1,8 +1,9 @@
-"""Handlers of the spatial tools: spatial_join, spatial_overlay, buffer, spatial_filter, save_map, geocode.
+"""Handlers of the spatial analyses: spatial_join, spatial_overlay, buffer, spatial_filter.
 
 Each reads datasets with geometry (tools.lib.geo: WKT, WKB, GeoJSON or lat/lon
 columns, in the CRS the caller names), computes with GeoPandas and Shapely, saves
 its result as a dataset (WKT in EPSG:4326) and shows it as a ``map_display`` card.
+``load`` and ``finish`` are shared with save_map and geocode (tools/places.py).
 """
 
 from __future__ import annotations

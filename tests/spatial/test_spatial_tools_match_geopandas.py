@@ -143,3 +143,11 @@ def test_another_tenants_conversation_cannot_reach_the_datasets(places, in_conve
         distance_m=5,
     )
     assert result.content.startswith("⚠ schema hint: no dataset named 'cities'")
+
+
+def test_named_coordinate_columns_win_over_a_geometry_column(places, in_conversation):
+    frame = pd.DataFrame({"y_deg": [59.91], "x_deg": [10.75], "geometry": ["POINT (0 0)"]})
+    places.save("both", frame, source="upload")
+    in_conversation("spatial_join", left="both", right="countries", left_geometry="y_deg,x_deg", save_as="where")
+    saved = places.load("where")
+    assert list(saved.name) == ["Norway"] and list(saved.geometry_text) == ["POINT (0 0)"]

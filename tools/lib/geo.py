@@ -104,6 +104,8 @@ def geo_frame(
                 )
             shapes, used = _points(frame, found_lat, found_lon, field), [found_lat, found_lon]
     table = frame.drop(columns=used).reset_index(drop=True)
+    # A text column called geometry that is not the one read would clash with the geometry made.
+    table = table.rename(columns={c: f"{c}_text" for c in table.columns if str(c) == "geometry"})
     result = gpd.GeoDataFrame(table, geometry=gpd.GeoSeries(shapes, crs=source_crs), crs=source_crs)
     missing = result.geometry.isna() | result.geometry.is_empty
     warnings = []

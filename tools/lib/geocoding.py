@@ -53,7 +53,9 @@ class Geocoder(Protocol):
 
 def fold(text: str) -> str:
     """``text`` without accents, case or surrounding space: 'São Paulo ' -> 'sao paulo'."""
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().casefold().strip()
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return text.casefold().strip()
 
 
 def world_layer_path() -> Path:
