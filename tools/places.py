@@ -253,7 +253,7 @@ TOOLS = (
     Tool(
         name="geocode",
         description=(
-            "Find the coordinates of place names: cities (15,000 people or more) and countries, "
+            "Find the latitude and longitude of place names: cities (15,000 people or more) and countries, "
             "offline; 'Name, Country' or country narrows it. Give a list of places, or a dataset and "
             "the column holding them (the rows get lat, lon). Saves the result as a dataset with a map."
         ),

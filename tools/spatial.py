@@ -358,9 +358,10 @@ TOOLS = (
     Tool(
         name="spatial_filter",
         description=(
-            "Keep the rows of a dataset whose geometry intersects (or lies within) one area: a "
-            "bbox [west, south, east, north], a GeoJSON geometry, the shapes of another dataset "
-            "(area_dataset), or a circle (near: lat, lon, distance_m). Saves the rows as a dataset."
+            "Keep only the rows of a dataset that lie inside (or touch) one area, e.g. the points "
+            "inside a country or within 5 km of a place: a bbox [west, south, east, north], a GeoJSON "
+            "geometry, the shapes of another dataset (area_dataset), or a circle (near: lat, lon, "
+            "distance_m). Saves the rows as a dataset."
         ),
         input_schema={
             "type": "object",
