@@ -169,3 +169,18 @@ def test_a_geoparquet_upload_in_another_crs_is_stored_in_wgs84(books, city_rows)
     points = shapely.from_wkt(stored.geometry)
     assert [p.x for p in points] == pytest.approx(list(frame.lon), abs=1e-6)
     assert [p.y for p in points] == pytest.approx(list(frame.lat), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"EUNICE_GEOCODER": "google"}, "EUNICE_GEOCODER='google'; use one of gazetteer, nominatim"),
+        ({"EUNICE_GEOCODER": "nominatim"}, "EUNICE_GEOCODER=nominatim needs EUNICE_GEOCODER_URL"),
+        ({"EUNICE_GEOCODER_URL": "nominatim.local"}, "EUNICE_GEOCODER_URL='nominatim.local' is not an http(s) URL"),
+    ],
+)
+def test_a_misconfigured_geocoder_stops_the_process_naming_the_variable(env, said):
+    from tests.test_settings_from_environment import settings_import
+
+    result = settings_import(SECRET_KEY="k", **env)
+    assert result.returncode != 0 and said in result.stderr
