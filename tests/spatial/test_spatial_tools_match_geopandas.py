@@ -151,3 +151,10 @@ def test_named_coordinate_columns_win_over_a_geometry_column(places, in_conversa
     in_conversation("spatial_join", left="both", right="countries", left_geometry="y_deg,x_deg", save_as="where")
     saved = places.load("where")
     assert list(saved.name) == ["Norway"] and list(saved.geometry_text) == ["POINT (0 0)"]
+
+
+def test_projected_coordinates_read_as_degrees_are_left_out_with_a_hint_to_name_the_crs(places, in_conversation):
+    places.save("sites", pd.DataFrame({"lat": [59.9, 6_642_000.0], "lon": [10.7, 597_000.0]}), source="upload")
+    result = in_conversation("buffer", dataset="sites", distance_m=100)
+    assert "1 row(s) with coordinates outside ±180° longitude, ±90° latitude left out" in result.content
+    assert "name their CRS in crs" in result.content and len(places.load("sites_buffer")) == 1

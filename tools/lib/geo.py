@@ -113,6 +113,19 @@ def geo_frame(
         warnings.append(
             Warning("data_quality", f"{dataset}: {int(missing.sum()):,} row(s) without a geometry left out")
         )
+    if source_crs.is_geographic:
+        bounds = result.geometry.bounds
+        outside = ~missing & ~(bounds.minx.ge(-180) & bounds.maxx.le(180) & bounds.miny.ge(-90) & bounds.maxy.le(90))
+        if outside.any():
+            warnings.append(
+                Warning(
+                    "data_quality",
+                    f"{dataset}: {int(outside.sum()):,} row(s) with coordinates outside ±180° longitude, ±90° "
+                    f"latitude left out (projected coordinates? name their CRS in {crs_field})",
+                )
+            )
+            missing = missing | outside
+    if missing.any():
         result = result[~missing].reset_index(drop=True)
     if not source_crs.equals(parse_crs(WGS84)):
         result = result.to_crs(WGS84)
