@@ -1,4 +1,4 @@
-"""Turning an uploaded file (CSV, Excel, Parquet, JSON) into a catalog dataset."""
+"""Turning an uploaded file (CSV, Excel, Parquet or GeoParquet, JSON or GeoJSON) into a catalog dataset."""
 
 from __future__ import annotations
 
@@ -17,7 +17,14 @@ from eunice.tenant_files import safe_name
 if TYPE_CHECKING:
     import pandas as pd
 
-FORMATS = {".csv": "csv", ".tsv": "csv", ".xlsx": "excel", ".parquet": "parquet", ".json": "json"}
+FORMATS = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".xlsx": "excel",
+    ".parquet": "parquet",
+    ".json": "json",
+    ".geojson": "json",
+}
 EXCEL_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
@@ -59,7 +66,7 @@ def parse(kind: str, payload: bytes, filename: str) -> pd.DataFrame:
 
     sep = "\t" if filename.lower().endswith(".tsv") else ","
     try:
-        return read_table(kind, payload, sep=sep)
+        return _with_geometry(kind, payload, read_table(kind, payload, sep=sep))
     except InputTooLarge as exc:
         raise UploadError(f"{filename!r} is refused: {exc}") from None
     except pd.errors.EmptyDataError:
@@ -67,6 +74,17 @@ def parse(kind: str, payload: bytes, filename: str) -> pd.DataFrame:
     # SyntaxError: what XML parsers raise for a broken sheet (ElementTree's ParseError, lxml's).
     except (ValueError, pd.errors.ParserError, zipfile.BadZipFile, OSError, KeyError, SyntaxError) as exc:
         raise UploadError(f"{filename!r} is not a readable {kind} file: {_reason(exc)}") from None
+
+
+def _with_geometry(kind: str, payload: bytes, frame: pd.DataFrame) -> pd.DataFrame:
+    """GeoJSON features and GeoParquet geometries as a ``geometry`` column of WKT in EPSG:4326."""
+    from datacatalog import geofiles
+
+    if kind == "json" and geofiles.is_geojson(frame):
+        return geofiles.from_geojson(frame)
+    if kind == "parquet" and geofiles.is_geoparquet(payload):
+        return geofiles.from_geoparquet(payload)
+    return frame
 
 
 def _reason(exc: Exception) -> str:

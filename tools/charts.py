@@ -12,6 +12,7 @@ from registry.contract import Effects, HintException, Ok, Warning, uniform_contr
 from registry.declarations import Tool
 from tools.datacommon import catalog, catalog_errors, check_columns, chosen_dataset
 from tools.fragments import DATASET
+from tools.lib.geo import LAT_NAMES, LON_NAMES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 CHART_MAX_ROWS = 5000
 MAP_MAX_POINTS = 5000
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
-_LAT, _LON = ("lat", "latitude", "y"), ("lon", "lng", "long", "longitude", "x")
 
 
 @uniform_contract(name="create_chart", is_tabular=False)
@@ -138,20 +138,13 @@ def display_map(inputs: dict, context: ToolContext) -> Ok:
         name = books.resolve(inputs.get("dataset"))
         collection, warnings = _points(books.load(name), inputs)
     layer_id = inputs.get("layer") or name
-    card = {
-        "type": "map_display",
-        "display_id": inputs.get("display_id", "main"),
-        "sources": [{"id": layer_id, "type": "geojson", "data": collection}],
-        "layers": [
-            {
-                "id": layer_id,
-                "source": layer_id,
-                "type": inputs.get("style", "circle"),
-                "label": inputs.get("label_column"),
-            }
-        ],
-        "bounds": _bounds(collection),
-    }
+    card = map_display_card(
+        collection,
+        layer_id=layer_id,
+        display_id=inputs.get("display_id", "main"),
+        style=inputs.get("style", "circle"),
+        label=inputs.get("label_column"),
+    )
     count = len(collection["features"])
     return Ok(
         rows=count,
@@ -161,12 +154,23 @@ def display_map(inputs: dict, context: ToolContext) -> Ok:
     )
 
 
+def map_display_card(collection: dict, *, layer_id: str, display_id: str, style: str, label: str | None) -> dict:
+    """A map_display card of one GeoJSON layer; cards with the same ``display_id`` merge into one map."""
+    return {
+        "type": "map_display",
+        "display_id": display_id,
+        "sources": [{"id": layer_id, "type": "geojson", "data": collection}],
+        "layers": [{"id": layer_id, "source": layer_id, "type": style, "label": label}],
+        "bounds": _bounds(collection),
+    }
+
+
 def _points(frame: pd.DataFrame, inputs: dict) -> tuple[dict, list[Warning]]:
     import pandas as pd
 
     columns = {str(c).lower(): str(c) for c in frame.columns}
-    lat = inputs.get("lat_column") or next((columns[c] for c in _LAT if c in columns), None)
-    lon = inputs.get("lon_column") or next((columns[c] for c in _LON if c in columns), None)
+    lat = inputs.get("lat_column") or next((columns[c] for c in LAT_NAMES if c in columns), None)
+    lon = inputs.get("lon_column") or next((columns[c] for c in LON_NAMES if c in columns), None)
     if lat is None or lon is None:
         raise HintException(
             "schema",
