@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import socket
@@ -117,8 +118,16 @@ def free_port() -> int:
 def http_demo():
     """The demo server on Streamable HTTP, on loopback; yields its URL."""
     port = free_port()
+    with serving([DEMO, "http", str(port)], "Uvicorn running on"):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.contextmanager
+def serving(args: list[str], ready: str):
+    """A Python server process (``args``), from the moment it says ``ready`` on stderr until
+    the block ends."""
     process = subprocess.Popen(
-        [sys.executable, DEMO, "http", str(port)],
+        [sys.executable, *args],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -126,9 +135,9 @@ def http_demo():
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
     try:
-        while "Uvicorn running on" not in lines.get(timeout=WAIT):
+        while ready not in lines.get(timeout=WAIT):
             pass
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield process
     finally:
         process.terminate()
         process.wait(timeout=WAIT)
