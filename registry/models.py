@@ -460,6 +460,19 @@ class MCPServerQuerySet(models.QuerySet):
     def enabled(self) -> MCPServerQuerySet:
         return self.filter(enabled=True)
 
+    def per_user_oauth(self, tenant_id: str, user_id: int) -> MCPServerQuerySet:
+        """The tenant's enabled per-user OAuth servers, each with ``authorized``: whether
+        ``user_id`` holds a grant for it (the chat page's Connect buttons)."""
+        from django.db.models import Exists, OuterRef
+
+        grants = MCPOAuthGrant.objects.filter(server=OuterRef("pk"), user_id=user_id)
+        return (
+            self.for_tenant(tenant_id)
+            .enabled()
+            .filter(authorization=MCPAuthorization.USER)
+            .annotate(authorized=Exists(grants))
+        )
+
     def with_tool_counts(self) -> MCPServerQuerySet:
         """Each server with its live tools counted in the same query:
         ``tools_approved`` and ``tools_held`` (quarantined, pending or flagged

@@ -93,6 +93,9 @@ def _authorize(config: ServerConfig, server_pk: int, actor: Any, for_tenant: boo
     except (MCPError, TimeoutError, MCPServer.DoesNotExist) as exc:
         outcome["error"] = f"authorizing MCP server {config.name!r} failed: {exc}"
         logger.warning("%s", outcome["error"])
+    except RuntimeError as exc:  # the manager's loop was stopped under it (the process is ending)
+        outcome["error"] = f"authorizing MCP server {config.name!r} was cut short: {exc}"
+        logger.info("%s", outcome["error"])
     finally:
         close_old_connections()
 

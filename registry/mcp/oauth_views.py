@@ -8,11 +8,12 @@ rules of who may authorize or revoke what are registry.mcp.authorize's.
 from __future__ import annotations
 
 import time
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -58,7 +59,7 @@ def _page(request: HttpRequest, server: MCPServer, status: int = 200, **extra: o
 @login_required
 @require_http_methods(["GET", "POST"])
 def connect(request: HttpRequest, server_id: int) -> HttpResponse:
-    """GET: the page with the Connect button. POST: start authorizing and send the person
+    """GET: the page with the Connect button. POST: start authorizing and send the person on
     to the authorization server (or say it is done when the grant held still works)."""
     server = _server(request, server_id)
     if request.method == "GET":
@@ -73,7 +74,9 @@ def connect(request: HttpRequest, server_id: int) -> HttpResponse:
         return _page(request, server, status=400, error=_words(exc))
     if not url:
         return _page(request, server, done="Eunice is authorized at this server.")
-    return HttpResponseRedirect(url)
+    # A page that goes on to the authorization server, not a redirect: the form's own
+    # response may not leave Eunice's origin (Content-Security-Policy form-action 'self').
+    return _page(request, server, continue_url=url, continue_host=urlsplit(url).netloc)
 
 
 @login_required

@@ -22,6 +22,7 @@ from tests.conftest import TENANT
 DEMO = str(Path(__file__).with_name("servers") / "demo.py")
 ROGUE = str(Path(__file__).with_name("servers") / "rogue.py")
 SHIFTING = str(Path(__file__).with_name("servers") / "shifting.py")
+OAUTH_SERVER = str(Path(__file__).with_name("servers") / "oauth.py")
 WAIT = 30.0  # the bound on every wait in these tests
 
 

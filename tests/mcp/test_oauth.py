@@ -8,7 +8,6 @@ import asyncio
 import dataclasses
 import json
 import urllib.request
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx2
@@ -25,10 +24,9 @@ from registry.mcp.oauth import MAX_STEP_UPS, FollowRedirect, GrantStore, MemoryS
 from registry.mcp.urls import check_url
 from registry.models import MCPOAuthGrant, TenantMembership
 from tests.conftest import TENANT, text
-from tests.mcp.conftest import WAIT, add_server, free_port, mcp, reviewer, serving
+from tests.mcp.conftest import OAUTH_SERVER, WAIT, add_server, free_port, mcp, reviewer, serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
-OAUTH_SERVER = str(Path(__file__).with_name("servers") / "oauth.py")
 
 
 @pytest.fixture
@@ -62,13 +60,18 @@ def person(username: str, *, staff: bool = False):
     return user, browser
 
 
+def authorization_url(browser: Client, server_id: int) -> str:
+    """Press Connect: where the page sends the person on to."""
+    started = browser.post(f"/mcp/oauth/{server_id}/connect/")
+    assert started.status_code == 200, started.content.decode()[:500]
+    return started.context["continue_url"]
+
+
 def authorize_in_browser(browser: Client, server_id: int) -> str:
     """Press Connect, let the authorization server approve, come back to Eunice's callback;
     the page Eunice shows at the end."""
-    started = browser.post(f"/mcp/oauth/{server_id}/connect/")
-    assert started.status_code == 302, started.content.decode()[:500]
     with httpx2.Client(follow_redirects=False, trust_env=False) as http:
-        approved = http.get(started["Location"])
+        approved = http.get(authorization_url(browser, server_id))
     assert approved.status_code == 302
     back = urlsplit(approved.headers["location"])
     assert back.path == "/mcp/oauth/callback/"
@@ -152,9 +155,8 @@ def test_a_callback_for_someone_elses_authorization_is_refused(manager, oauth_se
     server = oauth_server_row(oauth_server, "user")
     _, ann_browser = person("ann")
     _, bob_browser = person("bob")
-    started = ann_browser.post(f"/mcp/oauth/{server.pk}/connect/")
     with httpx2.Client(follow_redirects=False, trust_env=False) as http:
-        back = urlsplit(http.get(started["Location"]).headers["location"])
+        back = urlsplit(http.get(authorization_url(ann_browser, server.pk)).headers["location"])
     refused = bob_browser.get(f"{back.path}?{back.query}")
     assert refused.status_code == 400 and "not started by you" in refused.content.decode()
     assert not MCPOAuthGrant.objects.filter(server=server).exclude(tokens="").exists()
