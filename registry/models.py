@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from datetime import timedelta
 
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
@@ -614,6 +615,19 @@ class MCPOAuthGrant(models.Model):
         return f"{self.server_id}:{self.user_id or 'tenant'}@{self.issuer}"
 
 
+# How long a person may take at an authorization server (registry.mcp.oauth.AUTHORIZE_WAIT).
+MCP_OAUTH_REQUEST_SECONDS = 600
+
+
+class MCPOAuthRequestQuerySet(models.QuerySet):
+    def expired(self) -> MCPOAuthRequestQuerySet:
+        return self.filter(created_at__lt=timezone.now() - timedelta(seconds=MCP_OAUTH_REQUEST_SECONDS))
+
+    def waiting(self, state: str) -> MCPOAuthRequestQuerySet:
+        """The authorization under way with ``state``, not answered and not expired."""
+        return self.filter(state=state, answered=False).exclude(pk__in=self.expired().values("pk"))
+
+
 class MCPOAuthRequest(models.Model):
     """One authorization under way: the ``state`` the authorization server will hand back,
     bound to the person who started it and the server, and the code once it is back."""
@@ -627,6 +641,8 @@ class MCPOAuthRequest(models.Model):
     error = models.CharField(max_length=500, blank=True)
     answered = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = MCPOAuthRequestQuerySet.as_manager()
 
     class Meta:
         db_table = "mcp_oauth_requests"

@@ -436,7 +436,7 @@ class MCPManager:
             dataclasses.replace(config, oauth_user_id=owner, oauth_flow=None),
             listing._pinned,
             on_tools_changed=_ignore_listing,
-            on_lost=lambda _reason: self._user_connections.pop(key, None),
+            on_lost=lambda _reason: self._forget_lost(key),
         )
         try:
             await fresh.open(CONNECT_TIMEOUT)
@@ -448,6 +448,10 @@ class MCPManager:
             raise
         self._user_connections[key] = fresh
         return fresh
+
+    def _forget_lost(self, key: tuple[int, int]) -> None:
+        """A user's session ended by itself: the next call opens a fresh one."""
+        self._user_connections.pop(key, None)
 
     def forget_user(self, server_id: int, user_id: int | None = None) -> None:
         """Close one user's connection to the server (every user's with ``user_id`` None):
@@ -770,7 +774,7 @@ def _failed(conn: str, tool: str, timeout: float, breaker: CircuitBreaker, exc: 
 def _handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
-    def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
+    def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Hint | Err:
         token = context.cancel
         cancelled = (lambda: token.cancelled) if token is not None else None
         return manager.call_tool(server_id, tool, inputs, cancelled, _watched(context), user_id=context.user_id)
@@ -790,7 +794,7 @@ def _on_loop_handler(manager: MCPManager, config: ServerConfig, tool: str):
     cancels it by cancelling the call's task)."""
     server_id = config.id
 
-    async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
+    async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Hint | Err:
         return await manager.acall_tool(server_id, tool, inputs, _watched(context), user_id=context.user_id)
 
     acall_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"

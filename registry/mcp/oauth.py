@@ -31,11 +31,12 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from registry.mcp import MCPError
+from registry.models import MCP_OAUTH_REQUEST_SECONDS
 
 CALLBACK_PATH = "/mcp/oauth/callback/"
 CLIENT_METADATA_PATH = "/mcp/oauth/client-metadata.json"
 CLIENT_NAME = "Eunice"
-AUTHORIZE_WAIT = 600.0  # how long a person may take at the authorization server
+AUTHORIZE_WAIT = float(MCP_OAUTH_REQUEST_SECONDS)  # how long a person may take at the authorization server
 REFRESH_MARGIN = 60  # seconds before its expiry a token is refreshed
 REFRESH_LEASE = 30.0  # seconds one process may hold the refresh of a grant
 MAX_STEP_UPS = 2  # scope step-ups in a row before a 403 insufficient_scope is given up
@@ -79,10 +80,11 @@ def connect_url(server_id: int) -> str:
 
 def client_metadata(redirect_uri: str | None = None) -> Any:
     from mcp.shared.auth import OAuthClientMetadata
+    from pydantic import AnyUrl
 
     return OAuthClientMetadata(
         client_name=CLIENT_NAME,
-        redirect_uris=[redirect_uri or callback_url()],
+        redirect_uris=[AnyUrl(redirect_uri or callback_url())],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="none",
@@ -218,7 +220,7 @@ class GrantStore:
         from registry.models import MCPOAuthGrant
 
         owner = None if self.user_id in (None, ANY_USER) else self.user_id
-        row, _ = MCPOAuthGrant.objects.get_or_create(server_id=self.server_id, user_id=owner, issuer=issuer)
+        row, _ = MCPOAuthGrant.objects.get_or_create(server_id=self.server_id, user=_user(owner), issuer=issuer)
         return row
 
     async def claim_refresh(self) -> bool:
@@ -253,6 +255,12 @@ class GrantStore:
             if row is None or row.refreshing_until is None or row.refreshing_until < timezone.now():
                 return
             await asyncio.sleep(POLL)
+
+
+def _user(user_id: int | None) -> Any:
+    from django.contrib.auth import get_user_model
+
+    return None if user_id is None else get_user_model()(pk=user_id)
 
 
 class MemoryStore:
@@ -409,11 +417,14 @@ class BrowserFlow(Flow):
         from registry.models import MCPOAuthRequest
 
         self.state = (parse_qs(urlsplit(url).query).get("state") or [""])[0]
-        await _in_thread(
-            lambda: MCPOAuthRequest.objects.create(
+
+        def record() -> None:
+            MCPOAuthRequest.objects.expired().delete()  # abandoned at the authorization server
+            MCPOAuthRequest.objects.create(
                 state=self.state, server_id=self.server_id, user_id=self.user_id, for_tenant=self.for_tenant
             )
-        )
+
+        await _in_thread(record)
         self.url = url
         self.ready.set()
 

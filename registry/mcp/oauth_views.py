@@ -85,9 +85,7 @@ def callback(request: HttpRequest) -> HttpResponse:
     """Where the authorization server sends the person back: the code goes to the flow that
     waits for it (in whichever process), if the authorization was started by this user."""
     state = request.GET.get("state", "")
-    pending = (
-        MCPOAuthRequest.objects.filter(state=state, answered=False).select_related("server").first() if state else None
-    )
+    pending = MCPOAuthRequest.objects.waiting(state).select_related("server").first() if state else None
     if pending is None or pending.user_id != request.user.pk:
         return HttpResponse(
             "This authorization was not started by you, or it has expired: start it again from Connect.",

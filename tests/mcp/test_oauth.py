@@ -247,3 +247,16 @@ def test_the_client_metadata_document_names_the_callback(client, settings):
     document = client.get("/mcp/oauth/client-metadata.json").json()
     assert document["client_id"] == "https://eunice.example.com/mcp/oauth/client-metadata.json"
     assert document["redirect_uris"] == ["https://eunice.example.com/mcp/oauth/callback/"]
+
+
+def test_a_callback_after_the_authorization_expired_is_refused(manager):
+    from datetime import timedelta
+
+    from registry.models import MCPOAuthRequest
+
+    server = add_server("guarded", transport="streamable_http", command="", args=[], url="http://x.example/mcp")
+    ann, browser = person("ann")
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    MCPOAuthRequest.objects.create(state="s1", server=server, user=ann, created_at=an_hour_ago)
+    refused = browser.get("/mcp/oauth/callback/?state=s1&code=c")
+    assert refused.status_code == 400 and "expired" in refused.content.decode()
