@@ -21,7 +21,7 @@ from registry.admin_scope import TenantScopedAdmin
 from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import server_of, tool_state
 from registry.mcp.naming import definition_hash
-from registry.models import MCPAuditLog, MCPAuthorization, MCPServer, TenantMembership, ToolDefinition
+from registry.models import MCPAuditLog, MCPAuthorization, MCPOAuthGrant, MCPServer, TenantMembership, ToolDefinition
 from registry.tenancy import tenant_of
 
 SECRET_FIELDS = ("env", "headers", "oauth_client")
@@ -275,6 +275,37 @@ class MCPServerAdmin(admin.ModelAdmin):
             return redirect("admin:mcp-marketplace")
         self.message_user(request, f"installed {found['server']}: {_summary(found)}")
         return redirect("admin:registry_mcpserver_changelist")
+
+
+@admin.register(MCPOAuthGrant)
+class MCPOAuthGrantAdmin(TenantScopedAdmin):
+    """What Eunice holds from authorization servers, per server and owner; no secret shown.
+    Deleting one revokes it (registry.mcp.authorize.revoke: audited, sessions closed)."""
+
+    tenant_field = "server__tenant_id"
+    list_display = ("server", "owner", "issuer", "scope", "expires_at", "updated_at")
+    list_filter = ("server",)
+    fields = ("server", "owner", "issuer", "scope", "expires_at", "updated_at")
+    readonly_fields = fields
+
+    @admin.display(description="owner")
+    def owner(self, grant: MCPOAuthGrant) -> str:
+        return grant.user.get_username() if grant.user is not None else "the tenant"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+    def delete_model(self, request: HttpRequest, obj: MCPOAuthGrant) -> None:
+        from registry.mcp.authorize import revoke
+
+        revoke(obj.server, acting_user=request.user, user=obj.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:  # noqa: ANN001
+        for grant in queryset.select_related("server", "user"):
+            self.delete_model(request, grant)
 
 
 @admin.register(MCPAuditLog)

@@ -260,3 +260,36 @@ def test_a_callback_after_the_authorization_expired_is_refused(manager):
     MCPOAuthRequest.objects.create(state="s1", server=server, user=ann, created_at=an_hour_ago)
     refused = browser.get("/mcp/oauth/callback/?state=s1&code=c")
     assert refused.status_code == 400 and "expired" in refused.content.decode()
+
+
+def test_staff_revoke_a_users_grant_in_the_admin_and_it_is_audited(manager):
+    from django.contrib.auth.models import Permission
+
+    from registry.models import MCPAuditLog
+
+    server = add_server("guarded", transport="streamable_http", command="", args=[], url="http://x.example/mcp")
+    ann, _ = person("ann")
+    grant = MCPOAuthGrant.objects.create(
+        server=server, user=ann, issuer="https://as.example", tokens={"access_token": "a"}
+    )
+    stella, browser = person("stella", staff=True)
+    stella.user_permissions.add(*Permission.objects.filter(codename__in=["view_mcpoauthgrant", "delete_mcpoauthgrant"]))
+
+    assert browser.post(f"/admin/registry/mcpoauthgrant/{grant.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not MCPOAuthGrant.objects.filter(pk=grant.pk).exists()
+    assert MCPAuditLog.objects.filter(action="oauth_revoke", actor="stella", details__owner="ann").exists()
+
+
+def test_staff_of_another_tenant_do_not_see_the_grants(manager):
+    from django.contrib.auth.models import Permission
+
+    from tests.conftest import OTHER_TENANT
+
+    server = add_server("guarded", transport="streamable_http", command="", args=[], url="http://x.example/mcp")
+    MCPOAuthGrant.objects.create(server=server, issuer="https://as.example", tokens={"access_token": "a"})
+    outsider = reviewer("oscar", tenant=OTHER_TENANT)
+    outsider.user_permissions.add(*Permission.objects.filter(codename="view_mcpoauthgrant"))
+    browser = Client()
+    browser.force_login(outsider)
+    page = browser.get("/admin/registry/mcpoauthgrant/")
+    assert page.status_code == 200 and "as.example" not in page.content.decode()
