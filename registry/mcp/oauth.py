@@ -138,19 +138,28 @@ class GrantStore:
         self._preregistered = dict(preregistered or {})
         self._issuer: str | None = None
         self._claimed: int | None = None  # the row whose refresh lease this store holds
+        self._lent_by: int | None = None  # ANY_USER: the user whose grant is in use
 
     def _rows(self) -> Any:
         from registry.models import MCPOAuthGrant
 
-        if self.user_id == ANY_USER:
+        if self.user_id == ANY_USER and self._lent_by is None:
             return MCPOAuthGrant.objects.filter(server_id=self.server_id, user__isnull=False)
-        return MCPOAuthGrant.objects.owned_by(self.server_id, self.user_id)
+        return MCPOAuthGrant.objects.owned_by(self.server_id, self._owner())
+
+    def _owner(self) -> int | None:
+        """Whose grant this store reads and writes: the tenant's (None), one user's, or for
+        ANY_USER the user whose grant it found first (and keeps to, refreshes included)."""
+        return self._lent_by if self.user_id == ANY_USER else self.user_id
 
     def _current(self) -> Any:
         rows = self._rows()
         if self._issuer is not None:
             rows = rows.filter(issuer=self._issuer)
-        return rows.order_by("-updated_at").first()
+        row = rows.order_by("-updated_at").first()
+        if row is not None and self.user_id == ANY_USER:
+            self._lent_by = row.user_id
+        return row
 
     # The SDK's TokenStorage.
     async def get_tokens(self) -> Any:
@@ -219,7 +228,9 @@ class GrantStore:
     def _row_for(self, issuer: str) -> Any:
         from registry.models import MCPOAuthGrant
 
-        owner = None if self.user_id in (None, ANY_USER) else self.user_id
+        owner = self._owner()
+        if self.user_id == ANY_USER and owner is None:
+            raise MCPError("a per-user server's listing connection only borrows a user's grant")
         row, _ = MCPOAuthGrant.objects.get_or_create(server_id=self.server_id, user=_user(owner), issuer=issuer)
         return row
 

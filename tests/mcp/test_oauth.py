@@ -293,3 +293,15 @@ def test_staff_of_another_tenant_do_not_see_the_grants(manager):
     browser.force_login(outsider)
     page = browser.get("/admin/registry/mcpoauthgrant/")
     assert page.status_code == 200 and "as.example" not in page.content.decode()
+
+
+def test_a_per_user_servers_listing_refreshes_the_grant_it_borrows_in_place(manager, oauth_server):
+    server = oauth_server_row(oauth_server, "user")
+    ann, browser = person("ann")
+    authorize_in_browser(browser, server.pk)
+    assert manager.wait_connected(server.pk, WAIT)
+    MCPOAuthGrant.objects.filter(server=server).update(expires_at=timezone.now())
+
+    manager.reconnect(ServerConfig.from_model(server))
+    assert oauth_server.stats()["refreshes"] == 1
+    assert list(MCPOAuthGrant.objects.filter(server=server).values_list("user", flat=True)) == [ann.pk]
