@@ -7,6 +7,9 @@ Who may, judged here whoever calls (the admin, the chat page's views):
 - a **per-user connection** (``"user"``): each user authorizes for themselves and may
   revoke their own grant; staff may revoke any user's grant of their tenant.
 
+Revoking forgets Eunice's copy of the grant and then asks the authorization server to
+revoke it too (RFC 7009), where it has a revocation endpoint.
+
 Authorizing talks to the network and waits for a person at the authorization server, so
 it runs in a background thread: ``start_authorization`` returns the URL to send the
 person to as soon as the SDK's flow produced it; Eunice's callback view hands the code
@@ -28,7 +31,7 @@ from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
 from registry.mcp.connection import Connection
 from registry.mcp.manager import get_manager
-from registry.mcp.oauth import AUTHORIZE_WAIT, BrowserFlow
+from registry.mcp.oauth import AUTHORIZE_WAIT, BrowserFlow, revoke_at_server
 from registry.mcp.transports import transport_of
 from registry.models import MCPAuditLog, MCPAuthorization, MCPOAuthGrant, MCPServer
 
@@ -117,13 +120,24 @@ def revoke(server: MCPServer, *, acting_user: Any, user: Any = None) -> int:
     if not (own or acting_user.is_staff):
         raise PermissionDenied("only staff may revoke a tenant connection or another user's authorization")
     owner_id = user.pk if user is not None else None
+    grants = list(MCPOAuthGrant.objects.owned_by(server.pk, owner_id))
     deleted, _ = MCPOAuthGrant.objects.owned_by(server.pk, owner_id).delete()
     _audit("revoke", server, acting_user, {"owner": user.get_username() if user is not None else "tenant"})
+    transaction.on_commit(lambda: _revoke_at_servers(server, grants))
     manager = get_manager()
     transaction.on_commit(lambda: manager.forget_user(server.pk, owner_id) if owner_id else None)
     if owner_id is None and server.authorization == MCPAuthorization.TENANT:
         transaction.on_commit(lambda: manager.disconnect(server.pk))
     return deleted
+
+
+def _revoke_at_servers(server: MCPServer, grants: list[MCPOAuthGrant]) -> None:
+    """Tell each grant's authorization server, once Eunice has forgotten the grant."""
+    config = ServerConfig.from_model(server)
+    for grant in grants:
+        refused = revoke_at_server(grant, config.oauth_client, allow_private=config.allow_private)
+        if refused:
+            logger.warning("MCP server %s: revoking at %s: %s", server.name, grant.issuer, refused)
 
 
 def _audit(action: str, server: MCPServer, actor: Any, details: dict) -> None:

@@ -297,6 +297,60 @@ class MemoryStore:
         self._client = client_info
 
 
+# --- revoking at the authorization server ----------------------------------------------------
+
+REVOKE_TIMEOUT = 10.0
+
+
+def revoke_at_server(grant: Any, preregistered: Mapping[str, str], *, allow_private: bool) -> str:
+    """Ask the authorization server to revoke ``grant``'s refresh token (or its access token)
+    at its revocation endpoint (RFC 7009), authenticating as the client did at the token
+    endpoint. Returns "" when it agreed or has no such endpoint, else why not: Eunice
+    forgets the grant either way."""
+    metadata = grant.client.get("server_metadata") or {}
+    endpoint = metadata.get("revocation_endpoint")
+    info = grant.client.get("info") or ({**preregistered} if preregistered.get("client_id") else {})
+    token = grant.tokens.get("refresh_token") or grant.tokens.get("access_token")
+    if not endpoint or not info.get("client_id") or not token:
+        return ""
+    hint = "refresh_token" if grant.tokens.get("refresh_token") else "access_token"
+    data = {"token": token, "token_type_hint": hint, "client_id": info["client_id"]}
+    secret = info.get("client_secret")
+    # The first way the server lists for its revocation endpoint that Eunice can do, else
+    # the way the client authenticates at the token endpoint.
+    usable = ("client_secret_post", "client_secret_basic")
+    listed = [m for m in metadata.get("revocation_endpoint_auth_methods_supported") or () if m in usable]
+    method = listed[0] if listed else info.get("token_endpoint_auth_method") or "client_secret_basic"
+    basic = None
+    if secret and method == "client_secret_basic":
+        basic = (info["client_id"], secret)
+    elif secret:
+        data["client_secret"] = secret
+    try:
+        return asyncio.run(_post_revocation(endpoint, data, basic, allow_private))
+    except MCPError as exc:
+        return str(exc)
+
+
+async def _post_revocation(endpoint: str, data: dict, basic: tuple | None, allow_private: bool) -> str:
+    import httpx2
+
+    from registry.mcp.http import pinned_client
+    from registry.mcp.urls import check_url
+
+    checked = await asyncio.to_thread(check_url, endpoint, allow_private=allow_private)
+    try:
+        async with pinned_client(checked, None) as client:
+            response = await asyncio.wait_for(client.post(endpoint, data=data, auth=basic), REVOKE_TIMEOUT)
+    except (httpx2.HTTPError, TimeoutError) as exc:
+        return f"the revocation endpoint did not answer: {type(exc).__name__}"
+    return (
+        ""
+        if response.status_code == 200
+        else f"the revocation endpoint answered HTTP {response.status_code}: {response.text[:200]}"
+    )
+
+
 # --- the provider ----------------------------------------------------------------------
 
 

@@ -54,7 +54,7 @@ class ApprovingProvider:
         self.access: dict = {}
         self.refresh: dict = {}
         self.serial = itertools.count(1)
-        self.stats = {"authorizations": 0, "refreshes": 0, "revoked": 0}
+        self.stats = {"authorizations": 0, "refreshes": 0, "revoked": 0, "revocation_requests": 0}
 
     async def get_client(self, client_id):
         return self.clients.get(client_id)
@@ -129,7 +129,16 @@ def authorization_server(provider: ApprovingProvider) -> Starlette:
     async def stats(_request):
         return JSONResponse(provider.stats)
 
-    return Starlette(routes=[*routes, Route("/stats", stats)])
+    app = Starlette(routes=[*routes, Route("/stats", stats)])
+
+    async def counting(scope, receive, send):
+        # Revocation requests as asked, whether the SDK's handler then accepts them or not: it
+        # wants a client_secret field even from a public client, which RFC 7009 does not.
+        if scope["type"] == "http" and scope["path"] == "/revoke":
+            provider.stats["revocation_requests"] += 1
+        await app(scope, receive, send)
+
+    return counting
 
 
 def resource_server(provider: ApprovingProvider, url: str) -> object:
