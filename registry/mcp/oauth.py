@@ -513,8 +513,10 @@ class BrowserFlow(Flow):
 class FollowRedirect(Flow):
     """No browser: ask the authorization endpoint and read the code off its redirect, as the
     conformance suite's clients do (its authorization server approves at once). The request
-    goes through ``client``, the connection's own checked HTTP client."""
+    goes through a client from ``client_factory`` (checked and pinned as the connection's)."""
 
+    # A native client's loopback redirect URI: nothing listens there, the code is read off
+    # the authorization server's Location header.
     redirect_uri = "http://localhost:3000/callback"
 
     def __init__(self, client_factory: Any, client_metadata_url: str | None = None) -> None:
