@@ -16,6 +16,7 @@ from conversations.approvals import pending_cards
 from conversations.models import Conversation, TurnRecord
 from conversations.timeline import timeline
 from llm.roles import get_model_for_role
+from registry.models import MCPServer
 from registry.tenancy import tenant_of
 
 # Vega compiles a chart's expressions with Function(); its eval-free interpreter
@@ -60,6 +61,8 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
             },
             "offline": get_model_for_role("chat").provider == "offline",
             "no_tenant": tenant_of(request.user) is None,
+            # The per-user OAuth servers of the tenant: each user connects their own account here.
+            "mcp_connections": MCPServer.objects.per_user_oauth(tenant_of(request.user) or "", request.user.pk),
         },
     )
     update = dict(CHAT_CSP)

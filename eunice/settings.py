@@ -408,6 +408,9 @@ EUNICE_PARALLEL_TOOLS = env_int("EUNICE_PARALLEL_TOOLS", 4, minimum=1)
 
 # MCP servers. Private/loopback URLs are refused unless this is on (development only).
 MCP_ALLOW_PRIVATE_URLS = env_bool("EUNICE_MCP_ALLOW_PRIVATE_URLS", False)
+# Eunice's public origin (https://eunice.example.com): the OAuth callback and client
+# metadata URLs an MCP authorization server sees are built on it (docs/mcp.md, "OAuth").
+EUNICE_PUBLIC_URL = env_http_url("EUNICE_PUBLIC_URL")
 # Where the marketplace searches; the official MCP registry's API by default.
 MCP_REGISTRY_URL = env_str("EUNICE_MCP_REGISTRY_URL", "https://registry.modelcontextprotocol.io")
 # How long a tool call waiting for a person's click (registry.approvals) stays decidable.

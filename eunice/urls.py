@@ -9,6 +9,7 @@ from conversations import staff_views as telemetry_views
 from conversations import views as chat_views
 from eunice.health import health
 from registry import staff_views
+from registry.mcp import oauth_views
 
 
 def not_found(request, exception):  # noqa: ANN001, ANN201
@@ -41,6 +42,10 @@ urlpatterns = [
         telemetry_views.telemetry_conversation,
         name="telemetry-conversation",
     ),
+    path("mcp/oauth/client-metadata.json", oauth_views.client_metadata, name="mcp-oauth-client-metadata"),
+    path("mcp/oauth/callback/", oauth_views.callback, name="mcp-oauth-callback"),
+    path("mcp/oauth/<int:server_id>/connect/", oauth_views.connect, name="mcp-oauth-connect"),
+    path("mcp/oauth/<int:server_id>/revoke/", oauth_views.revoke, name="mcp-oauth-revoke"),
     path("admin/", admin.site.urls),
     path("api/", include("eunice.api_urls")),
     path("health/", health, name="health"),

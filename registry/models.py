@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from datetime import timedelta
 
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
@@ -412,6 +413,14 @@ class MCPTransport(models.TextChoices):
     STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
 
 
+class MCPAuthorization(models.TextChoices):
+    """Who authorizes Eunice at an OAuth-protected server (registry.mcp.oauth)."""
+
+    NONE = "none", "None (or a static Authorization header)"
+    TENANT = "tenant", "OAuth, one tenant connection (staff authorize once)"
+    USER = "user", "OAuth, per user (each user authorizes; calls run with their token)"
+
+
 class MCPStatus(models.TextChoices):
     DISCONNECTED = "disconnected", "Disconnected"
     CONNECTED = "connected", "Connected"
@@ -451,6 +460,19 @@ class MCPServerQuerySet(models.QuerySet):
 
     def enabled(self) -> MCPServerQuerySet:
         return self.filter(enabled=True)
+
+    def per_user_oauth(self, tenant_id: str, user_id: int) -> MCPServerQuerySet:
+        """The tenant's enabled per-user OAuth servers, each with ``authorized``: whether
+        ``user_id`` holds a grant for it (the chat page's Connect buttons)."""
+        from django.db.models import Exists, OuterRef
+
+        grants = MCPOAuthGrant.objects.filter(server=OuterRef("pk"), user_id=user_id)
+        return (
+            self.for_tenant(tenant_id)
+            .enabled()
+            .filter(authorization=MCPAuthorization.USER)
+            .annotate(authorized=Exists(grants))
+        )
 
     def with_tool_counts(self) -> MCPServerQuerySet:
         """Each server with its live tools counted in the same query:
@@ -511,6 +533,10 @@ class MCPServer(models.Model):
         help_text="Seconds a call may take before it is cancelled (0.1 to 3600).",
     )
     idempotent_tools = models.JSONField(default=list, blank=True, validators=[validate_string_list])
+    authorization = models.CharField(max_length=8, choices=MCPAuthorization.choices, default=MCPAuthorization.NONE)
+    # Credentials staff registered with the authorization server by hand: {"client_id",
+    # "client_secret", "issuer"}; empty: Client ID Metadata Document or Dynamic Client Registration.
+    oauth_client = SealedJSONField(default=dict, blank=True, purpose=b"eunice.mcp.oauth-client")
     approved_tools = models.JSONField(default=dict, blank=True, editable=False)
     created_by = models.ForeignKey(
         "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
@@ -545,6 +571,81 @@ class MCPServer(models.Model):
     def created_by_tag(self) -> str:
         """ToolDefinition.created_by of this server's tools."""
         return f"{MCP_CREATED_BY_PREFIX}{self.pk}"
+
+
+class MCPOAuthGrantQuerySet(models.QuerySet):
+    def owned_by(self, server_id: int, user_id: int | None) -> MCPOAuthGrantQuerySet:
+        """The grants of one connection: the tenant's (``user_id`` None) or one user's."""
+        return self.filter(server_id=server_id, user_id=user_id)
+
+
+class MCPOAuthGrant(models.Model):
+    """What an authorization server granted one connection to one MCP server.
+
+    One row per server, owner and issuer: the tenant connection (``user`` null) or one
+    user's. ``client`` (the registration) and ``tokens`` are sealed at rest. A refresh
+    is claimed with ``refreshing_until`` (a conditional update): one process refreshes,
+    the others wait for its tokens.
+    """
+
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="oauth_grants")
+    user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    issuer = models.CharField(max_length=2000, blank=True)
+    client = SealedJSONField(default=dict, blank=True, purpose=b"eunice.mcp.oauth-client-info")
+    tokens = SealedJSONField(default=dict, blank=True, purpose=b"eunice.mcp.oauth-tokens")
+    scope = models.CharField(max_length=2000, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    refreshing_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = MCPOAuthGrantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "mcp_oauth_grants"
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "user", "issuer"], name="mcp_oauth_grant_per_owner_issuer"),
+            models.UniqueConstraint(
+                fields=["server", "issuer"], condition=Q(user__isnull=True), name="mcp_oauth_tenant_grant_per_issuer"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server_id}:{self.user_id or 'tenant'}@{self.issuer}"
+
+
+# How long a person may take at an authorization server (registry.mcp.oauth.AUTHORIZE_WAIT).
+MCP_OAUTH_REQUEST_SECONDS = 600
+
+
+class MCPOAuthRequestQuerySet(models.QuerySet):
+    def expired(self) -> MCPOAuthRequestQuerySet:
+        return self.filter(created_at__lt=timezone.now() - timedelta(seconds=MCP_OAUTH_REQUEST_SECONDS))
+
+    def waiting(self, state: str) -> MCPOAuthRequestQuerySet:
+        """The authorization under way with ``state``, not answered and not expired."""
+        return self.filter(state=state, answered=False).exclude(pk__in=self.expired().values("pk"))
+
+
+class MCPOAuthRequest(models.Model):
+    """One authorization under way: the ``state`` the authorization server will hand back,
+    bound to the person who started it and the server, and the code once it is back."""
+
+    state = models.CharField(max_length=200, unique=True)
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="+")
+    for_tenant = models.BooleanField(default=False)
+    code = models.TextField(blank=True)
+    iss = models.CharField(max_length=2000, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    answered = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = MCPOAuthRequestQuerySet.as_manager()
+
+    class Meta:
+        db_table = "mcp_oauth_requests"
 
 
 class MCPAuditLog(models.Model):

@@ -14,21 +14,34 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from registry.admin_scope import TenantScopedAdmin
 from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import server_of, tool_state
 from registry.mcp.naming import definition_hash
-from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition
+from registry.models import MCPAuditLog, MCPAuthorization, MCPOAuthGrant, MCPServer, TenantMembership, ToolDefinition
 from registry.tenancy import tenant_of
 
-SECRET_FIELDS = ("env", "headers")
+SECRET_FIELDS = ("env", "headers", "oauth_client")
 
 
 class MCPServerForm(forms.ModelForm):
     env = forms.JSONField(required=False, help_text="Write-only: enter the whole mapping to replace it.")
     headers = forms.JSONField(required=False, help_text="Write-only: enter the whole mapping to replace it.")
+    authorization = forms.ChoiceField(
+        choices=MCPAuthorization.choices,
+        required=False,
+        help_text="Who authorizes Eunice at an OAuth-protected server; then press Connect below.",
+    )
+    oauth_client = forms.JSONField(
+        required=False,
+        label="OAuth client",
+        help_text='Write-only. Credentials registered with the authorization server by hand: {"client_id": …, '
+        '"client_secret": …, "issuer": …}. Empty: Eunice registers itself (client metadata document or '
+        "dynamic registration).",
+    )
 
     class Meta:
         model = MCPServer
@@ -46,6 +59,8 @@ class MCPServerForm(forms.ModelForm):
             "approval_policy",
             "call_timeout_seconds",
             "idempotent_tools",
+            "authorization",
+            "oauth_client",
         )
 
     acting_user = None  # set per request by MCPServerAdmin.get_form
@@ -62,7 +77,7 @@ class MCPServerForm(forms.ModelForm):
             for key in self.changed_data
             if key in services.EDITABLE and key in self.cleaned_data
         }
-        for key in SECRET_FIELDS:
+        for key in (*SECRET_FIELDS, "authorization"):
             if self.cleaned_data.get(key) in (None, ""):
                 fields.pop(key, None)
         return fields
@@ -107,7 +122,7 @@ class MCPServerAdmin(admin.ModelAdmin):
     )
     list_filter = ("status", "transport", "tenant_id")
     actions = ("connect_servers", "disconnect_servers", "refresh_servers")
-    readonly_fields = ("status", "last_error", "connected_at", "secret_keys")
+    readonly_fields = ("status", "last_error", "connected_at", "secret_keys", "oauth")
 
     def get_queryset(self, request: HttpRequest):  # noqa: ANN201
         queryset = super().get_queryset(request).with_tool_counts()
@@ -126,6 +141,20 @@ class MCPServerAdmin(admin.ModelAdmin):
     @admin.display(description="secrets set")
     def secret_keys(self, server: MCPServer) -> str:
         return ", ".join(sorted([*(server.env or {}), *(server.headers or {})])) or "none"
+
+    @admin.display(description="OAuth connection")
+    def oauth(self, server: MCPServer) -> str:
+        """The Connect button of an OAuth server, and whose grants Eunice holds."""
+        if server.pk is None or server.authorization == MCPAuthorization.NONE:
+            return "not used"
+        tenant_grant = server.oauth_grants.filter(user__isnull=True).exists()
+        users = server.oauth_grants.filter(user__isnull=False).count()
+        if server.authorization == MCPAuthorization.TENANT:
+            held = "authorized for the tenant" if tenant_grant else "not authorized yet"
+        else:
+            held = f"{users} user(s) authorized; each user connects from the chat page"
+        link = reverse("mcp-oauth-connect", args=[server.pk])
+        return format_html('<a class="button" id="mcp-oauth-connect-link" href="{}">Connect</a> {}', link, held)
 
     def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):  # noqa: ANN001, ANN201
         form = super().get_form(request, obj, change=change, **kwargs)
@@ -246,6 +275,37 @@ class MCPServerAdmin(admin.ModelAdmin):
             return redirect("admin:mcp-marketplace")
         self.message_user(request, f"installed {found['server']}: {_summary(found)}")
         return redirect("admin:registry_mcpserver_changelist")
+
+
+@admin.register(MCPOAuthGrant)
+class MCPOAuthGrantAdmin(TenantScopedAdmin):
+    """What Eunice holds from authorization servers, per server and owner; no secret shown.
+    Deleting one revokes it (registry.mcp.authorize.revoke: audited, sessions closed)."""
+
+    tenant_field = "server__tenant_id"
+    list_display = ("server", "owner", "issuer", "scope", "expires_at", "updated_at")
+    list_filter = ("server",)
+    fields = ("server", "owner", "issuer", "scope", "expires_at", "updated_at")
+    readonly_fields = fields
+
+    @admin.display(description="owner")
+    def owner(self, grant: MCPOAuthGrant) -> str:
+        return grant.user.get_username() if grant.user is not None else "the tenant"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+    def delete_model(self, request: HttpRequest, obj: MCPOAuthGrant) -> None:
+        from registry.mcp.authorize import revoke
+
+        revoke(obj.server, acting_user=request.user, user=obj.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:  # noqa: ANN001
+        for grant in queryset.select_related("server", "user"):
+            self.delete_model(request, grant)
 
 
 @admin.register(MCPAuditLog)

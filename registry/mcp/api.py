@@ -40,6 +40,13 @@ class MCPServerSerializer(StrictModelSerializer):
     )
     env = serializers.DictField(child=serializers.CharField(min_length=1), write_only=True, required=False)
     headers = serializers.DictField(child=serializers.CharField(min_length=1), write_only=True, required=False)
+    oauth_client = serializers.DictField(
+        child=serializers.CharField(min_length=1),
+        write_only=True,
+        required=False,
+        help_text='Credentials registered with the authorization server by hand: {"client_id", "client_secret", '
+        '"issuer"} (docs/mcp.md, OAuth).',
+    )
     env_keys = serializers.SerializerMethodField()
     header_keys = serializers.SerializerMethodField()
     tool_count = serializers.SerializerMethodField()
@@ -66,6 +73,8 @@ class MCPServerSerializer(StrictModelSerializer):
             "approval_policy",
             "call_timeout_seconds",
             "idempotent_tools",
+            "authorization",
+            "oauth_client",
             "tool_count",
             "created_at",
             "updated_at",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from django.conf import settings
 
@@ -27,6 +28,19 @@ class ServerConfig:
     allow_private: bool = False
     call_timeout: float = 120.0
     idempotent_tools: frozenset[str] = frozenset()
+    # OAuth (registry.mcp.oauth): "none", "tenant" or "user"; credentials staff registered;
+    # whose grant this connection uses (None: the tenant's); the person's part (None:
+    # nobody, a needed authorization ends the connect with the link); where grants live
+    # (None: the database).
+    authorization: str = "none"
+    oauth_client: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    oauth_user_id: int | None = None
+    oauth_flow: Any = None
+    oauth_store: Any = None
+
+    @property
+    def uses_oauth(self) -> bool:
+        return self.authorization != "none"
 
     @classmethod
     def from_model(cls, server) -> ServerConfig:  # noqa: ANN001 - registry.models.MCPServer
@@ -43,6 +57,8 @@ class ServerConfig:
             allow_private=server.allow_private_network or settings.MCP_ALLOW_PRIVATE_URLS,
             call_timeout=float(server.call_timeout_seconds),
             idempotent_tools=frozenset(server.idempotent_tools or ()),
+            authorization=server.authorization,
+            oauth_client=MappingProxyType({str(k): str(v) for k, v in (server.oauth_client or {}).items()}),
         )
 
     @classmethod

@@ -26,6 +26,9 @@ from registry.mcp.connection import Connection
 from registry.mcp.results import to_envelope
 from registry.mcp.urls import check_url
 
+# The suite's authorization servers expect this client id where they accept Client ID
+# Metadata Documents (they fetch nothing from it).
+SUITE_CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 SCENARIO_VARIABLE = "MCP_CONFORMANCE_SCENARIO"
 CONTEXT_VARIABLE = "MCP_CONFORMANCE_CONTEXT"
 REVISION_VARIABLE = "MCP_CONFORMANCE_PROTOCOL_VERSION"
@@ -85,6 +88,7 @@ async def run(url: str, scenario: str, context: dict) -> Outcome:
         url=url,
         allow_private=True,
         call_timeout=TIMEOUT,
+        **_oauth(url, context),
     )
 
     async def tools_changed(_tools: list) -> None:
@@ -110,6 +114,22 @@ async def run(url: str, scenario: str, context: dict) -> Outcome:
     finally:
         await connection.close()
     return outcome
+
+
+def _oauth(url: str, context: dict) -> dict:
+    """The OAuth part of the run's server: Eunice's provider, keeping grants in memory, following
+    the authorization server's redirect without a browser, with the credentials the scenario
+    pre-registered (``client_id``, ``client_secret`` in its context) if any. A server that
+    asks for no authorization never calls on it."""
+    from registry.mcp.http import pinned_client
+    from registry.mcp.oauth import FollowRedirect, MemoryStore
+
+    preregistered = {key: str(context[key]) for key in ("client_id", "client_secret", "issuer") if context.get(key)}
+    flow = FollowRedirect(
+        lambda: pinned_client(check_url(url, allow_private=True), None, elsewhere=True, allow_private=True),
+        client_metadata_url=SUITE_CLIENT_METADATA_URL,
+    )
+    return {"authorization": "tenant", "oauth_store": MemoryStore(preregistered), "oauth_flow": flow}
 
 
 async def _call(connection: Connection, tool: str, arguments: dict) -> str:

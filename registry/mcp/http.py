@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any
 
+from registry.mcp import MCPError
 from registry.mcp.urls import PinnedURL
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 300.0
-CHALLENGE_CHARS = 300  # of a WWW-Authenticate header shown in an error
+CHALLENGE_CHARS = 300
+AUTH_FLOW_REQUESTS = 30  # at most, in one OAuth flow  # of a WWW-Authenticate header shown in an error
 
 
 @dataclass
@@ -41,24 +44,49 @@ class HTTPRefusal:
         return text
 
 
-def pinned_client(pinned: PinnedURL, headers: Mapping[str, str] | None, refusal: HTTPRefusal | None = None):
+def pinned_client(
+    pinned: PinnedURL,
+    headers: Mapping[str, str] | None,
+    refusal: HTTPRefusal | None = None,
+    *,
+    auth: Any = None,
+    elsewhere: bool = False,
+    allow_private: bool = False,
+):
     """An ``httpx2.AsyncClient`` that only ever talks to ``pinned.address``.
 
     The Host header and TLS server name stay the URL's host; a request for any
     other host is refused, and no redirect is followed (max_redirects=0).
     An error status is noted in ``refusal``, if given.
+
+    With ``elsewhere`` (an OAuth connection: its authorization server may live on
+    another host) a request for another host is checked as the server's URL was
+    (``check_url``: public addresses only unless ``allow_private``) and pinned to
+    the address that check resolved. ``auth`` is the client's httpx2 auth (the
+    OAuth provider).
     """
+    import asyncio
+
     import httpx2
+
+    from registry.mcp.urls import check_url
 
     class PinnedTransport(httpx2.AsyncBaseTransport):
         def __init__(self) -> None:
             self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
 
         async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            host, address = pinned.host, pinned.address
             if request.url.host.rstrip(".") != pinned.host:
-                raise httpx2.ConnectError(f"refusing a request to {request.url.host}: not the configured host")
-            request.url = request.url.copy_with(host=pinned.address)
-            request.extensions = {**request.extensions, "sni_hostname": pinned.host}
+                if not elsewhere:
+                    raise httpx2.ConnectError(f"refusing a request to {request.url.host}: not the configured host")
+                try:
+                    checked = await asyncio.to_thread(check_url, str(request.url), allow_private=allow_private)
+                except MCPError as exc:
+                    raise httpx2.ConnectError(f"refusing a request to {request.url.host}: {exc}") from None
+                host, address = checked.host, checked.address
+            request.url = request.url.copy_with(host=address)
+            request.extensions = {**request.extensions, "sni_hostname": host}
             response = await self._inner.handle_async_request(request)
             if refusal is not None and response.status_code >= 400:
                 refusal.record(response.status_code, response.headers.get("www-authenticate", ""))
@@ -69,9 +97,12 @@ def pinned_client(pinned: PinnedURL, headers: Mapping[str, str] | None, refusal:
 
     return httpx2.AsyncClient(
         transport=PinnedTransport(),
+        auth=auth,
         headers=dict(headers or {}),
         timeout=httpx2.Timeout(CONNECT_TIMEOUT, read=READ_TIMEOUT),
         follow_redirects=False,
-        max_redirects=0,
+        # httpx counts an auth flow's own requests (discovery, registration, token) as
+        # redirects: room for them; no redirect is followed either way.
+        max_redirects=AUTH_FLOW_REQUESTS if auth is not None else 0,
         trust_env=False,
     )

@@ -11,6 +11,7 @@ backs off after a failure.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 from django.db import close_old_connections
 
 from registry.context import ToolContext, no_progress
-from registry.contract import Err, Ok
+from registry.contract import Err, Hint, Ok
 from registry.lazy import Lazy
 from registry.mcp import MCPError, inventory, require_sdk
 from registry.mcp.breaker import CircuitBreaker
@@ -30,7 +31,7 @@ from registry.mcp.connection import Connection, ConnectionLost, InvalidResult, P
 from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
 from registry.mcp.transports import MissingEndpoint, transport_of
-from registry.models import MCPServer, MCPStatus
+from registry.models import MCPAuthorization, MCPServer, MCPStatus
 from registry.signals import definitions_changed, mcp_tools_changed
 
 logger = logging.getLogger("eunice.mcp")
@@ -156,6 +157,8 @@ class MCPManager:
         # Keyed by the server row's id: names repeat across tenants, and a new server
         # that reuses a deleted one's name is a different server.
         self._connections: dict[int, Connection] = {}
+        # Per-user OAuth servers: each user's own session, keyed by (server id, user id).
+        self._user_connections: dict[tuple[int, int], Connection] = {}
         self._breakers: dict[int, CircuitBreaker] = {}
         self._backoff: dict[int, _Backoff] = {}
         self._connected: dict[int, threading.Event] = {}
@@ -232,6 +235,7 @@ class MCPManager:
         """Close the session and soft-delete the server's rows; returns how many."""
         with self._server_lock(server_id):
             self._close(server_id)
+            self.forget_user(server_id)
             retired = inventory.retire(server_id)
             definitions_changed()
             inventory.mark(server_id, MCPStatus.DISCONNECTED)
@@ -267,6 +271,8 @@ class MCPManager:
                 logger.warning("MCP reconnects did not stop within 20 s")
         for name in list(self._connections):
             self._close(name)
+        for server_id in {key[0] for key in self._user_connections}:
+            self.forget_user(server_id)
         with self._lock:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
         if loop is not None and thread is not None:
@@ -324,8 +330,15 @@ class MCPManager:
     # --- calls -------------------------------------------------------------------
 
     def call_tool(
-        self, server_id: int, tool: str, arguments: dict, cancelled: Any = None, progress: Progress | None = None
-    ) -> Ok | Err:
+        self,
+        server_id: int,
+        tool: str,
+        arguments: dict,
+        cancelled: Any = None,
+        progress: Progress | None = None,
+        *,
+        user_id: str | int = "",
+    ) -> Ok | Hint | Err:
         """tools/call on the server: an envelope, never an exception.
 
         A call is retried (once, after the server is reconnected) only when the
@@ -334,10 +347,17 @@ class MCPManager:
         call made while it is re-established) is the reconnect's business.
         ``acall_tool`` is the same call for a coroutine. ``progress`` receives the
         server's progress notifications for the call (see ``Connection.call``).
+        A per-user OAuth server's call runs on ``user_id``'s own connection; without
+        their authorization it answers a Hint carrying the link that starts it.
         """
         connection = self._connections.get(server_id)
         if connection is not None and not self._usable(server_id, connection):
             connection = self._await_reconnect(server_id, connection, cancelled)
+        if connection is not None and connection.config.authorization == MCPAuthorization.USER:
+            try:
+                connection = self._run(self._user_connection(connection, user_id), CONNECT_TIMEOUT + 5)
+            except (MCPError, TimeoutError) as exc:
+                return _not_authorized(connection.config.name, exc)
         breaker = self._admit(server_id, connection)
         if isinstance(breaker, Err):
             return breaker
@@ -359,8 +379,8 @@ class MCPManager:
         return to_envelope(conn, tool, result)
 
     async def acall_tool(
-        self, server_id: int, tool: str, arguments: dict, progress: Progress | None = None
-    ) -> Ok | Err:
+        self, server_id: int, tool: str, arguments: dict, progress: Progress | None = None, *, user_id: str | int = ""
+    ) -> Ok | Hint | Err:
         """``call_tool`` for a coroutine, with nothing blocking its loop: run right there when
         that loop is the MCP loop, else with one hop to it and back (no thread between).
         A cancel of the awaiting coroutine cancels the request, and the SDK tells the
@@ -369,6 +389,11 @@ class MCPManager:
         connection = found
         if found is not None and not self._usable(server_id, found):
             connection = await self._areconnected(server_id, found)
+        if connection is not None and connection.config.authorization == MCPAuthorization.USER:
+            try:
+                connection = await self._aon_loop(self._user_connection(connection, user_id), CONNECT_TIMEOUT + 5)
+            except (MCPError, TimeoutError) as exc:
+                return _not_authorized(connection.config.name, exc)
         admitted = self._admit(server_id, connection)
         if isinstance(admitted, Err):
             return admitted
@@ -387,6 +412,58 @@ class MCPManager:
             return _failed(config.name, tool, config.call_timeout, admitted, exc)
         admitted.success()
         return to_envelope(config.name, tool, result)
+
+    # --- per-user OAuth connections ----------------------------------------------------
+
+    async def _user_connection(self, listing: Connection, user_id: str | int) -> Connection:
+        """The open connection of ``user_id`` to a per-user OAuth server (opened on first
+        use, with that user's grant). Raises AuthorizationRequired (carrying the connect
+        link) when the user has no grant or it no longer works, MCPError otherwise."""
+        from registry.mcp.oauth import AuthorizationRequired, connect_url
+
+        config = listing.config
+        link = connect_url(config.id)
+        owner = int(user_id) if str(user_id).isdigit() else None
+        if owner is None:
+            raise AuthorizationRequired(f"MCP server {config.name!r} works only for a signed-in user", link)
+        key = (config.id, owner)
+        found = self._user_connections.get(key)
+        if found is not None and found.alive:
+            return found
+        if not await asyncio.to_thread(_with_db, _has_grant, config.id, owner):
+            raise AuthorizationRequired(f"MCP server {config.name!r} needs your authorization: open {link}", link)
+        fresh = Connection(
+            dataclasses.replace(config, oauth_user_id=owner, oauth_flow=None),
+            listing._pinned,
+            on_tools_changed=_ignore_listing,
+            on_lost=lambda _reason: self._forget_lost(key),
+        )
+        try:
+            await fresh.open(CONNECT_TIMEOUT)
+        except MCPError as exc:
+            if "AuthorizationRequired" in str(exc) or "needs your authorization" in str(exc):
+                raise AuthorizationRequired(
+                    f"MCP server {config.name!r} needs your authorization again: open {link}", link
+                ) from None
+            raise
+        self._user_connections[key] = fresh
+        return fresh
+
+    def _forget_lost(self, key: tuple[int, int]) -> None:
+        """A user's session ended by itself: the next call opens a fresh one."""
+        self._user_connections.pop(key, None)
+
+    def forget_user(self, server_id: int, user_id: int | None = None) -> None:
+        """Close one user's connection to the server (every user's with ``user_id`` None):
+        their grant was revoked."""
+        keys = [key for key in list(self._user_connections) if key[0] == server_id and user_id in (None, key[1])]
+        for key in keys:
+            connection = self._user_connections.pop(key, None)
+            if connection is not None:
+                try:
+                    self._run(connection.close(), 15.0)
+                except TimeoutError:
+                    logger.warning("MCP server %s did not close within 15 s", connection.config.name)
 
     # --- resources ---------------------------------------------------------------
 
@@ -652,6 +729,25 @@ class MCPManager:
             return self._locks.setdefault(server_id, threading.Lock())
 
 
+def _has_grant(server_id: int, user_id: int) -> bool:
+    from registry.models import MCPOAuthGrant
+
+    return MCPOAuthGrant.objects.owned_by(server_id, user_id).exclude(tokens="").exists()
+
+
+async def _ignore_listing(_tools: list[RemoteTool]) -> None:
+    """A user's own session does not re-list: the server's listing connection does."""
+
+
+def _not_authorized(conn: str, exc: Exception) -> Hint | Err:
+    """A call the user's authorization is missing for: a Hint with the link; else the Err."""
+    from registry.mcp.oauth import AuthorizationRequired
+
+    if isinstance(exc, AuthorizationRequired):
+        return Hint("fetch", f"{exc}, then call again")
+    return Err(f"MCP server {conn!r} could not be reached for this user: {exc}", "MCPUnavailable")
+
+
 def _lost_under_call(conn: str, exc: ConnectionLost) -> Err:
     return Err(f"MCP server {conn!r} went away during the call: {exc}; reconnecting", "MCPConnectionLost")
 
@@ -678,10 +774,10 @@ def _failed(conn: str, tool: str, timeout: float, breaker: CircuitBreaker, exc: 
 def _handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
-    def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
+    def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Hint | Err:
         token = context.cancel
         cancelled = (lambda: token.cancelled) if token is not None else None
-        return manager.call_tool(server_id, tool, inputs, cancelled, _watched(context))
+        return manager.call_tool(server_id, tool, inputs, cancelled, _watched(context), user_id=context.user_id)
 
     call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return call_mcp_tool
@@ -698,8 +794,8 @@ def _on_loop_handler(manager: MCPManager, config: ServerConfig, tool: str):
     cancels it by cancelling the call's task)."""
     server_id = config.id
 
-    async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
-        return await manager.acall_tool(server_id, tool, inputs, _watched(context))
+    async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Hint | Err:
+        return await manager.acall_tool(server_id, tool, inputs, _watched(context), user_id=context.user_id)
 
     acall_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return acall_mcp_tool

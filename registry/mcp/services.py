@@ -52,6 +52,8 @@ EDITABLE = (
     "approval_policy",
     "call_timeout_seconds",
     "idempotent_tools",
+    "authorization",
+    "oauth_client",
 )
 CHANGED_SINCE_SHOWN = "{tool!r} changed since you opened this page; review it again"
 

@@ -69,8 +69,26 @@ def _open_http(config: ServerConfig, pinned: PinnedURL | None) -> Opened:
 
     assert pinned is not None, "an HTTP server is connected only after check() pinned its address"
     refusal = HTTPRefusal()
-    client = pinned_client(pinned, config.headers, refusal)
+    auth = _oauth(config, pinned) if config.uses_oauth else None
+    client = pinned_client(
+        pinned, config.headers, refusal, auth=auth, elsewhere=auth is not None, allow_private=config.allow_private
+    )
     return Opened(_Owning(client, streamable_http_client(pinned.url, http_client=client)), refusal=refusal)
+
+
+def _oauth(config: ServerConfig, pinned: PinnedURL) -> Any:
+    """The SDK's OAuth provider for the connection (registry.mcp.oauth)."""
+    from registry.mcp import oauth
+
+    store = config.oauth_store
+    if store is None:
+        owner = config.oauth_user_id
+        if owner is None and config.authorization == "user":
+            owner = oauth.ANY_USER  # listing a per-user server's tools: any user's grant will do
+        store = oauth.GrantStore(config.id, owner, config.oauth_client)
+    flow = config.oauth_flow or oauth.NoPerson(config.id, config.name)
+    metadata_url = getattr(flow, "client_metadata_url", None) or oauth.client_metadata_url()
+    return oauth.provider(pinned.url, store, flow, metadata_url=metadata_url)
 
 
 class _Owning:

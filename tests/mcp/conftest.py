@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import socket
@@ -21,6 +22,7 @@ from tests.conftest import TENANT
 DEMO = str(Path(__file__).with_name("servers") / "demo.py")
 ROGUE = str(Path(__file__).with_name("servers") / "rogue.py")
 SHIFTING = str(Path(__file__).with_name("servers") / "shifting.py")
+OAUTH_SERVER = str(Path(__file__).with_name("servers") / "oauth.py")
 WAIT = 30.0  # the bound on every wait in these tests
 
 
@@ -117,8 +119,16 @@ def free_port() -> int:
 def http_demo():
     """The demo server on Streamable HTTP, on loopback; yields its URL."""
     port = free_port()
+    with serving([DEMO, "http", str(port)], "Uvicorn running on"):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.contextmanager
+def serving(args: list[str], ready: str):
+    """A Python server process (``args``), from the moment it says ``ready`` on stderr until
+    the block ends."""
     process = subprocess.Popen(
-        [sys.executable, DEMO, "http", str(port)],
+        [sys.executable, *args],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -126,9 +136,9 @@ def http_demo():
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
     try:
-        while "Uvicorn running on" not in lines.get(timeout=WAIT):
+        while ready not in lines.get(timeout=WAIT):
             pass
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield process
     finally:
         process.terminate()
         process.wait(timeout=WAIT)

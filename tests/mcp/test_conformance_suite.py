@@ -1,6 +1,7 @@
 """The official MCP conformance suite's client scenarios pass against Eunice's own client
 (manage.py mcp_conformance_client), one scenario at a time: both revisions, every scenario
-without an OAuth step. Needs npm (the suite and Node 22 are fetched on first use)."""
+without an OAuth step and one auth/* scenario of each kind (the script's --requirements runs
+every one). Needs npm (the suite and Node 22 are fetched on first use)."""
 
 import shutil
 import subprocess
@@ -14,12 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: the conformance suite cannot be fetched")
-def test_every_client_scenario_without_oauth_passes_on_both_revisions():
+@pytest.mark.timeout(600)  # 15 scenarios, each a Node and a manage.py process
+def test_the_client_scenarios_pass_on_both_revisions_authorization_included():
     run = subprocess.run(
         [str(ROOT / "scripts" / "mcp-conformance")], cwd=ROOT, capture_output=True, text=True, timeout=1500
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "passed 11 of 11 client scenarios" in run.stdout
+    assert "passed 15 of 15 client scenarios" in run.stdout
 
 
 def test_the_client_sends_what_a_schema_asks_for_defaults_first():

@@ -3,8 +3,9 @@ import shlex
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from registry.mcp.oauth import connect_url
 from registry.mcp.services import Operator, create_server
-from registry.models import ApprovalPolicy, MCPTransport
+from registry.models import ApprovalPolicy, MCPAuthorization, MCPTransport
 
 
 class Command(BaseCommand):
@@ -28,6 +29,12 @@ class Command(BaseCommand):
             help="manual: each tool waits for staff approval whenever it appears; "
             "auto: tools are approved as first listed (default: manual).",
         )
+        parser.add_argument(
+            "--oauth",
+            choices=[MCPAuthorization.TENANT, MCPAuthorization.USER],
+            help="An OAuth-protected server: tenant (staff authorize once, in the admin) or user "
+            "(each user authorizes from the chat page). docs/mcp.md, OAuth.",
+        )
 
     def handle(self, *args, **options) -> None:
         fields: dict = {"allow_private_network": options["allow_private"], "approval_policy": options["approval"]}
@@ -38,10 +45,15 @@ class Command(BaseCommand):
             fields.update(transport=MCPTransport.STDIO, command=argv[0], args=argv[1:], env=_pairs(options["env"]))
         else:
             fields.update(transport=MCPTransport.STREAMABLE_HTTP, url=options["url"], headers=_pairs(options["header"]))
+            if options["oauth"]:
+                fields["authorization"] = options["oauth"]
         try:
             server = create_server(acting_user=Operator(), tenant_id=options["tenant"], name=options["name"], **fields)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+        if server.authorization != MCPAuthorization.NONE:
+            self.stdout.write(f"added {server.name} ({server.transport}); authorize it at {connect_url(server.pk)}")
+            return
         self.stdout.write(
             f"added {server.name} ({server.transport}); connect it with: manage.py mcp_connect {server.name}"
         )
