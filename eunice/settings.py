@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "datacatalog",
     "tools",
     "conversations",
+    "mcpserver",
 ]
 # daphne's app makes `manage.py runserver` serve the ASGI app (websockets included). It
 # imports Twisted when the apps load, which cost every other command and the server as

@@ -1,0 +1,58 @@
+"""Never anonymous, never another tenant's bundle, never a rebinding page: refused before the SDK."""
+
+import httpx2 as httpx
+import pytest
+
+from tests.mcpserver.conftest import bundle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def post(url: str, **headers: str) -> httpx.Response:
+    return httpx.post(url, json=INITIALIZE, headers={**ACCEPT, **headers}, timeout=30)
+
+
+def test_a_request_without_a_token_is_refused_and_told_where_to_authorize(served):
+    answer = post(served.url())
+    assert answer.status_code == 401
+    assert answer.headers["www-authenticate"].startswith("Bearer")
+    assert "authentication required" in answer.json()["error"]["message"]
+
+
+def test_an_unknown_token_is_refused(served):
+    assert post(served.url(), Authorization="Bearer not-a-token").status_code == 401
+
+
+def test_a_user_of_another_tenant_cannot_reach_a_bundle(served, olga):
+    bundle("writing", "plan")
+    answer = post(served.url("writing"), Authorization=f"Bearer {olga}")
+    assert answer.status_code == 404
+    assert "no bundle 'writing'" in answer.json()["error"]["message"]
+
+
+def test_a_disabled_bundle_is_not_served(served, ann):
+    bundle("writing", "plan", enabled=False)
+    assert post(served.url("writing"), Authorization=f"Bearer {ann}").status_code == 404
+
+
+def test_a_rebinding_host_is_refused_even_with_a_valid_token(served, ann):
+    answer = post(served.url(), Authorization=f"Bearer {ann}", Host="evil.example.com")
+    assert answer.status_code == 403
+
+
+def test_a_foreign_origin_is_refused_and_the_servers_own_origin_accepted(served, ann):
+    own = f"http://127.0.0.1:{served.port}"
+    assert post(served.url(), Authorization=f"Bearer {ann}", Origin="http://evil.example.com").status_code == 403
+    assert post(served.url(), Authorization=f"Token {ann}", Origin=own).status_code == 200
+
+
+def test_a_path_below_a_bundle_is_not_an_endpoint(served, ann):
+    assert post(served.url("writing") + "more/", Authorization=f"Bearer {ann}").status_code == 404
