@@ -24,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import concurrent.futures
 import contextlib
 import json
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -39,6 +40,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
+from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from eunice.origins import http_host_and_origin_allowed
@@ -71,12 +73,14 @@ class MCPEndpoint:
         page_size: int = PAGE_SIZE,
         watch_seconds: float = WATCH_SECONDS,
         resource_metadata_url: Callable[[dict], str] | None = None,
+        requires: Mapping[str, dict] | None = None,
     ) -> None:
         self.identify = identify
         self.default_bundle = default_bundle
         self.page_size = page_size
         self.watch_seconds = watch_seconds
         self.resource_metadata_url = resource_metadata_url
+        self.requires = dict(requires or {})
         self.server: Server[Any] = Server(
             "eunice",
             version="1",
@@ -193,6 +197,7 @@ class MCPEndpoint:
         if caller.names is not None and name not in caller.names:
             tools = await aio.in_db_thread(served_tools)(get_registry(), caller.tenant_id, caller.names)
             return _error_result(not_served(name, tools))
+        _check_client_capabilities(ctx, name, self.requires.get(name))
         progress = _Progress(ctx)
         context = ToolContext(tenant_id=caller.tenant_id, user_id=caller.user_id, progress=progress.report)
         result = await get_registry().aexecute_tool(name, dict(params.arguments or {}), context)
@@ -248,7 +253,7 @@ class _Progress:
         self.ctx = ctx
         self.request_id = str(ctx.request_id) if ctx.request_id is not None else None
         self.loop = asyncio.get_running_loop()
-        self.sent: list[asyncio.Future] = []
+        self.sent: list[concurrent.futures.Future] = []
 
     def report(self, message: str, fraction: float | None = None) -> None:
         if self.token is None:
@@ -257,13 +262,12 @@ class _Progress:
         coroutine = self.ctx.session.send_progress_notification(
             self.token, progress, 100 if fraction is not None else None, message or None, self.request_id
         )
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        self.sent.append(asyncio.wrap_future(future))
+        self.sent.append(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
 
     async def flush(self) -> None:
         """Wait until every report is on the wire: before the result, which ends the stream."""
         if self.sent:
-            await asyncio.gather(*self.sent, return_exceptions=True)
+            await asyncio.gather(*(asyncio.wrap_future(sent) for sent in self.sent), return_exceptions=True)
 
 
 def _fingerprints(keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -286,6 +290,20 @@ def _caller(ctx: ServerRequestContext[Any]) -> Caller:
     if caller is None:  # every request passes MCPEndpoint.__call__ first
         raise MCPError(types.INVALID_REQUEST, "no caller: this request did not come through the endpoint")
     return caller
+
+
+def _check_client_capabilities(ctx: ServerRequestContext[Any], name: str, required: dict | None) -> None:
+    """Raise -32021 (HTTP 400) when the tool needs a client capability this client did not declare."""
+    if not required:
+        return
+    declared = ctx.session.client_capabilities
+    missing = {key: value for key, value in required.items() if getattr(declared, key, None) is None}
+    if missing:
+        raise MCPError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"{name} needs the client capabilities {', '.join(sorted(missing))}, which this client did not declare",
+            {"requiredCapabilities": missing},
+        )
 
 
 def _error_result(text: str) -> types.CallToolResult:

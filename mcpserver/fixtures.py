@@ -76,6 +76,21 @@ def tool_with_logging(inputs: dict, context: ToolContext) -> Ok:
     return _text("Logging completed.")
 
 
+def missing_capability(inputs: dict, context: ToolContext) -> Ok:
+    # Served only to clients that declare sampling (REQUIRES); it never asks for a sample.
+    return _text("This client declared the sampling capability.")
+
+
+def trigger_tool_change(inputs: dict, context: ToolContext) -> Ok:
+    """Turn ``test_changing_tool`` off or on: the served list changes, and listeners hear it."""
+    from registry.models import ToolDefinition
+
+    tool = ToolDefinition.objects.get(name="test_changing_tool")
+    tool.enabled = not tool.enabled
+    tool.save(update_fields=["enabled", "updated_at"])
+    return _text(f"test_changing_tool is now {'served' if tool.enabled else 'withdrawn'}.")
+
+
 NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
 
 # name → (handler, description)
@@ -88,7 +103,13 @@ FIXTURES = {
     "test_error_handling": (error_handling, "Always fails, to test error reporting."),
     "test_tool_with_progress": (tool_with_progress, "Reports progress three times."),
     "test_tool_with_logging": (tool_with_logging, "Reports three steps while it runs."),
+    "test_missing_capability": (missing_capability, "Needs a client that declares sampling."),
+    "test_trigger_tool_change": (trigger_tool_change, "Withdraws or restores test_changing_tool."),
+    "test_changing_tool": (simple_text, "Comes and goes with test_trigger_tool_change."),
 }
+
+# The client capabilities a fixture needs (MCPEndpoint's ``requires``).
+REQUIRES = {"test_missing_capability": {"sampling": {}}}
 
 
 def install(registry: Any) -> None:

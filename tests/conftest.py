@@ -235,6 +235,7 @@ ONCE = (
     "tests/mcp/test_admin_connections.py",
     "tests/mcp/test_task_required_tools_are_not_offered.py",
     "tests/mcp/test_conformance_suite.py::test_every_client_scenario_without_oauth_passes_on_both_revisions",
+    "tests/mcpserver/test_conformance_suite.py",
     "tests/test_execution_log.py::test_buffered_rows_are_written_when_the_process_exits",
     "tests/test_settings_from_environment.py::test_check_deploy_passes_with_the_documented_production_environment",
 )

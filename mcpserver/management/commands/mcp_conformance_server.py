@@ -45,7 +45,12 @@ class Command(BaseCommand):
         def the_fixture_user(authorization: str, bundle: str) -> Caller:
             return caller
 
-        endpoint = MCPEndpoint(identify=the_fixture_user, default_bundle=fixtures.BUNDLE)
+        endpoint = MCPEndpoint(
+            identify=the_fixture_user,
+            default_bundle=fixtures.BUNDLE,
+            requires=fixtures.REQUIRES,
+            watch_seconds=0.25,  # the suite listens for a list change for 1.5 s
+        )
         app = MCPMount(get_asgi_application(), endpoint)
         self.stdout.write(f"serving the conformance fixtures at http://127.0.0.1:{port}/mcp")
         uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
