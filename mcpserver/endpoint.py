@@ -10,6 +10,9 @@ request carrying its own ``_meta``). Before the SDK sees a request, the endpoint
    never anonymous, except for the local conformance fixture),
 3. counts the request against the caller's REST rate (429 past it).
 
+A caller once identified is remembered for ``IDENTITY_SECONDS`` (2 s), so a session's
+requests cost no query each; a revoked token is refused within that time.
+
 ``tools/list`` serves the bundle's tools (mcpserver/served.py), paged; ``tools/call``
 hands the call to ``ToolRegistry.aexecute_tool`` with the caller's tenant and user, so
 it meets the registry's gate (policies, persons' approvals), its workers' per-tenant
@@ -28,11 +31,13 @@ import concurrent.futures
 import contextlib
 import json
 import logging
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as types
+from django.db.models.signals import post_delete, post_save
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
@@ -45,6 +50,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from eunice.origins import http_host_and_origin_allowed
 from mcpserver import callers
+from mcpserver.models import Bundle
 from mcpserver.served import Caller, content_blocks, fingerprint, not_served, served_tools
 from registry import aio
 from registry.context import ToolContext
@@ -55,6 +61,10 @@ logger = logging.getLogger("eunice.mcpserver")
 PAGE_SIZE = 100  # tools per tools/list page
 WATCH_SECONDS = 1.0  # how often the served lists are compared with what clients were served
 SCOPE_KEY = "eunice.mcp.caller"
+# A caller once identified is remembered this long: a revoked token, a user made inactive
+# or a disabled bundle is refused within it. Refusals are never remembered.
+IDENTITY_SECONDS = 2.0
+MAX_KNOWN = 4096
 
 Identify = Callable[[str, str], "Caller | callers.Refusal"]
 
@@ -98,9 +108,15 @@ class MCPEndpoint:
         self._sessions: dict[tuple[str, str], weakref.WeakSet] = {}
         self._buses: dict[tuple[str, str], tuple[InMemorySubscriptionBus, ListenHandler]] = {}
         self._served: dict[tuple[str, str], str] = {}  # key -> fingerprint of what was served
+        self._known: dict[tuple[str, str], tuple[Caller, float]] = {}  # (authorization, bundle) -> caller, until
         self._ready: asyncio.Event | None = None
         self._runner: asyncio.Task | None = None
         _advertise_list_changed(self.server, self._options)
+        # A bundle saved or deleted in this process: identify its callers afresh (another
+        # process's edit reaches a watched bundle through the watcher, any other within
+        # IDENTITY_SECONDS). Held weakly: the receiver goes with the endpoint.
+        post_save.connect(self._bundle_changed, sender=Bundle)
+        post_delete.connect(self._bundle_changed, sender=Bundle)
 
     # --- ASGI -----------------------------------------------------------------
 
@@ -112,15 +128,38 @@ class MCPEndpoint:
             return await _plain(send, 404, "no such MCP endpoint: use /mcp/ or /mcp/<bundle>/")
         if not http_host_and_origin_allowed(scope):
             return await _plain(send, 403, "the Host or Origin header is not allowed here")
-        found = await aio.in_db_thread(self.identify)(_header(scope, b"authorization"), bundle)
+        found = await aio.in_db_thread(self._admit)(_header(scope, b"authorization"), bundle)
         if isinstance(found, callers.Refusal):
             return await self._refuse(scope, send, found)
-        if not await aio.in_db_thread(callers.within_rate)(found.user_id):
-            return await _plain(send, 429, "too many requests: slow down", {"retry-after": "1"})
         token = AccessToken(token="", client_id=found.principal, scopes=[])
         scope = {**scope, SCOPE_KEY: found, "user": AuthenticatedUser(token)}
         await self.started()
         await self.manager.handle_request(scope, receive, send)
+
+    def _admit(self, authorization: str, bundle: str) -> Caller | callers.Refusal:
+        """The caller, or why not: identified (remembered for ``IDENTITY_SECONDS``), then
+        counted against the REST rate. One trip to a database thread for both."""
+        key = (authorization, bundle)
+        now = time.monotonic()
+        known = self._known.get(key)
+        if known is not None and known[1] > now:
+            found: Caller | callers.Refusal = known[0]
+        else:
+            found = self.identify(authorization, bundle)
+            if isinstance(found, Caller):
+                if len(self._known) >= MAX_KNOWN:
+                    self._known.clear()
+                self._known[key] = (found, now + IDENTITY_SECONDS)
+        if isinstance(found, Caller) and not callers.within_rate(found.user_id):
+            return callers.Refusal(429, "too many requests: slow down and retry in a second")
+        return found
+
+    def _forget(self, key: tuple[str, str] | None = None) -> None:
+        """Identify callers (of the tenant and bundle ``key``; None: all) afresh on their next request."""
+        self._known = {k: v for k, v in self._known.items() if key is not None and v[0].key != key}
+
+    def _bundle_changed(self, **kwargs: Any) -> None:
+        self._forget()
 
     def _bundle_of(self, path: str) -> str | None:
         parts = [part for part in path.split("/") if part]
@@ -130,6 +169,8 @@ class MCPEndpoint:
 
     async def _refuse(self, scope: dict, send: Callable, refusal: callers.Refusal) -> None:
         headers = {}
+        if refusal.status == 429:
+            headers["retry-after"] = "1"
         if refusal.status == 401:
             challenge = 'Bearer error="invalid_token"'
             if self.resource_metadata_url is not None:
@@ -237,6 +278,7 @@ class MCPEndpoint:
             if now[key] == self._served[key]:
                 continue
             self._served[key] = now[key]
+            self._forget(key)  # the bundle may have changed: identify its callers afresh
             for connection in list(self._sessions.get(key, ())):
                 await connection.notify("notifications/tools/list_changed", None)
             if key in self._buses:
@@ -271,8 +313,6 @@ class _Progress:
 
 
 def _fingerprints(keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    from mcpserver.models import Bundle
-
     registry = get_registry()
     now = {}
     for tenant_id, slug in keys:

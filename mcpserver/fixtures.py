@@ -109,7 +109,7 @@ FIXTURES = {
 }
 
 # The client capabilities a fixture needs (MCPEndpoint's ``requires``).
-REQUIRES = {"test_missing_capability": {"sampling": {}}}
+REQUIRES: dict[str, dict[str, dict]] = {"test_missing_capability": {"sampling": {}}}
 
 
 def install(registry: Any) -> None:

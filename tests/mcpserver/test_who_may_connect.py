@@ -56,3 +56,17 @@ def test_a_foreign_origin_is_refused_and_the_servers_own_origin_accepted(served,
 
 def test_a_path_below_a_bundle_is_not_an_endpoint(served, ann):
     assert post(served.url("writing") + "more/", Authorization=f"Bearer {ann}").status_code == 404
+
+
+def test_requests_past_the_users_rest_rate_are_refused_with_retry_after(served, ann, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "user": "2/min"},
+    }
+    answers = [post(served.url(), Authorization=f"Bearer {ann}").status_code for _ in range(3)]
+    refused = post(served.url(), Authorization=f"Bearer {ann}")
+    assert answers[:2] == [200, 200] and refused.status_code == 429
+    assert refused.headers["retry-after"] == "1"
