@@ -15,13 +15,12 @@ from conversations.routing import websocket_urlpatterns  # noqa: E402
 from eunice.origins import CsrfOriginValidator  # noqa: E402
 from eunice.websocket_auth import WebsocketAuthMiddlewareStack  # noqa: E402
 from mcpserver.endpoint import MCPEndpoint, MCPMount  # noqa: E402
-from mcpserver.oauth import resource_metadata_url  # noqa: E402
 
 # The embedded product serves its own static files (admin CSS, the chat page's
 # scripts); a deployment behind a web server can turn this off.
 http_app = ASGIStaticFilesHandler(django_http) if settings.EUNICE_SERVE_STATIC else django_http
 # /mcp and /mcp/<bundle>/: the tenant's approved tools to outside MCP clients (docs/mcp-server.md).
-mcp_endpoint = MCPEndpoint(resource_metadata_url=resource_metadata_url)
+mcp_endpoint = MCPEndpoint()
 
 application = ProtocolTypeRouter(
     {

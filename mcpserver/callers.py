@@ -14,10 +14,9 @@ from types import SimpleNamespace
 
 from eunice.throttling import UserThrottle
 from mcpserver.models import Bundle
+from mcpserver.oauth import EVERY_BUNDLE, user_and_scopes
 from mcpserver.served import Caller
 from registry.tenancy import tenant_of
-
-ALL_BUNDLES = "mcp"  # the OAuth scope that reaches every bundle of the user's tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +36,7 @@ def identify(authorization: str, bundle: str) -> Caller | Refusal:
     found = _user_of_api_token(credential)
     scopes: frozenset[str] | None = None
     if found is None:
-        from mcpserver import oauth
-
-        granted = oauth.user_and_scopes(credential)
+        granted = user_and_scopes(credential)
         if granted is not None:
             found, scopes = granted
     if found is None or not found.is_active:
@@ -47,7 +44,7 @@ def identify(authorization: str, bundle: str) -> Caller | Refusal:
     tenant_id = tenant_of(found)
     if not tenant_id:
         return Refusal(403, "this user belongs to no tenant, so there are no tools to serve")
-    if scopes is not None and ALL_BUNDLES not in scopes and f"bundle:{bundle or '*'}" not in scopes:
+    if scopes is not None and EVERY_BUNDLE not in scopes and f"bundle:{bundle or '*'}" not in scopes:
         return Refusal(403, f"the token's scopes do not include this bundle (scope `bundle:{bundle or '*'}`)")
     names: frozenset[str] | None = None
     instructions = ""

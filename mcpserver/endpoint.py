@@ -49,7 +49,7 @@ from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from eunice.origins import http_host_and_origin_allowed
-from mcpserver import callers
+from mcpserver import callers, oauth
 from mcpserver.models import Bundle
 from mcpserver.served import Caller, content_blocks, fingerprint, not_served, served_tools
 from registry import aio
@@ -82,7 +82,7 @@ class MCPEndpoint:
         default_bundle: str = "",
         page_size: int = PAGE_SIZE,
         watch_seconds: float = WATCH_SECONDS,
-        resource_metadata_url: Callable[[dict], str] | None = None,
+        resource_metadata_url: Callable[[dict], str] | None = oauth.resource_metadata_url,
         requires: Mapping[str, dict] | None = None,
     ) -> None:
         self.identify = identify

@@ -23,7 +23,8 @@ def post(url: str, **headers: str) -> httpx.Response:
 def test_a_request_without_a_token_is_refused_and_told_where_to_authorize(served):
     answer = post(served.url())
     assert answer.status_code == 401
-    assert answer.headers["www-authenticate"].startswith("Bearer")
+    metadata = f'resource_metadata="http://127.0.0.1:{served.port}/.well-known/oauth-protected-resource/mcp"'
+    assert answer.headers["www-authenticate"].startswith("Bearer") and metadata in answer.headers["www-authenticate"]
     assert "authentication required" in answer.json()["error"]["message"]
 
 
