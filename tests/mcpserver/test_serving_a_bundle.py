@@ -104,3 +104,19 @@ def test_the_tenants_policy_rules_refuse_a_call_from_outside(served, ann, make_t
     assert refused.is_error and "export" in refused.content[0].text
     writer().flush()
     assert ToolExecutionLog.objects.get(tool_name="export_all").success is False
+
+
+def test_a_tool_that_needs_a_persons_approval_does_not_run_and_says_where_it_waits(served, ann, make_tool):
+    from registry.models import ApprovalRule, PendingApproval
+
+    make_tool("wire_money", handlers.echo)
+    bundle("payments", "wire_money")
+    ApprovalRule.objects.create(name="money moves need a person", tenant_id="acme", tool_name="wire_money")
+
+    async def use():
+        async with client(served.url("payments"), ann, "2026-07-28") as mcp:
+            return await mcp.call_tool("wire_money", {})
+
+    waiting = asyncio.run(use())
+    assert waiting.is_error and "waits for the person's approval" in waiting.content[0].text
+    assert PendingApproval.objects.get(tool_name="wire_money").tenant_id == "acme"

@@ -71,3 +71,15 @@ def test_requests_past_the_users_rest_rate_are_refused_with_retry_after(served, 
     refused = post(served.url(), Authorization=f"Bearer {ann}")
     assert answers[:2] == [200, 200] and refused.status_code == 429
     assert refused.headers["retry-after"] == "1"
+
+
+def test_a_session_answers_only_the_token_that_opened_it(served, ann):
+    from tests.mcpserver.conftest import member
+
+    bob = member("bob", "acme")
+    opened = post(served.url(), Authorization=f"Bearer {ann}")
+    session = opened.headers["mcp-session-id"]
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    headers = {**ACCEPT, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    borrowed = httpx.post(served.url(), json=listing, headers={**headers, "Authorization": f"Bearer {bob}"})
+    assert borrowed.status_code == 404
