@@ -29,6 +29,7 @@ import base64
 import binascii
 import concurrent.futures
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -128,7 +129,11 @@ class MCPEndpoint:
             return await _plain(send, 404, "no such MCP endpoint: use /mcp/ or /mcp/<bundle>/")
         if not http_host_and_origin_allowed(scope):
             return await _plain(send, 403, "the Host or Origin header is not allowed here")
-        found = await aio.in_db_thread(self._admit)(_header(scope, b"authorization"), bundle)
+        authorization = _header(scope, b"authorization")
+        if self._admits_here(authorization, bundle):
+            found = self._admit(authorization, bundle)
+        else:
+            found = await aio.in_db_thread(self._admit)(authorization, bundle)
         if isinstance(found, callers.Refusal):
             return await self._refuse(scope, send, found)
         token = AccessToken(token="", client_id=found.principal, scopes=[])
@@ -154,6 +159,12 @@ class MCPEndpoint:
             return callers.Refusal(429, "too many requests: slow down and retry in a second")
         return found
 
+    def _admits_here(self, authorization: str, bundle: str) -> bool:
+        """Whether ``_admit`` needs no query nor network here, so may run on the event loop:
+        the caller is remembered and the rate is counted in this process's memory."""
+        known = self._known.get((authorization, bundle))
+        return known is not None and known[1] > time.monotonic() and _local_cache()
+
     def _forget(self, key: tuple[str, str] | None = None) -> None:
         """Identify callers (of the tenant and bundle ``key``; None: all) afresh on their next request."""
         self._known = {k: v for k, v in self._known.items() if key is not None and v[0].key != key}
@@ -172,10 +183,11 @@ class MCPEndpoint:
         if refusal.status == 429:
             headers["retry-after"] = "1"
         if refusal.status == 401:
-            challenge = 'Bearer error="invalid_token"'
+            # RFC 6750 §3: an error code only when credentials were sent.
+            parts = ['error="invalid_token"'] if _header(scope, b"authorization") else []
             if self.resource_metadata_url is not None:
-                challenge += f', resource_metadata="{self.resource_metadata_url(scope)}"'
-            headers["www-authenticate"] = challenge
+                parts.append(f'resource_metadata="{self.resource_metadata_url(scope)}"')
+            headers["www-authenticate"] = " ".join(["Bearer", ", ".join(parts)]).strip()
         await _plain(send, refusal.status, refusal.message, headers)
 
     async def lifespan(self, scope: dict, receive: Callable, send: Callable) -> None:
@@ -322,6 +334,13 @@ def _fingerprints(keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
             names = row.names() if row is not None else frozenset()
         now[(tenant_id, slug)] = fingerprint(served_tools(registry, tenant_id, names))
     return now
+
+
+@functools.cache
+def _local_cache() -> bool:
+    from django.conf import settings
+
+    return settings.CACHES["default"]["BACKEND"] == "django.core.cache.backends.locmem.LocMemCache"
 
 
 def _caller(ctx: ServerRequestContext[Any]) -> Caller:

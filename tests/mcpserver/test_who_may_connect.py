@@ -24,12 +24,14 @@ def test_a_request_without_a_token_is_refused_and_told_where_to_authorize(served
     answer = post(served.url())
     assert answer.status_code == 401
     metadata = f'resource_metadata="http://127.0.0.1:{served.port}/.well-known/oauth-protected-resource/mcp"'
-    assert answer.headers["www-authenticate"].startswith("Bearer") and metadata in answer.headers["www-authenticate"]
+    challenge = answer.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ") and metadata in challenge and "error=" not in challenge
     assert "authentication required" in answer.json()["error"]["message"]
 
 
-def test_an_unknown_token_is_refused(served):
-    assert post(served.url(), Authorization="Bearer not-a-token").status_code == 401
+def test_an_unknown_token_is_refused_as_an_invalid_token(served):
+    answer = post(served.url(), Authorization="Bearer not-a-token")
+    assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["www-authenticate"]
 
 
 def test_a_user_of_another_tenant_cannot_reach_a_bundle(served, olga):
