@@ -120,3 +120,16 @@ def test_a_tool_that_needs_a_persons_approval_does_not_run_and_says_where_it_wai
     waiting = asyncio.run(use())
     assert waiting.is_error and "waits for the person's approval" in waiting.content[0].text
     assert PendingApproval.objects.get(tool_name="wire_money").tenant_id == "acme"
+
+
+def test_another_tenants_tool_is_not_run_through_the_all_tools_endpoint(served, ann, make_tool):
+    make_tool("globex_payroll", handlers.echo, tenant_id=OTHER_TENANT)
+
+    async def use():
+        async with client(served.url(), ann) as mcp:
+            return await mcp.call_tool("globex_payroll", {})
+
+    answer = asyncio.run(use())
+    assert "unknown tool 'globex_payroll'" in answer.content[0].text and "echo" not in answer.content[0].text
+    writer().flush()
+    assert ToolExecutionLog.objects.get(tool_name="globex_payroll").outcome == "hint"  # answered, never run
