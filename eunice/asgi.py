@@ -14,14 +14,20 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 from eunice.origins import CsrfOriginValidator  # noqa: E402
 from eunice.websocket_auth import WebsocketAuthMiddlewareStack  # noqa: E402
+from mcpserver.endpoint import MCPEndpoint, MCPMount  # noqa: E402
 
 # The embedded product serves its own static files (admin CSS, the chat page's
 # scripts); a deployment behind a web server can turn this off.
 http_app = ASGIStaticFilesHandler(django_http) if settings.EUNICE_SERVE_STATIC else django_http
+# /mcp and /mcp/<bundle>/: the tenant's approved tools to outside MCP clients (docs/mcp-server.md).
+mcp_endpoint = MCPEndpoint()
 
 application = ProtocolTypeRouter(
     {
-        "http": http_app,
+        "http": MCPMount(http_app, mcp_endpoint),
+        # uvicorn's start and stop: the MCP endpoint's session manager (daphne sends none;
+        # the endpoint then starts with its first request).
+        "lifespan": mcp_endpoint.lifespan,
         # The Origin must match as HTTP's CSRF check would have it: scheme, host and port.
         "websocket": CsrfOriginValidator(WebsocketAuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -32,6 +32,27 @@ def websocket_origin_allowed(scope: Scope) -> bool:
         origin = headers[b"origin"].decode("ascii")
     except (KeyError, UnicodeDecodeError):
         return False
+    return _origin_allowed(scope, headers, origin)
+
+
+def http_host_and_origin_allowed(scope: Scope) -> bool:
+    """Whether an HTTP ``scope`` names a host of ``ALLOWED_HOSTS`` and, when it sends an
+    Origin (a browser does; a desktop client need not), one the websocket rule accepts.
+    The MCP endpoint's defence against DNS rebinding: a page on ``evil.example`` that
+    resolves to 127.0.0.1 sends that name as its Host and Origin, and is refused."""
+    headers = _headers(scope)
+    if _valid_host(scope, headers, _is_secure(scope, headers)) is None:
+        return False
+    if b"origin" not in headers:
+        return True
+    try:
+        origin = headers[b"origin"].decode("ascii")
+    except UnicodeDecodeError:
+        return False
+    return _origin_allowed(scope, headers, origin)
+
+
+def _origin_allowed(scope: Scope, headers: dict[bytes, bytes], origin: str) -> bool:
     secure = _is_secure(scope, headers)
     host = _valid_host(scope, headers, secure)
     if host is not None and origin == f"{'https' if secure else 'http'}://{host}":
@@ -65,7 +86,7 @@ def _is_secure(scope: Scope, headers: dict[bytes, bytes]) -> bool:
         header = meta_name.removeprefix("HTTP_").replace("_", "-").lower().encode()
         if header in headers:
             return headers[header].decode("latin1").split(",", 1)[0].strip() == secure_value
-    return scope.get("scheme") == "wss"
+    return scope.get("scheme") in ("wss", "https")
 
 
 def _valid_host(scope: Scope, headers: dict[bytes, bytes], secure: bool) -> str | None:

@@ -83,6 +83,8 @@ INSTALLED_APPS = [
     "datacatalog",
     "tools",
     "conversations",
+    "oauth2_provider",
+    "mcpserver",
 ]
 # daphne's app makes `manage.py runserver` serve the ASGI app (websockets included). It
 # imports Twisted when the apps load, which cost every other command and the server as
@@ -309,6 +311,38 @@ REST_FRAMEWORK: dict[str, Any] = {
     },
 }
 REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"].insert(0, "rest_framework.authentication.TokenAuthentication")
+# The MCP endpoint's OAuth 2.1 authorization server (mcpserver/oauth.py, docs/mcp-server.md):
+# public desktop clients register themselves, PKCE is required, tokens last an hour and
+# carry bundle scopes. Its rows are the platform's: only superusers see them in the admin.
+OAUTH2_PROVIDER: dict[str, Any] = {
+    "PKCE_REQUIRED": True,
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "SCOPES_BACKEND_CLASS": "mcpserver.oauth.BundleScopes",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": 30 * 24 * 3600,
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Eunice MCP tools",
+    # OAuth 2.1 is the security BCP (RFC 9700): S256 only, no implicit or password grant, ...
+    **{
+        f"COMPLIANT_BCP_RFC9700_{rule}": True
+        for rule in (
+            "IMPLICIT_GRANT",
+            "PASSWORD_GRANT",
+            "PKCE_METHOD",
+            "ACCESS_TOKEN_TRANSPORT",
+            "AUTHZ_RESPONSE_ISS",
+            "TOKEN_STORAGE",
+            "REFRESH_TOKEN",
+            "REDIRECT_URI_SCHEME",
+            "REDIRECT_URI_MATCHING",
+            "PKCE_REQUIRED",
+        )
+    },
+    **{
+        f"{kind}_ADMIN_CLASS": "eunice.platform_admin.PlatformAdmin"
+        for kind in ("APPLICATION", "ACCESS_TOKEN", "GRANT", "ID_TOKEN", "REFRESH_TOKEN")
+    },
+}
 # The OpenAPI schema and its UI describe every endpoint and field: served to
 # signed-in users only unless a deployment chooses to publish them.
 EUNICE_OPENAPI_PUBLIC = env_bool("EUNICE_OPENAPI_PUBLIC", False)

@@ -4,6 +4,7 @@ from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views import defaults
+from oauth2_provider import urls as oauth_urls
 
 from conversations import staff_views as telemetry_views
 from conversations import views as chat_views
@@ -27,6 +28,12 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
     return HttpResponseRedirect(static("eunice/favicon.svg"))
 
 
+# /.well-known/... at the root (RFC 8414, RFC 9728); authorize, token and registration under /o/.
+OAUTH_URLS = [
+    *oauth_urls.metadata_urlpatterns,
+    path("o/", include(oauth_urls.base_urlpatterns + oauth_urls.dcr_urlpatterns)),
+]
+
 urlpatterns = [
     path("", chat_views.chat, name="chat"),
     path("c/new/", chat_views.new_conversation, name="chat-new"),
@@ -47,6 +54,8 @@ urlpatterns = [
     path("mcp/oauth/<int:server_id>/connect/", oauth_views.connect, name="mcp-oauth-connect"),
     path("mcp/oauth/<int:server_id>/revoke/", oauth_views.revoke, name="mcp-oauth-revoke"),
     path("admin/", admin.site.urls),
+    # The MCP endpoint's OAuth authorization server and both metadata documents (docs/mcp-server.md).
+    path("", include((OAUTH_URLS, "oauth2_provider"))),
     path("api/", include("eunice.api_urls")),
     path("health/", health, name="health"),
     path("favicon.ico", favicon),

@@ -2,7 +2,7 @@
 
 Every caller reaches a handler through ``ToolRegistry.execute_tool``, and that runs
 ``check`` first: the chat dispatcher, a sandboxed program's inner ``call_tool``, the
-``call_tool`` command, a REST view, (later) the MCP endpoint and a person's approval.
+``call_tool`` command, a REST view, the MCP endpoint (mcpserver/) and a person's approval.
 The rules are a table, in order; the first that refuses decides:
 
 * ``sandboxed_caller``: a call made by sandboxed code (``context.sandbox``) may reach

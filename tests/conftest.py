@@ -239,6 +239,7 @@ ONCE = (
     "tests/web/test_mcp_oauth_browser.py",
     "tests/mcp/test_task_required_tools_are_not_offered.py",
     "tests/mcp/test_conformance_suite.py::test_the_client_scenarios_pass_on_both_revisions_authorization_included",
+    "tests/mcpserver/test_conformance_suite.py",
     "tests/test_execution_log.py::test_buffered_rows_are_written_when_the_process_exits",
     "tests/test_settings_from_environment.py::test_check_deploy_passes_with_the_documented_production_environment",
 )
