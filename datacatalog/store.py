@@ -160,19 +160,18 @@ def column_profiles(frame: pd.DataFrame) -> list[dict]:
     import pandas as pd
 
     sample = frame.head(PROFILE_ROWS)
-    profiles = []
+    profiles: list[dict[str, Any]] = []
     for position, (column, dtype) in enumerate(frame.dtypes.items()):
-        profile = {"name": str(column), "dtype": str(dtype)}
+        profile: dict[str, Any] = {"name": str(column), "dtype": str(dtype)}
         values = sample.iloc[:, position].dropna()
+        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+        textual = pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype | pd.CategoricalDtype)
         try:
             if values.empty:
                 pass
-            elif pd.api.types.is_bool_dtype(dtype):
-                pass
-            elif pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype):
-                low, high = values.min(), values.max()
-                profile["range"] = f"{_short(low)} to {_short(high)}"
-            elif pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype | pd.CategoricalDtype):
+            elif numeric or pd.api.types.is_datetime64_any_dtype(dtype):
+                profile["range"] = f"{_short(values.min())} to {_short(values.max())}"
+            elif textual:
                 common = values.astype(str).value_counts().head(PROFILE_VALUES).index
                 profile["values"] = [text[:PROFILE_CHARS] for text in common]
         except (TypeError, ValueError):  # mixed types a column may hold: no profile, nothing lost
@@ -181,7 +180,7 @@ def column_profiles(frame: pd.DataFrame) -> list[dict]:
     return profiles
 
 
-def _short(value) -> str:
+def _short(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)[:PROFILE_CHARS]
