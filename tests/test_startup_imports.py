@@ -25,6 +25,9 @@ HEAVY = (
     "daphne",
     "jsonschema",
     "pydantic",
+    "sklearn",
+    "shap",
+    "skops",
 )
 
 # The apps, the admin (autodiscovered while the apps load), the modules a CLI tool call
