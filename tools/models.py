@@ -372,6 +372,7 @@ class TrainedModel(models.Model):
     # Up to 100 training rows (features only): what SHAP compares a row against.
     background = models.JSONField(default=list)
     rows = models.PositiveIntegerField(default=0)
+    cv_rows = models.PositiveIntegerField(default=0)  # the rows the candidates were compared on
     status = models.CharField(max_length=16, choices=TrainingStatus.choices, default=TrainingStatus.QUEUED)
     progress_pct = models.PositiveSmallIntegerField(default=0)
     stage = models.CharField(max_length=200, blank=True)

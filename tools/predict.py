@@ -98,13 +98,17 @@ def _trained(row: TrainedModel) -> Ok:
     warnings = [Warning("data_quality", f"column {c} not used: {why}") for c, why in skipped.items()]
     text = (
         f"Model {row.name} v{row.version}: {row.algorithm} {row.task} of {row.target!r} trained on {row.rows:,} rows "
-        f"of {row.dataset!r} with {len(_columns(row))} feature(s). Cross-validated: {figures}. "
+        f"of {row.dataset!r} with {len(_columns(row))} feature(s). Cross-validated{_sampled(row)}: {figures}. "
         f"Candidates by {modelling.METRIC_LABELS[metric]}: {tried}. "
         "Use predict for new rows and explain_prediction for why."
     )
     return Ok(
         rows=1, data=text, warnings=warnings, effects=Effects(cards=[_results_card(row), _recommendation_card(row)])
     )
+
+
+def _sampled(row: TrainedModel) -> str:
+    return f" on a sample of {row.cv_rows:,} rows" if row.cv_rows < row.rows else ""
 
 
 def _figure(metric: str, figure: dict) -> str:
@@ -122,6 +126,7 @@ def _results_card(row: TrainedModel) -> dict:
         "dataset": row.dataset,
         "algorithm": row.algorithm,
         "trained_rows": row.rows,
+        "compared_on_rows": row.cv_rows,
         "features": _columns(row),
         "classes": row.classes,
         "metrics": [

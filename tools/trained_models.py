@@ -112,6 +112,7 @@ def _train(row: TrainedModel) -> None:
     )
     chosen = row.requested.get("algorithm", "auto")
     algorithms = modelling.AUTO_CANDIDATES if chosen == "auto" else (modelling.Algorithm(chosen),)
+    compared = modelling.for_comparison(training)
     candidates: list[dict[str, Any]] = []
     span = (CV_END - CV_START) / len(algorithms)
     for n, algorithm in enumerate(algorithms):
@@ -122,7 +123,7 @@ def _train(row: TrainedModel) -> None:
 
         _progress(row.pk, start, f"cross-validating {algorithm}")
         model = modelling.pipeline(training.features, modelling.estimator(training.task, algorithm))
-        candidates.append({"algorithm": str(algorithm), "metrics": modelling.fold_scores(model, training, report)})
+        candidates.append({"algorithm": str(algorithm), "metrics": modelling.fold_scores(model, compared, report)})
     metric = modelling.primary(training.task)
     best = max(candidates, key=lambda c: c["metrics"][metric]["mean"])
     _progress(row.pk, CV_END, f"fitting {best['algorithm']} on all {len(training.x):,} rows")
@@ -146,6 +147,7 @@ def _train(row: TrainedModel) -> None:
         candidates=candidates,
         background=json.loads(sample.to_json(orient="records")),
         rows=len(training.x),
+        cv_rows=len(compared.x),
         file_name=file_name,
         sha256=digest,
         updated_at=timezone.now(),

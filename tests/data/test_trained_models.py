@@ -98,6 +98,17 @@ def test_without_an_algorithm_the_better_candidate_is_kept_and_recommended(books
     assert "R² " in text(info) and "Features: age, sex, bmi" in text(info)
 
 
+def test_past_the_comparison_limit_candidates_are_compared_on_a_sample_and_the_kept_one_fits_all(
+    books, train, monkeypatch
+):
+    from tools.lib import modelling
+
+    monkeypatch.setattr(modelling, "MAX_CV_ROWS", 200)
+    books.save("diabetes", bundled(load_diabetes), source="upload")
+    model = train(dataset="diabetes", target="target", algorithm="linear")
+    assert (model.cv_rows, model.rows) == (200, 442)
+
+
 def test_a_classifier_of_named_classes_matches_scikit_learn_and_explains_a_row(books, train, in_conversation):
     iris = bundled(load_iris)
     iris["species"] = np.array(["setosa", "versicolor", "virginica"])[iris.pop("target")]

@@ -39,6 +39,8 @@ MAX_CLASS_CODES = 10
 # A text column with more distinct values than this is a name or free text, not a category.
 MAX_CATEGORIES = 50
 MIN_ROWS = 20
+# Candidates are compared on at most this many rows (a seeded sample); the kept one is fitted on all.
+MAX_CV_ROWS = 20_000
 MIN_PER_CLASS = 2
 # What each task's figures are, in the order shown; the first one picks the winner.
 METRICS = {
@@ -66,15 +68,18 @@ class Features:
 
 
 def one_thread() -> Any:
-    """A context in which scikit-learn's OpenMP loops (gradient boosting) use one thread.
+    """A context in which scikit-learn's OpenMP loops (gradient boosting) and BLAS use one thread.
 
     Measured on the shared 2-core machine under load: 5-fold cross-validation of a
     boosted classifier on 569 rows took 54 s with OpenMP's default threads (they spin
-    waiting for a core) and 2.2 s with one.
+    waiting for a core) and 2.2 s with one; 100,000 rows in a django-q2 worker, 40-60 s
+    a fold against 3 s.
     """
+    # The limit reaches only libraries already loaded: load scikit-learn's OpenMP runtime first.
+    import sklearn.ensemble  # noqa: F401
     from threadpoolctl import threadpool_limits
 
-    return threadpool_limits(limits=1, user_api="openmp")
+    return threadpool_limits(limits=1)
 
 
 def is_number(series: pd.Series) -> bool:
@@ -313,6 +318,17 @@ def closest(wanted: str, names: list[str], limit: int = 5) -> list[str]:
     import difflib
 
     return difflib.get_close_matches(wanted, names, n=limit, cutoff=0.3)
+
+
+def for_comparison(training: Training) -> Training:
+    """``training`` itself, or a seeded sample of MAX_CV_ROWS of its rows (stratified for classes)."""
+    if len(training.x) <= MAX_CV_ROWS:
+        return training
+    from sklearn.model_selection import train_test_split
+
+    stratify = training.y if training.task is Task.CLASSIFICATION else None
+    x, _, y, _ = train_test_split(training.x, training.y, train_size=MAX_CV_ROWS, random_state=0, stratify=stratify)
+    return Training(training.task, training.features, x.reset_index(drop=True), y.reset_index(drop=True))
 
 
 def primary(task: Task) -> str:
