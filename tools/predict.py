@@ -394,17 +394,18 @@ def explain_prediction(inputs: dict, context: ToolContext) -> Ok | Err:
     with modelling.one_thread():
         values, base = modelling.shap_values(pipeline, x, background)
         prediction = pipeline.predict(x)
-    output, class_name = "the predicted value", None
+    output = "the predicted value"
     if row.task == modelling.Task.CLASSIFICATION:
+        # A forest's trees vote probabilities; boosting and logistic regression add log-odds.
+        scale = "probability" if row.algorithm == modelling.Algorithm.RANDOM_FOREST else "log-odds"
         classes = list(pipeline[-1].classes_)
         chosen = classes.index(prediction[0]) if not whole else (1 if len(classes) == 2 else None)
         if chosen is None:  # overall, many classes: how much each column moves any class
-            values = np.abs(values).sum(axis=2)
+            values, output = np.abs(values).sum(axis=2), f"the classes' {scale}"
         else:
-            values, base_value, scale = modelling.class_slice(values, base, chosen)
+            values, base_value = modelling.class_slice(values, base, chosen)
             base = np.array([base_value])
-            class_name = _plain(classes[chosen])
-            output = f"the {scale} of {class_name}"
+            output = f"the {scale} of {_plain(classes[chosen])}"
     elif values.ndim == 3:
         values = values[:, :, 0]
     per_column = modelling.per_column(pipeline, values, features)

@@ -36,7 +36,13 @@ logger = logging.getLogger("eunice.trained_models")
 
 JOB_FUNCTION = "tools.trained_models.run_training_job"
 # Types beyond skops's defaults that our pipelines hold; anything else in a file is refused.
-TRUSTED_TYPES = frozenset({"numpy.dtype", "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"})
+TRUSTED_TYPES = frozenset(
+    {
+        "numpy.dtype",
+        "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",  # gradient boosting
+        "sklearn.tree._tree.Tree",  # each tree of a random forest
+    }
+)
 INTERNAL_ERROR = "training stopped on an internal error; the details are in the server log"
 # Progress: cross-validation takes 5-85 %, the final fit 85-95 %, storing the rest.
 CV_START, CV_END, FIT_END = 5, 85, 95

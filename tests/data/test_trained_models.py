@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
-from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -152,6 +152,23 @@ def test_a_boosted_binary_classifier_explains_rows_in_the_models_own_log_odds(bo
     overall = in_conversation("explain_prediction", model="tumour", dataset="cancer")
     (card,) = cards_of(overall, "shap_explanation")
     assert card["scope"] == "overall" and {c["feature"] for c in card["contributions"]} == set(columns)
+
+
+def test_a_forest_explains_a_row_in_probabilities(books, train, in_conversation):
+    iris = bundled(load_iris)
+    books.save("iris", iris, source="upload")
+    x = iris.drop(columns="target")
+    train(dataset="iris", target="target", algorithm="random_forest", name="forest")
+
+    forest = RandomForestClassifier(n_estimators=100, min_samples_leaf=2, random_state=0, n_jobs=1)
+    reference = make_pipeline(StandardScaler(), forest).fit(x, iris.target)
+    explained = in_conversation("explain_prediction", model="forest", dataset="iris", row_index=70)
+    assert explained.ok, explained.content
+    (card,) = cards_of(explained, "shap_explanation")
+    probability = reference.predict_proba(x.iloc[[70]])[0][card["prediction"]]
+    assert card["output"] == f"the probability of {card['prediction']}"
+    total = card["base_value"] + sum(c["contribution"] for c in card["contributions"])
+    assert total == pytest.approx(probability, abs=1e-6)
 
 
 def test_categories_and_gaps_are_handled_and_versions_are_kept(books, train, in_conversation):

@@ -228,16 +228,16 @@ def per_column(model: Pipeline, values: np.ndarray, features: Features) -> np.nd
     return out
 
 
-def class_slice(values: np.ndarray, base: np.ndarray, class_index: int) -> tuple[np.ndarray, float, str]:
-    """The (rows, features) values and the base for one class: what raises its log-odds.
+def class_slice(values: np.ndarray, base: np.ndarray, class_index: int) -> tuple[np.ndarray, float]:
+    """The (rows, features) values and the base for one class: what raises its output.
 
-    A binary model has one output, the log-odds of the second class; for the
-    first class the signs flip.
+    A binary model with one output (boosting, logistic regression) gives the
+    log-odds of the second class; for the first class the signs flip.
     """
     if values.ndim == 3:
-        return values[:, :, class_index], float(base[class_index]), "log-odds"
+        return values[:, :, class_index], float(base[class_index])
     sign = 1.0 if class_index == 1 else -1.0
-    return sign * values, sign * float(base[0]), "log-odds"
+    return sign * values, sign * float(base[0])
 
 
 class BadTrainingData(ValueError):
