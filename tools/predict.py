@@ -20,7 +20,7 @@ from tools.datacommon import catalog, catalog_errors, chosen_dataset, ranked
 from tools.fragments import DATASET
 from tools.lib import modelling
 from tools.models import TrainedModel, TrainingStatus
-from tools.trained_models import ModelFileRefused, load_pipeline, queue_training
+from tools.trained_models import INTERNAL_ERROR, ModelFileRefused, load_pipeline, queue_training
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,7 +41,7 @@ VERSION = {"type": "integer", "minimum": 1, "description": "A version of the mod
 
 @uniform_contract(name="train_model", is_tabular=False)
 @catalog_errors
-def train_model(inputs: dict, context: ToolContext) -> Ok:
+def train_model(inputs: dict, context: ToolContext) -> Ok | Err:
     """Check the data, queue the training job and wait for it (or hand back how to follow it)."""
     books, dataset, frame = chosen_dataset(context, inputs)
     requested = {key: inputs[key] for key in ("features", "task", "algorithm") if key in inputs}
@@ -63,7 +63,9 @@ def train_model(inputs: dict, context: ToolContext) -> Ok:
     row = _wait(row, inputs.get("wait_seconds", DEFAULT_WAIT_SECONDS), context)
     if row.status == TrainingStatus.READY:
         return _trained(row)
-    if row.status == TrainingStatus.FAILED:
+    if row.status == TrainingStatus.FAILED and row.error == INTERNAL_ERROR:
+        return Err(f"training {name} v{row.version} failed: {row.error}", "TrainingFailed")
+    if row.status == TrainingStatus.FAILED:  # the data changed under the job: a fix the model can make
         raise HintException("schema", f"training {name} v{row.version} failed: {row.error}")
     return Ok(
         rows=1,
@@ -417,7 +419,7 @@ def explain_prediction(inputs: dict, context: ToolContext) -> Ok | Err:
     card = _row_card(row, features, per_column[0], x.iloc[0], float(base[0]), prediction[0], output, source)
     top = "; ".join(f"{c['feature']}={c['value']} {c['contribution']:+.3g}" for c in card["contributions"][:5])
     text = (
-        f"{row.name} v{row.version} predicts {_plain(prediction[0])!r} for {source}. Starting from {output} "
+        f"{row.name} v{row.version} predicts {_shown(prediction[0])} for {source}. Starting from {output} "
         f"{card['base_value']:.4g} on average, the largest contributions (SHAP): {top}."
     )
     return Ok(rows=1, data=text, effects=Effects(cards=[card]))
@@ -429,7 +431,7 @@ def _row_card(row, features, contributions, values, base, prediction, output, so
     order = np.argsort(-np.abs(contributions))[:SHOWN_CONTRIBUTIONS]
     card = {
         "type": "shap_explanation",
-        "title": f"Why {row.name} predicts {_plain(prediction)} ({source})",
+        "title": f"Why {row.name} predicts {_shown(prediction)} ({source})",
         "model": row.name,
         "version": row.version,
         "scope": "row",
@@ -464,6 +466,12 @@ def _overall_card(row, features, importance, source, output) -> dict:  # noqa: A
         ],
     }
     return card
+
+
+def _shown(value: Any) -> str:
+    """A prediction as a person reads it: a number to 4 significant digits, a label as it is."""
+    plain = _plain(value)
+    return f"{plain:.4g}" if isinstance(plain, float) else repr(plain) if isinstance(plain, str) else str(plain)
 
 
 def _plain(value: Any) -> Any:

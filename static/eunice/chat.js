@@ -171,7 +171,8 @@
     const amount = (c) => (card.scope === "overall" ? c.importance : c.contribution) || 0;
     const largest = Math.max(1e-12, ...items.map((c) => Math.abs(amount(c))));
     if (card.scope !== "overall") {
-      box.appendChild(el("p", "", `Prediction ${card.prediction}; ${card.output} starts at ${Number(card.base_value).toPrecision(4)} on average.`));
+      const predicted = typeof card.prediction === "number" ? card.prediction.toPrecision(4) : card.prediction;
+      box.appendChild(el("p", "", `Prediction ${predicted}; ${card.output} starts at ${Number(card.base_value).toPrecision(4)} on average.`));
     } else {
       box.appendChild(el("p", "", `How much each column moves ${card.output} (mean |SHAP|).`));
     }
@@ -179,7 +180,8 @@
     items.forEach((c) => {
       const value = amount(c);
       const item = el("li", value < 0 ? "shap-down" : "shap-up");
-      const label = card.scope === "overall" ? c.feature : `${c.feature} = ${c.value ?? "—"}`;
+      const shown = typeof c.value === "number" ? Number(c.value.toPrecision(4)) : c.value ?? "—";
+      const label = card.scope === "overall" ? c.feature : `${c.feature} = ${shown}`;
       item.appendChild(el("span", "shap-label", label));
       const bar = el("span", "shap-bar");
       bar.style.width = `${(100 * Math.abs(value)) / largest}%`;
