@@ -150,6 +150,9 @@
     box.appendChild(el("h4", "", card.title || card.model || "model"));
     box.appendChild(el("p", "", `${card.algorithm} ${card.task} of ${card.target}, trained on ${card.trained_rows} rows of ${card.dataset}`));
     box.appendChild(keyTable(card.metrics || [], ["metric", "mean", "std"], ["cross-validated", "mean", "± sd"]));
+    if (card.compared_on_rows && card.compared_on_rows < card.trained_rows) {
+      box.appendChild(el("p", "muted", `Cross-validated on a sample of ${card.compared_on_rows} rows.`));
+    }
     box.appendChild(el("p", "muted", `Features: ${(card.features || []).join(", ")}`));
     if ((card.classes || []).length) box.appendChild(el("p", "muted", `Classes: ${card.classes.join(", ")}`));
   }

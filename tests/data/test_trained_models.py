@@ -282,3 +282,29 @@ def test_train_model_waits_for_the_job_and_relays_its_progress(books, in_convers
     assert "Cross-validated: R²" in text(result)
     assert {c["type"] for c in result.cards} == {"training_results", "model_recommendation"}
     assert heard and all(0 <= (fraction or 0) <= 1 for _, fraction in heard)
+
+
+def test_a_training_whose_worker_died_starts_over_then_fails_with_the_reason(books, in_conversation, settings):
+    import subprocess
+    import sys
+
+    from registry.background import HOST, reap_lost_runs
+
+    books.save("diabetes", bundled(load_diabetes), source="upload")
+    assert in_conversation("train_model", dataset="diabetes", target="target", wait_seconds=0).ok
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    model = TrainedModel.objects.get()
+
+    def worker_dies_during(attempt: int) -> TrainedModel:
+        JobRun.objects.filter(func=JOB_FUNCTION).update(status="running", host=HOST, pid=dead_pid, attempts=attempt)
+        TrainedModel.objects.filter(pk=model.pk).update(status=TrainingStatus.TRAINING, progress_pct=40)
+        reap_lost_runs()
+        return TrainedModel.objects.get(pk=model.pk)
+
+    again = worker_dies_during(1)
+    assert (again.status, again.progress_pct) == (TrainingStatus.QUEUED, 0)
+    last = worker_dies_during(settings.EUNICE_JOB_MAX_ATTEMPTS)
+    assert last.status == TrainingStatus.FAILED
+    info = text(in_conversation("get_model_info", model="target_model"))
+    assert "failed: training stopped: its worker died" in info
