@@ -19,6 +19,18 @@ from registry.declarations import Tool
 from tools.datacommon import catalog, catalog_errors, chosen_dataset, ranked
 from tools.fragments import DATASET
 from tools.lib import modelling
+from tools.model_cards import (
+    columns_of,
+    features_of,
+    figure,
+    overall_card,
+    plain,
+    recommendation_card,
+    results_card,
+    row_card,
+    sampled,
+    shown,
+)
 from tools.models import TrainedModel, TrainingStatus
 from tools.trained_models import INTERNAL_ERROR, ModelFileRefused, load_pipeline, queue_training
 
@@ -30,7 +42,6 @@ POLL_SECONDS = 0.25
 MAX_PREDICT_ROWS = 100_000
 MAX_INLINE_ROWS = 1_000
 MAX_EXPLAINED_ROWS = 500
-SHOWN_CONTRIBUTIONS = 12
 MODEL_NAME = {
     "type": "string",
     "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$",
@@ -94,88 +105,19 @@ def _wait(row: TrainedModel, seconds: float, context: ToolContext) -> TrainedMod
 
 def _trained(row: TrainedModel) -> Ok:
     metric = modelling.primary(modelling.Task(row.task))
-    figures = ", ".join(_figure(m, f) for m, f in row.metrics.items())
+    figures = ", ".join(figure(m, f) for m, f in row.metrics.items())
     tried = "; ".join(f"{c['algorithm']} {c['metrics'][metric]['mean']:.3f}" for c in row.candidates)
     skipped = row.features.get("skipped") or {}
     warnings = [Warning("data_quality", f"column {c} not used: {why}") for c, why in skipped.items()]
     text = (
         f"Model {row.name} v{row.version}: {row.algorithm} {row.task} of {row.target!r} trained on {row.rows:,} rows "
-        f"of {row.dataset!r} with {len(_columns(row))} feature(s). Cross-validated{_sampled(row)}: {figures}. "
+        f"of {row.dataset!r} with {len(columns_of(row))} feature(s). Cross-validated{sampled(row)}: {figures}. "
         f"Candidates by {modelling.METRIC_LABELS[metric]}: {tried}. "
         "Use predict for new rows and explain_prediction for why."
     )
     return Ok(
-        rows=1, data=text, warnings=warnings, effects=Effects(cards=[_results_card(row), _recommendation_card(row)])
+        rows=1, data=text, warnings=warnings, effects=Effects(cards=[results_card(row), recommendation_card(row)])
     )
-
-
-def _sampled(row: TrainedModel) -> str:
-    return f" on a sample of {row.cv_rows:,} rows" if row.cv_rows < row.rows else ""
-
-
-def _figure(metric: str, figure: dict) -> str:
-    return f"{modelling.METRIC_LABELS[metric]} {figure['mean']:.3f} ± {figure['std']:.3f}"
-
-
-def _results_card(row: TrainedModel) -> dict:
-    card = {
-        "type": "training_results",
-        "title": f"{row.name} v{row.version}",
-        "model": row.name,
-        "version": row.version,
-        "task": row.task,
-        "target": row.target,
-        "dataset": row.dataset,
-        "algorithm": row.algorithm,
-        "trained_rows": row.rows,
-        "compared_on_rows": row.cv_rows,
-        "features": _columns(row),
-        "classes": row.classes,
-        "metrics": [
-            {"metric": modelling.METRIC_LABELS[m], "mean": round(f["mean"], 4), "std": round(f["std"], 4)}
-            for m, f in row.metrics.items()
-        ],
-    }
-    return card
-
-
-def _recommendation_card(row: TrainedModel) -> dict:
-    metric = modelling.primary(modelling.Task(row.task))
-    ranked_candidates = sorted(row.candidates, key=lambda c: -c["metrics"][metric]["mean"])
-    runner_up = ranked_candidates[1] if len(ranked_candidates) > 1 else None
-    label = modelling.METRIC_LABELS[metric]
-    best = ranked_candidates[0]["metrics"][metric]["mean"]
-    reason = (
-        f"{row.algorithm} has the best cross-validated {label} ({best:.3f})"
-        + (f", against {runner_up['algorithm']}'s {runner_up['metrics'][metric]['mean']:.3f}" if runner_up else "")
-        + "."
-    )
-    card = {
-        "type": "model_recommendation",
-        "title": f"Recommended for {row.target}",
-        "model": row.name,
-        "version": row.version,
-        "metric": label,
-        "recommended": row.algorithm,
-        "reason": reason,
-        "candidates": [
-            {
-                "algorithm": c["algorithm"],
-                "score": round(c["metrics"][metric]["mean"], 4),
-                "std": round(c["metrics"][metric]["std"], 4),
-            }
-            for c in ranked_candidates
-        ],
-    }
-    return card
-
-
-def _columns(row: TrainedModel) -> list[str]:
-    return list(row.features.get("numeric", [])) + list(row.features.get("categorical", []))
-
-
-def _features(row: TrainedModel) -> modelling.Features:
-    return modelling.Features(list(row.features.get("numeric", [])), list(row.features.get("categorical", [])))
 
 
 def _slug(text: str) -> str:
@@ -220,7 +162,7 @@ def get_model_info(inputs: dict, context: ToolContext) -> Ok:
     if row.status == TrainingStatus.READY:
         ok = _trained(row)
         classes = f" Classes: {', '.join(map(str, row.classes[:20]))}." if row.classes else ""
-        ok.data += f" Features: {', '.join(_columns(row))}.{classes}"
+        ok.data += f" Features: {', '.join(columns_of(row))}.{classes}"
         return ok
     if row.status == TrainingStatus.FAILED:
         return Ok(rows=1, data=f"Model {row.name} v{row.version} failed: {row.error}. Fix the data and train again.")
@@ -290,10 +232,10 @@ def find_model(inputs: dict, context: ToolContext) -> Ok:
         if row.name in latest or (inputs.get("task") and row.task != inputs["task"]):
             continue
         latest.add(row.name)
-        about = _words(" ".join([row.name, row.target, row.dataset, *_columns(row)]))
+        about = _words(" ".join([row.name, row.target, row.dataset, *columns_of(row)]))
         target_words = _words(f"{row.name} {row.target}")
         score = float(len(wanted & about) + 2 * len(wanted & target_words))
-        needed = set(_columns(row))
+        needed = set(columns_of(row))
         covered = len(needed & columns) / len(needed) if columns else 0.0
         score += 3 * covered
         if score > 0:
@@ -320,7 +262,7 @@ def predict(inputs: dict, context: ToolContext) -> Ok | Err:
     """Predictions of a model for a dataset's rows (saved as a dataset) or for rows given inline."""
     row = model_row(context, inputs["model"], inputs.get("version"))
     frame, source = _new_rows(inputs, context, row, MAX_PREDICT_ROWS)
-    features = _features(row)
+    features = features_of(row)
     try:
         pipeline = load_pipeline(row)
     except ModelFileRefused as exc:
@@ -355,12 +297,12 @@ def _new_rows(inputs: dict, context: ToolContext, row: TrainedModel, limit: int)
         source = f"dataset {name!r}"
     if len(frame) > limit:
         raise HintException("schema", f"dataset: {source} has {len(frame):,} rows; at most {limit:,} at once")
-    missing = [c for c in _columns(row) if c not in frame.columns]
+    missing = [c for c in columns_of(row) if c not in frame.columns]
     if missing:
         raise HintException(
             "schema",
             f"{source} lacks the column(s) {', '.join(missing)} that {row.name} v{row.version} was trained on "
-            f"(it needs {', '.join(_columns(row))})",
+            f"(it needs {', '.join(columns_of(row))})",
             ranked(modelling.closest(missing[0], [str(c) for c in frame.columns])),
         )
     return frame, source
@@ -374,7 +316,7 @@ def explain_prediction(inputs: dict, context: ToolContext) -> Ok | Err:
     import pandas as pd
 
     row = model_row(context, inputs["model"], inputs.get("version"))
-    features = _features(row)
+    features = features_of(row)
     whole = inputs.get("row") is None and inputs.get("row_index") is None
     if inputs.get("row") is not None:
         frame, source = _new_rows({"rows": [inputs["row"]]}, context, row, 1)
@@ -407,80 +349,22 @@ def explain_prediction(inputs: dict, context: ToolContext) -> Ok | Err:
         else:
             values, base_value = modelling.class_slice(values, base, chosen)
             base = np.array([base_value])
-            output = f"the {scale} of {_plain(classes[chosen])}"
+            output = f"the {scale} of {plain(classes[chosen])}"
     elif values.ndim == 3:
         values = values[:, :, 0]
     per_column = modelling.per_column(pipeline, values, features)
     if whole:
-        card = _overall_card(row, features, np.abs(per_column).mean(axis=0), source, output)
+        card = overall_card(row, features, np.abs(per_column).mean(axis=0), source, output)
         top = ", ".join(f"{c['feature']} {c['importance']:.3g}" for c in card["contributions"][:5])
         text = f"Overall, for {source}, the columns that move {output} most (mean |SHAP|): {top}."
         return Ok(rows=len(frame), data=text, effects=Effects(cards=[card]))
-    card = _row_card(row, features, per_column[0], x.iloc[0], float(base[0]), prediction[0], output, source)
+    card = row_card(row, features, per_column[0], x.iloc[0], float(base[0]), prediction[0], output, source)
     top = "; ".join(f"{c['feature']}={c['value']} {c['contribution']:+.3g}" for c in card["contributions"][:5])
     text = (
-        f"{row.name} v{row.version} predicts {_shown(prediction[0])} for {source}. Starting from {output} "
+        f"{row.name} v{row.version} predicts {shown(prediction[0])} for {source}. Starting from {output} "
         f"{card['base_value']:.4g} on average, the largest contributions (SHAP): {top}."
     )
     return Ok(rows=1, data=text, effects=Effects(cards=[card]))
-
-
-def _row_card(row, features, contributions, values, base, prediction, output, source) -> dict:  # noqa: ANN001
-    import numpy as np
-
-    order = np.argsort(-np.abs(contributions))[:SHOWN_CONTRIBUTIONS]
-    card = {
-        "type": "shap_explanation",
-        "title": f"Why {row.name} predicts {_shown(prediction)} ({source})",
-        "model": row.name,
-        "version": row.version,
-        "scope": "row",
-        "output": output,
-        "prediction": _plain(prediction),
-        "base_value": round(base, 6),
-        "contributions": [
-            {
-                "feature": features.columns[i],
-                "value": _plain(values[features.columns[i]]),
-                "contribution": round(float(contributions[i]), 6),
-            }
-            for i in order
-        ],
-    }
-    return card
-
-
-def _overall_card(row, features, importance, source, output) -> dict:  # noqa: ANN001
-    import numpy as np
-
-    order = np.argsort(-importance)[:SHOWN_CONTRIBUTIONS]
-    card = {
-        "type": "shap_explanation",
-        "title": f"What drives {row.name} ({source})",
-        "model": row.name,
-        "version": row.version,
-        "scope": "overall",
-        "output": output,
-        "contributions": [
-            {"feature": features.columns[i], "importance": round(float(importance[i]), 6)} for i in order
-        ],
-    }
-    return card
-
-
-def _shown(value: Any) -> str:
-    """A prediction as a person reads it: a number to 4 significant digits, a label as it is."""
-    plain = _plain(value)
-    return f"{plain:.4g}" if isinstance(plain, float) else repr(plain) if isinstance(plain, str) else str(plain)
-
-
-def _plain(value: Any) -> Any:
-    """A cell or label as JSON: numpy scalars become Python ones, a missing value None."""
-    import pandas as pd
-
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    return value.item() if hasattr(value, "item") else value
 
 
 def _model_inputs(**more: Any) -> dict:
