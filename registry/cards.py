@@ -28,6 +28,9 @@ class CardType(StrEnum):
     RESOURCE = "resource"  # an MCP tool's binary resource
     IMAGE = "image"  # an MCP tool's image content
     AUDIO = "audio"  # an MCP tool's audio content
+    TRAINING_RESULTS = "training_results"  # a trained model's cross-validated figures (train_model)
+    MODEL_RECOMMENDATION = "model_recommendation"  # the algorithms compared, and the one kept
+    SHAP_EXPLANATION = "shap_explanation"  # each column's contribution to a prediction (explain_prediction)
 
 
 class Drawing(StrEnum):
@@ -52,6 +55,9 @@ DRAWN_AS: Mapping[CardType, Drawing] = MappingProxyType(
         CardType.RESOURCE: Drawing.DATA,
         CardType.IMAGE: Drawing.DATA,
         CardType.AUDIO: Drawing.DATA,
+        CardType.TRAINING_RESULTS: Drawing.OWN,
+        CardType.MODEL_RECOMMENDATION: Drawing.OWN,
+        CardType.SHAP_EXPLANATION: Drawing.OWN,
     }
 )
 

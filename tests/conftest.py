@@ -225,6 +225,8 @@ ONCE = (
     "tests/web/test_staff_pages_browser.py",
     "tests/web/test_a_skill_from_chat.py",
     "tests/web/test_insight_cards.py",
+    "tests/web/test_model_cards.py",
+    "tests/data/test_trained_models.py::test_a_boosted_binary_classifier_explains_rows_in_the_models_own_log_odds",
     "tests/test_collector.py",
     "tests/test_search_preload.py",
     "tests/sandbox/test_the_zygote_starts_with_the_server.py",

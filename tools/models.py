@@ -389,3 +389,58 @@ class InsightDefinition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name} v{self.version}"
+
+
+class TrainingStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    TRAINING = "training", "Training"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class TrainedModel(models.Model):
+    """One version of a tenant's named model (train_model), and the file it is kept in.
+
+    The fitted pipeline is a skops file under the tenant's catalog directory, which
+    only the app writes; ``sha256`` is checked and the file's types are held to an
+    allow-list before it is loaded (tools.trained_models), so a changed file is refused.
+    """
+
+    tenant_id = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=64)
+    version = models.PositiveIntegerField()
+    conversation_id = models.CharField(max_length=64, blank=True)
+    dataset = models.CharField(max_length=64)
+    target = models.CharField(max_length=300)
+    task = models.CharField(max_length=16)  # tools.lib.modelling.Task
+    algorithm = models.CharField(max_length=32)  # "auto" until trained, then the chosen one
+    requested = models.JSONField(default=dict)  # the call's choices: features, task, algorithm
+    features = models.JSONField(default=dict)  # {"numeric": [...], "categorical": [...], "skipped": {...}}
+    classes = models.JSONField(default=list)
+    metrics = models.JSONField(default=dict)
+    candidates = models.JSONField(default=list)  # every algorithm tried, with its cross-validated score
+    # Up to 100 training rows (features only): what SHAP compares a row against.
+    background = models.JSONField(default=list)
+    rows = models.PositiveIntegerField(default=0)
+    cv_rows = models.PositiveIntegerField(default=0)  # the rows the candidates were compared on
+    status = models.CharField(max_length=16, choices=TrainingStatus.choices, default=TrainingStatus.QUEUED)
+    progress_pct = models.PositiveSmallIntegerField(default=0)
+    stage = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    file_name = models.CharField(max_length=200, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    created_by = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantQuerySet.as_manager()
+
+    class Meta:
+        db_table = "trained_models"
+        ordering = ["name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant_id", "name", "version"], name="trained_model_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version} ({self.status})"

@@ -92,6 +92,12 @@
       const list = el("ol", "sources");
       (card.sources || card.citations || []).forEach((s) => list.appendChild(el("li", "", s.title || s.source || JSON.stringify(s))));
       box.appendChild(list);
+    } else if (card.type === "training_results") {
+      drawTrainingResults(box, card);
+    } else if (card.type === "model_recommendation") {
+      drawRecommendation(box, card);
+    } else if (card.type === "shap_explanation") {
+      drawShap(box, card);
     } else if (Array.isArray(card.rows) && card.rows.length) {
       // Rows as objects, or as arrays with the column names beside them.
       const columns = card.columns || Object.keys(card.rows[0]);
@@ -191,6 +197,69 @@
     });
     holder.appendChild(table);
     return holder;
+  }
+
+  // A small table of objects: one row each, the named keys as columns.
+  function keyTable(items, columns, headings) {
+    const table = el("table");
+    const head = el("tr");
+    (headings || columns).forEach((c) => head.appendChild(el("th", "", c)));
+    table.appendChild(head);
+    items.forEach((item) => {
+      const tr = el("tr");
+      columns.forEach((c) => tr.appendChild(el("td", "", String(item[c] ?? ""))));
+      table.appendChild(tr);
+    });
+    return table;
+  }
+
+  function drawTrainingResults(box, card) {
+    box.appendChild(el("h4", "", card.title || card.model || "model"));
+    box.appendChild(el("p", "", `${card.algorithm} ${card.task} of ${card.target}, trained on ${card.trained_rows} rows of ${card.dataset}`));
+    box.appendChild(keyTable(card.metrics || [], ["metric", "mean", "std"], ["cross-validated", "mean", "± sd"]));
+    if (card.compared_on_rows && card.compared_on_rows < card.trained_rows) {
+      box.appendChild(el("p", "muted", `Cross-validated on a sample of ${card.compared_on_rows} rows.`));
+    }
+    box.appendChild(el("p", "muted", `Features: ${(card.features || []).join(", ")}`));
+    if ((card.classes || []).length) box.appendChild(el("p", "muted", `Classes: ${card.classes.join(", ")}`));
+  }
+
+  function drawRecommendation(box, card) {
+    box.appendChild(el("h4", "", card.title || "Recommendation"));
+    box.appendChild(el("p", "", card.reason || ""));
+    const table = keyTable(card.candidates || [], ["algorithm", "score", "std"], ["algorithm", card.metric || "score", "± sd"]);
+    table.querySelectorAll("tr").forEach((tr, i) => {
+      if (i > 0 && card.candidates[i - 1].algorithm === card.recommended) tr.className = "recommended";
+    });
+    box.appendChild(table);
+  }
+
+  // One bar per column: its SHAP contribution (a row) or mean |SHAP| (overall), scaled to the largest.
+  function drawShap(box, card) {
+    box.appendChild(el("h4", "", card.title || "Explanation"));
+    const items = card.contributions || [];
+    const amount = (c) => (card.scope === "overall" ? c.importance : c.contribution) || 0;
+    const largest = Math.max(1e-12, ...items.map((c) => Math.abs(amount(c))));
+    if (card.scope !== "overall") {
+      const predicted = typeof card.prediction === "number" ? card.prediction.toPrecision(4) : card.prediction;
+      box.appendChild(el("p", "", `Prediction ${predicted}; ${card.output} starts at ${Number(card.base_value).toPrecision(4)} on average.`));
+    } else {
+      box.appendChild(el("p", "", `How much each column moves ${card.output} (mean |SHAP|).`));
+    }
+    const list = el("ul", "shap-bars");
+    items.forEach((c) => {
+      const value = amount(c);
+      const item = el("li", value < 0 ? "shap-down" : "shap-up");
+      const shown = typeof c.value === "number" ? Number(c.value.toPrecision(4)) : c.value ?? "—";
+      const label = card.scope === "overall" ? c.feature : `${c.feature} = ${shown}`;
+      item.appendChild(el("span", "shap-label", label));
+      const bar = el("span", "shap-bar");
+      bar.style.width = `${(100 * Math.abs(value)) / largest}%`;
+      item.appendChild(bar);
+      item.appendChild(el("span", "shap-value", (value > 0 && card.scope !== "overall" ? "+" : "") + Number(value).toPrecision(3)));
+      list.appendChild(item);
+    });
+    box.appendChild(list);
   }
 
   // Maps draw on a world layer shipped with the page (Natural Earth's countries, 1:110m),
