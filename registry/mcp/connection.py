@@ -12,6 +12,8 @@ from typing import Any
 
 from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
+from registry.mcp.elicitation import Askers
+from registry.mcp.elicitation import callback as elicitation_callback
 from registry.mcp.naming import RemoteTool
 from registry.mcp.transports import transport_of
 from registry.mcp.urls import PinnedURL
@@ -73,8 +75,10 @@ class Connection:
     ) -> None:
         self.config = config
         self._modern_first = modern_first
-        # The SDK's elicitation callback; without one Eunice declares no elicitation capability.
-        self._elicitation = elicitation
+        # Who answers a server's request for input: the person behind the call (the default),
+        # or the SDK callback given here (the conformance client's).
+        self.askers = Askers()
+        self._elicitation = elicitation or elicitation_callback(self.askers, config.name)
         self.tools: list[RemoteTool] = []
         self.lost_reason = ""
         self._pinned = pinned
@@ -125,12 +129,20 @@ class Connection:
             except TimeoutError:
                 task.cancel()
 
-    async def call(self, tool: str, arguments: dict, timeout: float, progress: Progress | None = None) -> Any:
+    async def call(
+        self, tool: str, arguments: dict, timeout: float, progress: Progress | None = None, asker: Any = None
+    ) -> Any:
         """tools/call. Raises ConnectionLost, TimeoutError, InvalidResult or the SDK's MCPError.
 
         With ``progress`` the request carries a progress token, and each progress
         notification the server sends for it is reported as ``progress(message, fraction)``.
+        ``asker`` (a ``QuestionAsker``) answers the server's requests for input during the
+        call (registry/mcp/elicitation.py); without one they are refused.
         """
+        with self.askers.calling(asker):
+            return await self._call(tool, arguments, progress)
+
+    async def _call(self, tool: str, arguments: dict, progress: Progress | None) -> Any:
         from mcp.shared.exceptions import MCPError as SDKError
 
         session = self._session

@@ -324,7 +324,13 @@ class MCPManager:
     # --- calls -------------------------------------------------------------------
 
     def call_tool(
-        self, server_id: int, tool: str, arguments: dict, cancelled: Any = None, progress: Progress | None = None
+        self,
+        server_id: int,
+        tool: str,
+        arguments: dict,
+        cancelled: Any = None,
+        progress: Progress | None = None,
+        asker: Any = None,
     ) -> Ok | Err:
         """tools/call on the server: an envelope, never an exception.
 
@@ -333,7 +339,8 @@ class MCPManager:
         breaker counts only calls the server failed: a lost connection (and a
         call made while it is re-established) is the reconnect's business.
         ``acall_tool`` is the same call for a coroutine. ``progress`` receives the
-        server's progress notifications for the call (see ``Connection.call``).
+        server's progress notifications for the call, and ``asker`` (a ``QuestionAsker``)
+        answers its requests for the person's input (see ``Connection.call``).
         """
         connection = self._connections.get(server_id)
         if connection is not None and not self._usable(server_id, connection):
@@ -344,7 +351,7 @@ class MCPManager:
         assert connection is not None  # _admit refuses a server with none
         started, conn, timeout = time.monotonic(), connection.config.name, connection.config.call_timeout
         try:
-            result = self._run(connection.call(tool, arguments, timeout, progress), timeout, cancelled)
+            result = self._run(connection.call(tool, arguments, timeout, progress, asker), timeout, cancelled)
         except CallCancelled:
             return Err(f"cancelled by the user; MCP server {conn!r} was told to stop {tool!r}", "Cancelled")
         except ConnectionLost as exc:
@@ -359,7 +366,7 @@ class MCPManager:
         return to_envelope(conn, tool, result)
 
     async def acall_tool(
-        self, server_id: int, tool: str, arguments: dict, progress: Progress | None = None
+        self, server_id: int, tool: str, arguments: dict, progress: Progress | None = None, asker: Any = None
     ) -> Ok | Err:
         """``call_tool`` for a coroutine, with nothing blocking its loop: run right there when
         that loop is the MCP loop, else with one hop to it and back (no thread between).
@@ -375,7 +382,7 @@ class MCPManager:
         assert connection is not None  # _admit refuses a server with none
         config, started = connection.config, time.monotonic()
         try:
-            call = connection.call(tool, arguments, config.call_timeout, progress)
+            call = connection.call(tool, arguments, config.call_timeout, progress, asker)
             result = await self._aon_loop(call, config.call_timeout)
         except ConnectionLost as exc:
             self._event(server_id).clear()
@@ -681,7 +688,7 @@ def _handler(manager: MCPManager, config: ServerConfig, tool: str):
     def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
         token = context.cancel
         cancelled = (lambda: token.cancelled) if token is not None else None
-        return manager.call_tool(server_id, tool, inputs, cancelled, _watched(context))
+        return manager.call_tool(server_id, tool, inputs, cancelled, _watched(context), context.questions)
 
     call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return call_mcp_tool
@@ -699,7 +706,7 @@ def _on_loop_handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
     async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
-        return await manager.acall_tool(server_id, tool, inputs, _watched(context))
+        return await manager.acall_tool(server_id, tool, inputs, _watched(context), context.questions)
 
     acall_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return acall_mcp_tool

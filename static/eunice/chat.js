@@ -276,6 +276,101 @@
   }
 
 
+  // An MCP server asks the person, never the model, for input while its tool runs: a form
+  // built from its schema, or a link to open. Accept, Decline and Cancel go back over the socket.
+  function elicit(chunk) {
+    const box = el("form", "question elicitation");
+    box.setAttribute("aria-label", `Request from the MCP server ${chunk.server}`);
+    box.appendChild(el("p", "muted", `The MCP server “${chunk.server}” asks you:`));
+    box.appendChild(el("p", "elicitation-message", chunk.message));
+    const read = chunk.mode === "url" ? elicitUrl(box, chunk) : elicitForm(box, chunk.schema || {});
+    const status = el("p", "muted question-status");
+    const reply = (action) => {
+      if (!connected()) { status.textContent = "Not connected; the page reconnects, then try again."; return; }
+      const content = action === "accept" ? read() : undefined;
+      socket.send(JSON.stringify({ type: "elicitation", question_id: chunk.question_id, action, content }));
+      const said = { accept: "accepted", decline: "declined", cancel: "cancelled" }[action];
+      box.replaceWith(el("p", "muted answered", `You ${said} the request of ${chunk.server}.`));
+    };
+    const row = box.appendChild(el("div", "choices"));
+    row.appendChild(el("button", "", chunk.mode === "url" ? "Done" : "Accept")).type = "submit";
+    [["decline", "Decline"], ["cancel", "Cancel"]].forEach(([action, label]) => {
+      const button = row.appendChild(el("button", "", label));
+      button.type = "button";
+      button.addEventListener("click", () => reply(action));
+    });
+    box.appendChild(status);
+    box.addEventListener("submit", (event) => { event.preventDefault(); reply("accept"); });
+    messages.appendChild(box);
+    box.scrollIntoView({ block: "end" });
+    (box.querySelector("input, select, a") || row.firstChild).focus({ preventScroll: true });
+  }
+
+  // URL mode: the person opens the page (only http(s)); nothing they type there passes through us.
+  function elicitUrl(box, chunk) {
+    const safe = /^https?:\/\//i.test(chunk.url || "");
+    const line = box.appendChild(el("p"));
+    if (safe) {
+      const link = line.appendChild(el("a", "elicitation-url", chunk.url));
+      link.href = chunk.url;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+    } else line.textContent = "(the server sent no usable address)";
+    return () => undefined;
+  }
+
+  // Form mode: one field per property (text, number, yes/no, a choice), its title as label.
+  function elicitForm(box, schema) {
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    const fields = [];
+    Object.entries(schema.properties || {}).forEach(([name, prop]) => {
+      const label = box.appendChild(el("label", "elicitation-field", prop.title || name));
+      const options = choicesOf(prop.type === "array" ? prop.items || {} : prop);
+      let input;
+      if (options.length) {
+        input = el("select");
+        input.multiple = prop.type === "array";
+        options.forEach(([value, text]) => { const o = input.appendChild(el("option", "", text)); o.value = value; });
+      } else {
+        input = el("input");
+        input.type = { boolean: "checkbox", integer: "number", number: "number" }[prop.type]
+          || { email: "email", date: "date", uri: "url" }[prop.format] || "text";
+        if (prop.type === "number") input.step = "any";
+        if (prop.minimum !== undefined) input.min = prop.minimum;
+        if (prop.maximum !== undefined) input.max = prop.maximum;
+        if (prop.maxLength !== undefined) input.maxLength = prop.maxLength;
+        if (prop.minLength !== undefined) input.minLength = prop.minLength;
+      }
+      input.name = name;
+      if (required.has(name) && prop.type !== "boolean") input.required = true;
+      if (prop.default !== undefined) {
+        if (input.type === "checkbox") input.checked = !!prop.default; else input.value = prop.default;
+      }
+      label.appendChild(input);
+      if (prop.description) label.appendChild(el("small", "muted", prop.description));
+      fields.push([name, prop, input]);
+    });
+    return () => {
+      const content = {};
+      fields.forEach(([name, prop, input]) => {
+        if (input.type === "checkbox") content[name] = input.checked;
+        else if (input.multiple) content[name] = Array.from(input.selectedOptions, (o) => o.value);
+        else if (input.value !== "") content[name] = input.value;
+      });
+      return content;
+    };
+  }
+
+  function choicesOf(prop) {
+    if (Array.isArray(prop.enum)) {
+      const names = Array.isArray(prop.enumNames) ? prop.enumNames : prop.enum;
+      return prop.enum.map((value, i) => [String(value), String(names[i] ?? value)]);
+    }
+    const alternatives = prop.oneOf || prop.anyOf;
+    if (Array.isArray(alternatives)) return alternatives.filter((a) => a && a.const !== undefined).map((a) => [String(a.const), String(a.title || a.const)]);
+    return [];
+  }
+
   // A tool call waiting for the person (registry.approvals): exactly what it would run,
   // and Approve / Reject. The click goes over the socket with the hash of what is shown.
   const approvalBoxes = {};
@@ -544,6 +639,9 @@
         break;
       case "question":
         ask(chunk);
+        break;
+      case "elicitation":
+        if (!replay) elicit(chunk);
         break;
       case "approval_decided":
         settleApproval(chunk.card);

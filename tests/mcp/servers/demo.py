@@ -3,7 +3,8 @@
 Run ``python demo.py stdio`` or ``python demo.py http PORT``. Tools: ``add``,
 ``echo``, ``fail`` (raises), ``slow`` (sleeps), ``picture`` (an image block),
 ``weather`` (structured content), ``countdown`` (progress notifications), ``trace_context`` (the
-request's `_meta` trace context), ``grow`` (adds a tool and announces the
+request's `_meta` trace context), ``greet`` (asks the person's name and age in a form: elicitation on either revision),
+``sign_in`` (sends the person to a URL: URL-mode elicitation), ``grow`` (adds a tool and announces the
 change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
 break the process or the protocol on purpose. Resources: ``demo://readme`` (text),
@@ -17,9 +18,13 @@ import base64
 import json
 import os
 import sys
+from typing import Annotated
 
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import ImageContent
+from pydantic import BaseModel
 
 server = MCPServer("demo")
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
@@ -68,6 +73,30 @@ async def countdown(steps: int, ctx: Context) -> str:
     for step in range(1, steps + 1):
         await ctx.report_progress(step, steps, f"step {step} of {steps}")
     return f"counted {steps}"
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+def ask_person() -> Elicit[Person]:
+    return Elicit("Who are you?", Person)
+
+
+@server.tool()
+def greet(person: Annotated[ElicitationResult[Person], Resolve(ask_person)]) -> str:
+    """Ask the person their name and age, then greet them."""
+    if isinstance(person, AcceptedElicitation):
+        return f"Hello {person.data.name}, {person.data.age}"
+    return f"no greeting: the person chose {person.action}"
+
+
+@server.tool()
+async def sign_in(ctx: Context) -> str:
+    """Send the person to a sign-in page."""
+    result = await ctx.elicit_url("Sign in to the demo service.", "https://demo.example/sign-in", "sign-1")
+    return f"sign-in: {result.action}"
 
 
 @server.tool()

@@ -1,0 +1,64 @@
+"""In real Chromium: an MCP server's tool asks the person for their name and age mid-call;
+the chat page shows the server's form, the person fills it in and accepts, and the tool's
+answer (built from what they typed) is what the model reads."""
+
+import pytest
+
+from conversations.models import WorkingSetEntry
+from llm.scripted import ScriptedMessagesServer
+from registry.mcp.config import ServerConfig
+from tests.mcp.conftest import add_server, manager, mcp  # noqa: F401 - manager: a fresh one per test
+from tests.web.conftest import CHROMIUM, serving
+from tests.web.test_browser import open_conversation, say, sign_in
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(400),
+    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)"),
+]
+
+
+@pytest.fixture
+def greet(manager, conversation):  # noqa: F811
+    """The demo server's tools registered (the served process connects on the first call)."""
+    manager.connect(ServerConfig.from_model(add_server()))
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name=mcp("greet"))
+    manager.stop()  # the served process holds its own session
+    return mcp("greet")
+
+
+@pytest.fixture
+def scripted(greet):
+    model = ScriptedMessagesServer(
+        [
+            {"tool_uses": [{"name": greet, "input": {}, "id": "t1"}]},
+            {"text": ["Greeted."], "expect": {"tool_result_contains": "Hello Alice, 41"}},
+        ]
+    ).start()
+    yield model
+    model.stop()
+    assert model.failures == [], model.failures
+
+
+@pytest.fixture
+def server(scripted, db):
+    from llm.models import ModelConfig
+
+    ModelConfig.objects.update_or_create(role="chat", defaults={"provider": "anthropic", "model": "claude-test"})
+    with serving({"EUNICE_TEST_SCRIPTED_MODEL_URL": scripted.url, "EUNICE_LLM_MAX_RETRIES": "0"}) as url:
+        yield url
+
+
+def test_the_person_answers_the_servers_form_in_the_chat_page(server, conversation, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    open_conversation(page, server, conversation)
+    say(page, "Greet me.")
+    form = page.wait_for_selector("form.elicitation", timeout=90_000)
+    assert "The MCP server “demo” asks you:" in form.text_content() and "Who are you?" in form.text_content()
+    fields = page.locator("form.elicitation")
+    fields.get_by_label("Name").fill("Alice")  # the schema's titles label the fields
+    fields.get_by_label("Age").fill("41")
+    page.click("form.elicitation button[type=submit]")
+    page.wait_for_selector("text=You accepted the request of demo.")
+    page.wait_for_selector(".message.assistant >> text=Greeted.", timeout=60_000)
