@@ -11,6 +11,7 @@ import eunice.openapi  # noqa: F401 - registers the schema extensions
 from conversations.api import ConversationViewSet
 from conversations.approvals_api import PendingApprovalViewSet
 from registry.mcp.api import MCPServerViewSet
+from registry.mcp.prompts_api import MCPPromptViewSet
 
 
 class SchemaAccess(BasePermission):
@@ -23,6 +24,7 @@ class SchemaAccess(BasePermission):
 
 router = DefaultRouter()
 router.register("mcp/servers", MCPServerViewSet, basename="mcp-server")
+router.register("mcp/prompts", MCPPromptViewSet, basename="mcp-prompt")
 router.register("conversations", ConversationViewSet, basename="conversation")
 router.register("approvals", PendingApprovalViewSet, basename="approval")
 

@@ -191,6 +191,18 @@ class Connection:
         """resources/read. Raises ConnectionLost or the SDK's MCPError (e.g. an unknown URI)."""
         return await self._live_session().read_resource(uri)
 
+    async def prompts(self, limit: int) -> list[Any]:
+        """The server's prompts (every page, at most ``limit``); empty without a prompts capability."""
+        session = self._live_session()
+        capabilities = session.server_capabilities
+        if capabilities is None or capabilities.prompts is None:
+            return []
+        return await _every_page(session.list_prompts, "prompts", limit)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
+        """prompts/get. Raises ConnectionLost or the SDK's MCPError (e.g. an unknown prompt)."""
+        return await self._live_session().get_prompt(name, arguments)
+
     def _live_session(self) -> Any:
         if self._session is None:
             raise ConnectionLost(self.lost_reason or "not connected")

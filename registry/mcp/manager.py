@@ -405,6 +405,16 @@ class MCPManager:
         """resources/read on the server. Raises MCPError saying why not (an unknown URI included)."""
         return self._ask(server_id, lambda connection: connection.read_resource(uri))
 
+    # --- prompts -----------------------------------------------------------------
+
+    def prompts(self, server_id: int, limit: int = 200) -> list[Any]:
+        """The server's prompts. Raises MCPError saying why not."""
+        return self._ask(server_id, lambda connection: connection.prompts(limit))
+
+    def get_prompt(self, server_id: int, name: str, arguments: dict[str, str]) -> Any:
+        """prompts/get on the server. Raises MCPError saying why not (an unknown prompt included)."""
+        return self._ask(server_id, lambda connection: connection.get_prompt(name, arguments))
+
     def _ask(self, server_id: int, request: Any) -> Any:
         """One request to a connected server within its call timeout, its failures as MCPError."""
         from mcp.shared.exceptions import MCPError as SDKError

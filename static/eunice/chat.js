@@ -796,6 +796,90 @@
     if (event.key === "Escape" && running && !event.target.closest(".question, .conversations")) cancel.click();
   });
 
+  // MCP prompts as slash commands: typing "/" lists the prompts of the tenant's servers
+  // (/server:prompt); choosing one asks for its arguments, and its messages go into the
+  // composer for the person to read, change and send.
+  const commands = { list: null, box: null };
+  function csrf() { return document.querySelector("input[name=csrfmiddlewaretoken]").value; }
+  function loadPrompts() {
+    if (commands.list) return Promise.resolve(commands.list);
+    return fetch("/api/mcp/prompts/", { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : { prompts: [] }))
+      .then((data) => { commands.list = data.prompts || []; return commands.list; })
+      .catch(() => []);
+  }
+  function closeCommands() { if (commands.box) { commands.box.remove(); commands.box = null; } }
+  function offerCommands() {
+    const typed = prompt.value;
+    if (!typed.startsWith("/") || /\s/.test(typed)) { closeCommands(); return; }
+    loadPrompts().then((list) => {
+      const matching = list.filter((p) => p.command.startsWith(typed) || p.name.startsWith(typed.slice(1)));
+      closeCommands();
+      if (!matching.length || prompt.value !== typed) return;
+      const box = el("ul", "prompt-commands");
+      box.setAttribute("aria-label", "Prompts of your MCP servers");
+      matching.slice(0, 20).forEach((p) => {
+        const item = box.appendChild(el("li"));
+        const button = item.appendChild(el("button", "link prompt-command", p.command));
+        button.type = "button";
+        if (p.title || p.description) item.appendChild(el("small", "muted", ` ${p.title || ""}${p.title && p.description ? " — " : ""}${p.description || ""}`));
+        button.addEventListener("click", () => choosePrompt(p));
+      });
+      form.after(box);
+      commands.box = box;
+    });
+  }
+  function choosePrompt(p) {
+    closeCommands();
+    if (!p.arguments.length) { insertPrompt(p, {}, null); return; }
+    const box = el("form", "prompt-arguments");
+    box.setAttribute("aria-label", `Arguments of ${p.command}`);
+    box.appendChild(el("p", "", `${p.command}${p.description ? ": " + p.description : ""}`));
+    p.arguments.forEach((a) => {
+      const label = box.appendChild(el("label", "elicitation-field", `${a.name}${a.required ? " (required)" : ""}`));
+      const input = label.appendChild(el("input"));
+      input.name = a.name;
+      input.required = a.required;
+      if (a.description) label.appendChild(el("small", "muted", a.description));
+    });
+    const status = el("p", "muted question-status");
+    box.appendChild(el("button", "", "Insert")).type = "submit";
+    const dismiss = box.appendChild(el("button", "", "Cancel"));
+    dismiss.type = "button";
+    dismiss.addEventListener("click", () => { box.remove(); commands.box = null; prompt.focus(); });
+    box.appendChild(status);
+    box.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const values = {};
+      box.querySelectorAll("input").forEach((input) => { if (input.value !== "") values[input.name] = input.value; });
+      insertPrompt(p, values, status);
+    });
+    form.after(box);
+    commands.box = box;
+    box.querySelector("input").focus();
+  }
+  function insertPrompt(p, values, status) {
+    fetch("/api/mcp/prompts/render/", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
+      body: JSON.stringify({ server: p.server, name: p.name, arguments: values }),
+    })
+      .then((r) => r.json().then((data) => ({ ok: r.ok, data })))
+      .then(({ ok, data }) => {
+        if (!ok) {
+          const said = data.detail || Object.values(data).flat().join("; ");
+          if (status) status.textContent = `Not inserted: ${said}`; else bubble("error", `${p.command}: ${said}`);
+          return;
+        }
+        const roles = new Set(data.messages.map((m) => m.role));
+        prompt.value = data.messages.map((m) => (roles.size > 1 ? `${m.role === "user" ? "User" : "Assistant"}: ${m.text}` : m.text)).join("\n\n");
+        closeCommands();
+        prompt.focus();
+      })
+      .catch(() => { if (status) status.textContent = "Not inserted: the server could not be reached."; });
+  }
+  prompt.addEventListener("input", offerCommands);
+
   // Uploads go to the conversation's catalog; the model sees them as datasets.
   const upload = document.getElementById("upload");
   upload.addEventListener("submit", (event) => {

@@ -8,7 +8,8 @@ request's `_meta` trace context), ``greet`` (asks the person's name and age in a
 change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
 break the process or the protocol on purpose. Resources: ``demo://readme`` (text),
-``demo://logo`` (a PNG blob) and the template ``demo://notes/{topic}``.
+``demo://logo`` (a PNG blob) and the template ``demo://notes/{topic}``. Prompt: ``review``
+(arguments ``code``, required, and ``focus``).
 """
 
 from __future__ import annotations
@@ -151,6 +152,11 @@ def logo() -> bytes:
 @server.resource("demo://notes/{topic}", name="notes", description="A note on a topic.")
 def notes(topic: str) -> str:
     return f"Notes on {topic}."
+
+
+@server.prompt(title="Review code", description="Ask for a review of a piece of code.")
+def review(code: str, focus: str = "clarity") -> str:
+    return f"Please review this code for {focus}:\n{code}"
 
 
 @server.tool()

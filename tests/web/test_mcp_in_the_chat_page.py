@@ -1,6 +1,7 @@
-"""In real Chromium: an MCP server's tool asks the person for their name and age mid-call;
-the chat page shows the server's form, the person fills it in and accepts, and the tool's
-answer (built from what they typed) is what the model reads."""
+"""In real Chromium, one MCP server's features in the chat page: its prompt offered as a
+slash command (typed arguments, the messages put into the composer), and its tool asking the
+person for their name and age mid-call (the server's form filled in and accepted; the tool's
+answer, built from what they typed, is what the model reads)."""
 
 import pytest
 
@@ -13,7 +14,7 @@ from tests.web.test_browser import open_conversation, say, sign_in
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.timeout(400),
+    pytest.mark.timeout(400),  # the server's start, on a loaded machine
     pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)"),
 ]
 
@@ -49,10 +50,18 @@ def server(scripted, db):
         yield url
 
 
-def test_the_person_answers_the_servers_form_in_the_chat_page(server, conversation, browser_page):
+def test_a_prompt_fills_the_composer_and_the_person_answers_the_servers_form(server, conversation, browser_page):
     page = browser_page
     sign_in(page, server)
     open_conversation(page, server, conversation)
+    page.fill("#prompt", "/dem")
+    page.dispatch_event("#prompt", "input")
+    page.click(".prompt-commands >> text=/demo:review")
+    page.locator("form.prompt-arguments").get_by_label("code (required)").fill("x = 1")
+    page.click("form.prompt-arguments button[type=submit]")
+    page.wait_for_function("document.querySelector('#prompt').value.includes('x = 1')")
+    assert page.input_value("#prompt") == "Please review this code for clarity:\nx = 1"
+
     say(page, "Greet me.")
     form = page.wait_for_selector("form.elicitation", timeout=90_000)
     assert "The MCP server “demo” asks you:" in form.text_content() and "Who are you?" in form.text_content()
