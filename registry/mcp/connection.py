@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
-from registry.mcp import MCPError
+from registry.mcp import MCPError, sampling
 from registry.mcp.config import ServerConfig
 from registry.mcp.elicitation import Askers
 from registry.mcp.elicitation import callback as elicitation_callback
@@ -72,6 +72,7 @@ class Connection:
         on_lost: Lost,
         elicitation: Any = None,
         modern_first: bool = False,
+        sampling_by_person: bool = True,
     ) -> None:
         self.config = config
         self._modern_first = modern_first
@@ -79,6 +80,8 @@ class Connection:
         # or the SDK callback given here (the conformance client's).
         self.askers = Askers()
         self._elicitation = elicitation or elicitation_callback(self.askers, config.name)
+        # A model's completion for the server, once the person approves it (registry/mcp/sampling.py).
+        self._sampling = sampling.callback(self.askers, config.name) if sampling_by_person else None
         self.tools: list[RemoteTool] = []
         self.lost_reason = ""
         self._pinned = pinned
@@ -225,7 +228,13 @@ class Connection:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._on_message, elicitation_callback=self._elicitation)
+                    ClientSession(
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._elicitation,
+                        sampling_callback=self._sampling,
+                    )
                 )
                 await _negotiate(session, self._modern_first)
                 self.tools = await _list_tools(session)

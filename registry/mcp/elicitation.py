@@ -33,19 +33,56 @@ class Elicitation:
     """What the server asks, as the chat page shows it."""
 
     server: str
-    mode: str  # "form" or "url"
+    mode: str  # "form", "url", or "sampling" (registry/mcp/sampling.py: approve a model call)
     message: str
     schema: dict = field(default_factory=dict)  # form mode: a flat object of primitive fields
     url: str = ""  # url mode: where the person is sent
     elicitation_id: str = ""
+    messages: tuple[dict, ...] = ()  # sampling: what the model would be sent ({"role", "text"})
+    system: str = ""
+    max_tokens: int = 0
 
     def as_chunk(self) -> dict:
         chunk: dict[str, Any] = {"server": self.server, "mode": self.mode, "message": self.message}
         if self.mode == "url":
             chunk.update(url=self.url, elicitation_id=self.elicitation_id)
+        elif self.mode == "sampling":
+            chunk.update(messages=list(self.messages), system=self.system, max_tokens=self.max_tokens)
         else:
             chunk["schema"] = self.schema
         return chunk
+
+
+class Person:
+    """The person behind one call (its context's ``QuestionAsker``): answers the server's
+    requests during the call, and keeps what the model calls they approved for it cost,
+    so that the cost is charged to the call's tool, on its server (``bill``)."""
+
+    def __init__(self, questions: Any) -> None:
+        self._questions = questions
+        self.spent = 0.0
+
+    @classmethod
+    def behind(cls, context: Any) -> Person | None:
+        return cls(context.questions) if context.questions is not None else None
+
+    async def elicit(self, request: Elicitation, timeout: float) -> dict | None:
+        return await self._questions.elicit(request, timeout)
+
+    def bill(self, result: Any, context: Any) -> Any:
+        """``result`` carrying what was spent for the call: on an Ok as its cost (charged with
+        the call, counted by the turn's budget); after an Err, written to the usage log
+        here, under the call's tool. Needs the database for an Err."""
+        from registry.contract import Ok
+        from registry.usage import ledger
+
+        if not self.spent:
+            return result
+        if isinstance(result, Ok):
+            result.effects.cost += self.spent
+        elif (installed := ledger.installed()) is not None:
+            installed.tool_cost(context, context.tool_name, self.spent, success=False)
+        return result
 
 
 class Askers:
@@ -85,16 +122,26 @@ def callback(askers: Askers, server: str) -> Any:
     async def elicit(context: Any, params: Any) -> Any:
         import mcp_types
 
-        asker, why = askers.whose()
-        if asker is None:
-            return mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=f"Elicitation refused: {why}")
         request = _request(server, params)
-        if isinstance(request, str):
-            return mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=request)
-        answer = await asker.elicit(request, settings.EUNICE_QUESTION_TIMEOUT)
+        person, answer = await ask(askers, request, "Elicitation")
+        if person is None or isinstance(request, str):
+            return answer
         return mcp_types.ElicitResult(**settle(request, answer))
 
     return elicit
+
+
+async def ask(askers: Askers, request: Elicitation | str, what: str) -> tuple[Any, Any]:
+    """(the person behind the call, their answer or None), or (None, the ErrorData to answer
+    the server with): nobody to ask, or ``request`` is the reason it cannot be shown."""
+    import mcp_types
+
+    person, why = askers.whose()
+    if person is None:
+        return None, mcp_types.ErrorData(code=mcp_types.INVALID_REQUEST, message=f"{what} refused: {why}")
+    if isinstance(request, str):
+        return None, mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=request)
+    return person, await person.elicit(request, settings.EUNICE_QUESTION_TIMEOUT)
 
 
 def _request(server: str, params: Any) -> Elicitation | str:

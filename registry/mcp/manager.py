@@ -27,6 +27,7 @@ from registry.mcp import MCPError, inventory, require_sdk
 from registry.mcp.breaker import CircuitBreaker
 from registry.mcp.config import CONNECT_TIMEOUT, ServerConfig
 from registry.mcp.connection import Connection, ConnectionLost, InvalidResult, Progress
+from registry.mcp.elicitation import Person
 from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
 from registry.mcp.transports import MissingEndpoint, transport_of
@@ -267,6 +268,11 @@ class MCPManager:
                 logger.warning("MCP reconnects did not stop within 20 s")
         for name in list(self._connections):
             self._close(name)
+        if self._loop is not None:  # the model clients sampling made on this loop close with it
+            try:
+                self._run(self._loop.shutdown_asyncgens(), 10.0)
+            except TimeoutError:
+                logger.warning("MCP loop: async generators did not close within 10 s")
         with self._lock:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
         if loop is not None and thread is not None:
@@ -698,7 +704,9 @@ def _handler(manager: MCPManager, config: ServerConfig, tool: str):
     def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
         token = context.cancel
         cancelled = (lambda: token.cancelled) if token is not None else None
-        return manager.call_tool(server_id, tool, inputs, cancelled, _watched(context), context.questions)
+        person = Person.behind(context)
+        result = manager.call_tool(server_id, tool, inputs, cancelled, _watched(context), person)
+        return person.bill(result, context) if person is not None else result
 
     call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return call_mcp_tool
@@ -716,7 +724,11 @@ def _on_loop_handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
     async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Err:
-        return await manager.acall_tool(server_id, tool, inputs, _watched(context), context.questions)
+        person = Person.behind(context)
+        result = await manager.acall_tool(server_id, tool, inputs, _watched(context), person)
+        if person is not None and person.spent:  # billing an Err writes a row
+            result = await asyncio.to_thread(_with_db, person.bill, result, context)
+        return result
 
     acall_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return acall_mcp_tool

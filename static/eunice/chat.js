@@ -283,7 +283,8 @@
     box.setAttribute("aria-label", `Request from the MCP server ${chunk.server}`);
     box.appendChild(el("p", "muted", `The MCP server “${chunk.server}” asks you:`));
     box.appendChild(el("p", "elicitation-message", chunk.message));
-    const read = chunk.mode === "url" ? elicitUrl(box, chunk) : elicitForm(box, chunk.schema || {});
+    const modes = { url: elicitUrl, sampling: elicitSampling };
+    const read = (modes[chunk.mode] || ((b) => elicitForm(b, chunk.schema || {})))(box, chunk);
     const status = el("p", "muted question-status");
     const reply = (action) => {
       if (!connected()) { status.textContent = "Not connected; the page reconnects, then try again."; return; }
@@ -293,7 +294,7 @@
       box.replaceWith(el("p", "muted answered", `You ${said} the request of ${chunk.server}.`));
     };
     const row = box.appendChild(el("div", "choices"));
-    row.appendChild(el("button", "", chunk.mode === "url" ? "Done" : "Accept")).type = "submit";
+    row.appendChild(el("button", "", { url: "Done", sampling: "Approve" }[chunk.mode] || "Accept")).type = "submit";
     [["decline", "Decline"], ["cancel", "Cancel"]].forEach(([action, label]) => {
       const button = row.appendChild(el("button", "", label));
       button.type = "button";
@@ -316,6 +317,18 @@
       link.target = "_blank";
       link.rel = "noopener noreferrer";
     } else line.textContent = "(the server sent no usable address)";
+    return () => undefined;
+  }
+
+  // Sampling: exactly what the model would be sent for the server, to approve or not.
+  function elicitSampling(box, chunk) {
+    const list = box.appendChild(el("dl", "sampling-messages"));
+    if (chunk.system) { list.appendChild(el("dt", "", "Instructions")); list.appendChild(el("dd", "", chunk.system)); }
+    (chunk.messages || []).forEach((m) => {
+      list.appendChild(el("dt", "", m.role === "user" ? "Message" : "Earlier answer"));
+      list.appendChild(el("dd", "", m.text));
+    });
+    box.appendChild(el("p", "muted", `At most ${chunk.max_tokens} tokens; the cost is charged to this tool call.`));
     return () => undefined;
   }
 

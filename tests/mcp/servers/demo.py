@@ -3,7 +3,8 @@
 Run ``python demo.py stdio`` or ``python demo.py http PORT``. Tools: ``add``,
 ``echo``, ``fail`` (raises), ``slow`` (sleeps), ``picture`` (an image block),
 ``weather`` (structured content), ``countdown`` (progress notifications), ``trace_context`` (the
-request's `_meta` trace context), ``greet`` (asks the person's name and age in a form: elicitation on either revision),
+request's `_meta` trace context), ``summarize`` (asks the client's model: sampling),
+``greet`` (asks the person's name and age in a form: elicitation on either revision),
 ``sign_in`` (sends the person to a URL: URL-mode elicitation), ``grow`` (adds a tool and announces the
 change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
@@ -98,6 +99,22 @@ async def sign_in(ctx: Context) -> str:
     """Send the person to a sign-in page."""
     result = await ctx.elicit_url("Sign in to the demo service.", "https://demo.example/sign-in", "sign-1")
     return f"sign-in: {result.action}"
+
+
+@server.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Ask the client's model for a one-line summary (sampling, 2025-11-25)."""
+    from mcp.types import SamplingMessage, TextContent
+
+    try:
+        result = await ctx.session.create_message(
+            [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))],
+            max_tokens=50,
+            system_prompt="One line.",
+        )
+    except Exception as exc:  # noqa: BLE001 - the test reads what the client refused with
+        return f"no summary: {exc}"
+    return f"summary by {result.model}: {result.content.text}"
 
 
 @server.tool()
