@@ -19,6 +19,7 @@ from django.urls import path
 from registry.admin_scope import TenantScopedAdmin
 from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import server_of, tool_state
+from registry.mcp.metadata import icons_of, title_of
 from registry.mcp.naming import definition_hash
 from registry.models import MCPAuditLog, MCPServer, TenantMembership, ToolDefinition
 from registry.tenancy import tenant_of
@@ -194,6 +195,8 @@ class MCPServerAdmin(admin.ModelAdmin):
                     # The approval is bound to this: the page's copy, not what the server says at click time.
                     "shown_hash": definition_hash(remote),
                     "hints": annotation_hints(remote),
+                    "title": title_of(remote),
+                    "icons": icons_of(remote),
                 }
             )
         context = {
@@ -283,8 +286,6 @@ def annotation_hints(remote: dict) -> list[str]:
     for key, yes, no in ANNOTATION_HINTS:
         value = annotations.get(key, defaults[key])
         hints.append(f"{yes if value else no}{'' if key in annotations else ' (default)'}")
-    if annotations.get("title"):
-        hints.insert(0, f"title: {annotations['title']}")
     return hints
 
 

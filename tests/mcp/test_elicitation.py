@@ -12,7 +12,7 @@ from registry.mcp.config import ServerConfig
 from registry.mcp.connection import Connection
 from registry.mcp.elicitation import Elicitation, settle
 from tests.conftest import TENANT, text
-from tests.mcp.conftest import WAIT, add_server, mcp
+from tests.mcp.conftest import DEMO, WAIT, add_server, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -108,3 +108,10 @@ def test_at_2026_07_28_the_input_required_round_asks_the_person_and_retries_with
 
 def test_at_2026_07_28_a_decline_is_what_the_server_hears():
     assert _at_2026_07_28({"action": "decline"})[1] == "no greeting: the person chose decline"
+
+
+def test_a_server_of_2026_07_28_only_asks_the_person_through_the_registry_path_too(manager, call):
+    manager.connect(ServerConfig.from_model(add_server("modern", args=[DEMO, "stdio-modern"])))
+    person = Person(ALICE)
+    assert text(call(mcp("greet", "modern"), context={"questions": person})) == "Hello Alice, 41"
+    assert [request.server for request in person.asked] == ["modern"]

@@ -1,11 +1,13 @@
 """A real MCP server for the tests, written with the SDK.
 
-Run ``python demo.py stdio`` or ``python demo.py http PORT``. Tools: ``add``,
+Run ``python demo.py stdio``, ``python demo.py http PORT``, or ``python demo.py stdio-modern``
+(refuses the 2025-11-25 handshake: a server of 2026-07-28 only). Tools: ``add``,
 ``echo``, ``fail`` (raises), ``slow`` (sleeps), ``picture`` (an image block),
 ``weather`` (structured content), ``countdown`` (progress notifications), ``trace_context`` (the
 request's `_meta` trace context), ``summarize`` (asks the client's model: sampling),
 ``greet`` (asks the person's name and age in a form: elicitation on either revision),
-``sign_in`` (sends the person to a URL: URL-mode elicitation), ``grow`` (adds a tool and announces the
+``sign_in`` (sends the person to a URL: URL-mode elicitation), ``client_capabilities``
+(what the client declared), ``grow`` (adds a tool and announces the
 change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
 break the process or the protocol on purpose. Resources: ``demo://readme`` (text),
@@ -182,7 +184,42 @@ def crash() -> str:
     os._exit(3)
 
 
+def refuse_the_handshake() -> None:
+    """Speak only 2026-07-28: answer ``initialize`` as a revision this server no longer speaks,
+    before the SDK sees it (its stdio loop would settle on the handshake era), and hand every
+    other line on through a pipe in place of stdin."""
+    import threading
+
+    refusal = {"code": -32022, "message": "this server speaks only 2026-07-28"}
+    incoming, relayed = os.pipe()
+    client = os.dup(0)
+    os.dup2(incoming, 0)
+    os.close(incoming)
+
+    def relay() -> None:
+        with os.fdopen(client, "rb") as source, os.fdopen(relayed, "wb", buffering=0) as sink:
+            for line in source:
+                message = json.loads(line) if line.strip() else {}
+                if message.get("method") == "initialize":
+                    answer = {"jsonrpc": "2.0", "id": message["id"], "error": refusal}
+                    sys.stdout.buffer.write(json.dumps(answer).encode() + b"\n")
+                    sys.stdout.buffer.flush()
+                    continue
+                sink.write(line)
+
+    threading.Thread(target=relay, daemon=True).start()
+
+
+@server.tool()
+def client_capabilities(ctx: Context) -> str:
+    """The capabilities the client declared, as JSON."""
+    declared = ctx.client_capabilities
+    return declared.model_dump_json(by_alias=True, exclude_none=True) if declared else "{}"
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["stdio-modern"]:
+        refuse_the_handshake()
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
