@@ -893,6 +893,44 @@
   }
   prompt.addEventListener("input", offerCommands);
 
+  // A resource of the tenant's MCP servers attached to the message: listed, then read as
+  // delimited text appended to the composer (the person sees and sends exactly that).
+  document.getElementById("attach-resource").addEventListener("click", () => {
+    closeCommands();
+    fetch("/api/mcp/resources/", { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : { resources: [] }))
+      .then((data) => {
+        const box = el("ul", "prompt-commands resource-list");
+        box.setAttribute("aria-label", "Resources of your MCP servers");
+        const resources = data.resources || [];
+        if (!resources.length) box.appendChild(el("li", "muted", "Your MCP servers offer no resources."));
+        resources.slice(0, 50).forEach((resource) => {
+          const item = box.appendChild(el("li"));
+          const button = item.appendChild(el("button", "link", resource.title || resource.name));
+          button.type = "button";
+          item.appendChild(el("small", "muted", ` ${resource.server}: ${resource.uri}`));
+          button.addEventListener("click", () => attachResource(resource));
+        });
+        form.after(box);
+        commands.box = box;
+      });
+  });
+  function attachResource(resource) {
+    fetch("/api/mcp/resources/attach/", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
+      body: JSON.stringify({ server: resource.server, uri: resource.uri }),
+    })
+      .then((r) => r.json().then((data) => ({ ok: r.ok, data })))
+      .then(({ ok, data }) => {
+        closeCommands();
+        if (!ok) { bubble("error", `Could not attach ${resource.uri}: ${data.detail || Object.values(data).flat().join("; ")}`); return; }
+        prompt.value = prompt.value ? `${prompt.value}\n\n${data.text}` : data.text;
+        prompt.focus();
+      })
+      .catch(() => bubble("error", `Could not attach ${resource.uri}: the server could not be reached.`));
+  }
+
   // Uploads go to the conversation's catalog; the model sees them as datasets.
   const upload = document.getElementById("upload");
   upload.addEventListener("submit", (event) => {

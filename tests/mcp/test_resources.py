@@ -4,7 +4,7 @@ import pytest
 
 from registry.mcp.config import ServerConfig
 from tests.conftest import text
-from tests.mcp.conftest import add_server
+from tests.mcp.conftest import add_server, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,3 +52,12 @@ def test_another_tenants_server_cannot_be_read(demo, call):
     result = call("read_mcp_resource", tenant="someone-else", server="demo", uri="demo://readme")
     assert "no enabled MCP server called 'demo'" in result.content
     assert "answers the tests" not in result.content
+
+
+def test_a_resource_link_in_a_tool_result_says_how_to_follow_it_and_following_it_reads_it(demo, call):
+    line = text(call(mcp("find_note"), topic="tides"))
+    assert line == (
+        "[resource link demo://notes/tides: notes on tides; read it with "
+        "read_mcp_resource(server='demo', uri='demo://notes/tides')]"
+    )
+    assert text(call("read_mcp_resource", server="demo", uri="demo://notes/tides")).endswith("Notes on tides.")

@@ -1,5 +1,6 @@
 """In real Chromium, one MCP server's features in the chat page: its prompt offered as a
-slash command (typed arguments, the messages put into the composer), and its tool asking the
+slash command (typed arguments, the messages put into the composer), one of its resources
+attached to the message, and its tool asking the
 person for their name and age mid-call (the server's form filled in and accepted; the tool's
 answer, built from what they typed, is what the model reads)."""
 
@@ -50,7 +51,7 @@ def server(scripted, db):
         yield url
 
 
-def test_a_prompt_fills_the_composer_and_the_person_answers_the_servers_form(server, conversation, browser_page):
+def test_a_prompt_and_a_resource_fill_the_composer_and_the_person_answers_the_form(server, conversation, browser_page):
     page = browser_page
     sign_in(page, server)
     open_conversation(page, server, conversation)
@@ -61,6 +62,12 @@ def test_a_prompt_fills_the_composer_and_the_person_answers_the_servers_form(ser
     page.click("form.prompt-arguments button[type=submit]")
     page.wait_for_function("document.querySelector('#prompt').value.includes('x = 1')")
     assert page.input_value("#prompt") == "Please review this code for clarity:\nx = 1"
+
+    page.fill("#prompt", "")
+    page.click("#attach-resource")
+    page.click(".resource-list >> text=Read me")
+    page.wait_for_function("document.querySelector('#prompt').value.includes('[end of demo://readme]')")
+    assert "The demo server answers the tests." in page.input_value("#prompt")
 
     say(page, "Greet me.")
     form = page.wait_for_selector("form.elicitation", timeout=90_000)

@@ -6,7 +6,7 @@ Run ``python demo.py stdio``, ``python demo.py http PORT``, or ``python demo.py 
 ``weather`` (structured content), ``countdown`` (progress notifications), ``trace_context`` (the
 request's `_meta` trace context), ``summarize`` (asks the client's model: sampling),
 ``greet`` (asks the person's name and age in a form: elicitation on either revision),
-``sign_in`` (sends the person to a URL: URL-mode elicitation), ``client_capabilities``
+``find_note`` (a resource link), ``sign_in`` (sends the person to a URL: URL-mode elicitation), ``client_capabilities``
 (what the client declared), ``grow`` (adds a tool and announces the
 change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
@@ -27,7 +27,7 @@ from typing import Annotated
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.types import ImageContent
+from mcp.types import ImageContent, ResourceLink
 from pydantic import BaseModel
 
 server = MCPServer("demo")
@@ -117,6 +117,12 @@ async def summarize(text: str, ctx: Context) -> str:
     except Exception as exc:  # noqa: BLE001 - the test reads what the client refused with
         return f"no summary: {exc}"
     return f"summary by {result.model}: {result.content.text}"
+
+
+@server.tool()
+def find_note(topic: str) -> ResourceLink:
+    """Point to the note on a topic (a resource link, not its text)."""
+    return ResourceLink(type="resource_link", uri=f"demo://notes/{topic}", name=f"notes on {topic}")
 
 
 @server.tool()
