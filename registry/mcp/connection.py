@@ -17,6 +17,7 @@ from registry.mcp.elicitation import callback as elicitation_callback
 from registry.mcp.naming import RemoteTool
 from registry.mcp.transports import transport_of
 from registry.mcp.urls import PinnedURL
+from registry.mcp.watching import Watching
 
 logger = logging.getLogger("eunice.mcp")
 
@@ -82,6 +83,7 @@ class Connection:
         self._elicitation = elicitation or elicitation_callback(self.askers, config.name)
         # A model's completion for the server, once the person approves it (registry/mcp/sampling.py).
         self._sampling = sampling.callback(self.askers, config.name) if sampling_by_person else None
+        self.watching = Watching(config.name)  # resource subscriptions (registry/mcp/watching.py)
         self.tools: list[RemoteTool] = []
         self.lost_reason = ""
         self._pinned = pinned
@@ -192,7 +194,13 @@ class Connection:
 
     async def read_resource(self, uri: str) -> Any:
         """resources/read. Raises ConnectionLost or the SDK's MCPError (e.g. an unknown URI)."""
-        return await self._live_session().read_resource(uri)
+        result = await self._live_session().read_resource(uri)
+        self.watching.read(uri)
+        return result
+
+    async def watch_resource(self, uri: str) -> str:
+        """Subscribe to the resource's changes; what happened, in words."""
+        return await self.watching.watch(self._live_session(), uri, self._start)
 
     async def prompts(self, limit: int) -> list[Any]:
         """The server's prompts (every page, at most ``limit``); empty without a prompts capability."""
@@ -307,6 +315,8 @@ class Connection:
 
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._tools_changed()
+        elif isinstance(message, mcp_types.ResourceUpdatedNotification):
+            self.watching.updated(str(message.params.uri))
         elif isinstance(message, Exception):
             logger.warning("MCP server %s sent something unreadable: %s", self.config.name, message)
 

@@ -411,6 +411,15 @@ class MCPManager:
         """resources/read on the server. Raises MCPError saying why not (an unknown URI included)."""
         return self._ask(server_id, lambda connection: connection.read_resource(uri))
 
+    def watch_resource(self, server_id: int, uri: str) -> str:
+        """Subscribe to a resource's changes (registry/mcp/watching.py). Raises MCPError saying why not."""
+        return self._ask(server_id, lambda connection: connection.watch_resource(uri))
+
+    def changed_resources(self, server_id: int) -> list[str]:
+        """The watched resources the server said changed since they were last read."""
+        connection = self._connections.get(server_id)
+        return sorted(connection.watching.changed) if connection is not None else []
+
     # --- prompts -----------------------------------------------------------------
 
     def prompts(self, server_id: int, limit: int = 200) -> list[Any]:

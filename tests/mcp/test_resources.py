@@ -4,7 +4,7 @@ import pytest
 
 from registry.mcp.config import ServerConfig
 from tests.conftest import text
-from tests.mcp.conftest import add_server, mcp
+from tests.mcp.conftest import DEMO, WAIT, add_server, mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,3 +61,32 @@ def test_a_resource_link_in_a_tool_result_says_how_to_follow_it_and_following_it
         "read_mcp_resource(server='demo', uri='demo://notes/tides')]"
     )
     assert text(call("read_mcp_resource", server="demo", uri="demo://notes/tides")).endswith("Notes on tides.")
+
+
+@pytest.mark.parametrize("mode", ["stdio", "stdio-modern"])
+def test_a_watched_resource_that_changes_is_named_in_the_next_listing_until_it_is_read(manager, call, mode):
+    manager.connect(ServerConfig.from_model(add_server(args=[DEMO, mode])))
+    read = call("read_mcp_resource", server="demo", uri="demo://notes/tides", watch=True)
+    assert "watching demo://notes/tides" in read.content
+    assert text(call(mcp("touch"), topic="tides")) == "touched demo://notes/tides"
+    changed = "Changed since you last read it (watched): demo://notes/tides"
+    assert wait_for(lambda: changed in text(call("read_mcp_resource", server="demo")))
+    call("read_mcp_resource", server="demo", uri="demo://notes/tides")
+    assert changed not in text(call("read_mcp_resource", server="demo"))
+
+
+def test_a_change_to_a_resource_nobody_watches_is_not_listed(demo, call):
+    call(mcp("touch"), topic="tides")
+    assert "Changed since" not in text(call("read_mcp_resource", server="demo"))
+
+
+def wait_for(condition, timeout: float = WAIT) -> bool:
+    """Poll ``condition`` (the notification arrives on the session's own task) within ``timeout``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False

@@ -6,7 +6,7 @@ Run ``python demo.py stdio``, ``python demo.py http PORT``, or ``python demo.py 
 ``weather`` (structured content), ``countdown`` (progress notifications), ``trace_context`` (the
 request's `_meta` trace context), ``summarize`` (asks the client's model: sampling),
 ``greet`` (asks the person's name and age in a form: elicitation on either revision),
-``find_note`` (a resource link), ``sign_in`` (sends the person to a URL: URL-mode elicitation), ``client_capabilities``
+``find_note`` (a resource link), ``touch`` (a watched note changed), ``sign_in`` (sends the person to a URL: URL-mode elicitation), ``client_capabilities``
 (what the client declared), ``grow`` (adds a tool and announces the
 change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
@@ -27,7 +27,7 @@ from typing import Annotated
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.types import ImageContent, ResourceLink
+from mcp.types import ImageContent, ResourceLink, SubscribeRequestParams
 from pydantic import BaseModel
 
 server = MCPServer("demo")
@@ -182,6 +182,26 @@ def notes(topic: str) -> str:
 @server.prompt(title="Review code", description="Ask for a review of a piece of code.")
 def review(code: str, focus: str = "clarity") -> str:
     return f"Please review this code for {focus}:\n{code}"
+
+
+async def subscribe(ctx, params):  # noqa: ANN001, ANN201 - the SDK's request handler
+    from mcp_types import EmptyResult
+
+    return EmptyResult()
+
+
+server._lowlevel_server.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+
+
+@server.tool()
+async def touch(topic: str, ctx: Context) -> str:
+    """Say the note on a topic changed, in the words of the client's revision."""
+    uri = f"demo://notes/{topic}"
+    if ctx.protocol_version == "2026-07-28":
+        await ctx.notify_resource_updated(uri)
+    else:
+        await ctx.session.send_resource_updated(uri)
+    return f"touched {uri}"
 
 
 @server.tool()
