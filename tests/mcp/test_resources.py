@@ -5,6 +5,7 @@ import pytest
 from registry.mcp.config import ServerConfig
 from tests.conftest import text
 from tests.mcp.conftest import DEMO, WAIT, add_server, mcp
+from tests.test_background_jobs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,7 +71,7 @@ def test_a_watched_resource_that_changes_is_named_in_the_next_listing_until_it_i
     assert "watching demo://notes/tides" in read.content
     assert text(call(mcp("touch"), topic="tides")) == "touched demo://notes/tides"
     changed = "Changed since you last read it (watched): demo://notes/tides"
-    assert wait_for(lambda: changed in text(call("read_mcp_resource", server="demo")))
+    assert wait_for(lambda: changed in text(call("read_mcp_resource", server="demo")), WAIT)
     call("read_mcp_resource", server="demo", uri="demo://notes/tides")
     assert changed not in text(call("read_mcp_resource", server="demo"))
 
@@ -78,15 +79,3 @@ def test_a_watched_resource_that_changes_is_named_in_the_next_listing_until_it_i
 def test_a_change_to_a_resource_nobody_watches_is_not_listed(demo, call):
     call(mcp("touch"), topic="tides")
     assert "Changed since" not in text(call("read_mcp_resource", server="demo"))
-
-
-def wait_for(condition, timeout: float = WAIT) -> bool:
-    """Poll ``condition`` (the notification arrives on the session's own task) within ``timeout``."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False

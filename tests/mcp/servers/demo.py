@@ -6,9 +6,9 @@ Run ``python demo.py stdio``, ``python demo.py http PORT``, or ``python demo.py 
 ``weather`` (structured content), ``countdown`` (progress notifications), ``trace_context`` (the
 request's `_meta` trace context), ``summarize`` (asks the client's model: sampling),
 ``greet`` (asks the person's name and age in a form: elicitation on either revision),
-``find_note`` (a resource link), ``touch`` (a watched note changed), ``sign_in`` (sends the person to a URL: URL-mode elicitation), ``client_capabilities``
-(what the client declared), ``grow`` (adds a tool and announces the
-change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
+``find_note`` (a resource link), ``touch`` (a watched note changed), ``sign_in`` (sends the
+person to a URL: URL-mode elicitation), ``client_capabilities`` (what the client declared),
+``grow`` (adds a tool and announces the change), ``rug_pull`` (rewrites ``echo``'s description and announces it), and
 for the stdio robustness tests ``crash``, ``garbage`` and ``huge_line``, which
 break the process or the protocol on purpose. Resources: ``demo://readme`` (text),
 ``demo://logo`` (a PNG blob) and the template ``demo://notes/{topic}``. Prompt: ``review``
