@@ -79,3 +79,22 @@ def test_an_answer_without_a_known_action_is_refused_naming_the_choices(model, c
         return refusal["message"]
 
     assert "'action' (one of accept, decline, cancel)" in async_to_sync(run)()
+
+
+def test_a_servers_model_call_is_approved_in_the_chat_page_and_billed_to_its_tool(model, conversation, user, greet):
+    from conversations.models import UsageLog
+
+    summarize = mcp("summarize")
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name=summarize)
+    model(
+        [
+            {"tool_uses": [{"name": summarize, "input": {"text": "the tides"}, "id": "t1"}]},
+            {"text": ["Tides rise twice a day."], "usage": {"input_tokens": 1000, "output_tokens": 10}},
+            {"text": ["Done."], "expect": {"tool_result_contains": "summary by claude-test: Tides rise twice a day."}},
+        ]
+    )
+    request, _chunks = chat(conversation, user, {"type": "elicitation", "action": "accept"})
+    assert (request["mode"], request["system"], request["max_tokens"]) == ("sampling", "One line.", 50)
+    assert request["messages"] == [{"role": "user", "text": "Summarize: the tides"}]
+    billed = UsageLog.objects.get(kind="tool", name=summarize)
+    assert billed.cost_usd == pytest.approx(1000 * 3e-6 + 10 * 15e-6)
