@@ -43,6 +43,11 @@ class Questions:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
+    @property
+    def key(self) -> str:
+        """Whom this asks: the conversation's socket (the same for every call of the conversation)."""
+        return f"conversation:{self._runtime.conversation.pk}"
+
     async def ask(self, question: str, choices: list[str], timeout: float) -> str | None:
         from conversations import questions
 

@@ -61,6 +61,7 @@ class Person:
     def __init__(self, questions: Any) -> None:
         self._questions = questions
         self.spent = 0.0
+        self.key = getattr(questions, "key", None) or id(questions)  # who is asked (a conversation)
 
     @classmethod
     def behind(cls, context: Any) -> Person | None:
@@ -107,7 +108,8 @@ class Askers:
         current = _current.get()
         if current is not None:
             return current, ""
-        people = {id(asker): asker for asker in self._calls if asker is not None}
+        # Calls of one conversation have one person behind them: key by whom they ask.
+        people = {getattr(asker, "key", id(asker)): asker for asker in self._calls if asker is not None}
         if len(people) == 1:
             return next(iter(people.values())), ""
         if people:

@@ -4,6 +4,7 @@ their accept, decline or cancel is what the server gets; a call nobody watches h
 to ask, and the request is refused."""
 
 import asyncio
+import contextvars
 
 import pytest
 
@@ -115,3 +116,22 @@ def test_a_server_of_2026_07_28_only_asks_the_person_through_the_registry_path_t
     person = Person(ALICE)
     assert text(call(mcp("greet", "modern"), context={"questions": person})) == "Hello Alice, 41"
     assert [request.server for request in person.asked] == ["modern"]
+
+
+def test_a_request_while_calls_of_two_conversations_are_in_flight_is_refused_not_guessed():
+    from registry.mcp.elicitation import Askers
+    from registry.mcp.elicitation import Person as Behind
+
+    class Conversation:
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+    def from_the_sessions_own_task():  # where a 2025-11-25 request is answered: no call's context
+        return contextvars.Context().run(askers.whose)
+
+    askers = Askers()
+    with askers.calling(Behind(Conversation("c1"))), askers.calling(Behind(Conversation("c1"))):
+        assert from_the_sessions_own_task()[0] is not None  # two calls of one conversation: one person
+        with askers.calling(Behind(Conversation("c2"))):
+            person, why = from_the_sessions_own_task()
+            assert person is None and "cannot be told apart" in why
