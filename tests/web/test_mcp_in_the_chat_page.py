@@ -1,8 +1,8 @@
 """In real Chromium, one MCP server's features in the chat page: its prompt offered as a
 slash command (typed arguments, the messages put into the composer), one of its resources
-attached to the message, and its tool asking the
-person for their name and age mid-call (the server's form filled in and accepted; the tool's
-answer, built from what they typed, is what the model reads)."""
+attached to the message, a tool asking the person for their name and age mid-call (the
+server's form filled in and accepted; the tool's answer, built from what they typed, is what
+the model reads), and a tool asking for a model call the person approves."""
 
 import pytest
 
@@ -12,6 +12,7 @@ from registry.mcp.config import ServerConfig
 from tests.mcp.conftest import add_server, manager, mcp  # noqa: F401 - manager: a fresh one per test
 from tests.web.conftest import CHROMIUM, serving
 from tests.web.test_browser import open_conversation, say, sign_in
+from tests.web.test_chat_accessibility import axe_violations
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -25,6 +26,7 @@ def greet(manager, conversation):  # noqa: F811
     """The demo server's tools registered (the served process connects on the first call)."""
     manager.connect(ServerConfig.from_model(add_server()))
     WorkingSetEntry.objects.create(conversation=conversation, tool_name=mcp("greet"))
+    WorkingSetEntry.objects.create(conversation=conversation, tool_name=mcp("summarize"))
     manager.stop()  # the served process holds its own session
     return mcp("greet")
 
@@ -35,6 +37,9 @@ def scripted(greet):
         [
             {"tool_uses": [{"name": greet, "input": {}, "id": "t1"}]},
             {"text": ["Greeted."], "expect": {"tool_result_contains": "Hello Alice, 41"}},
+            {"tool_uses": [{"name": mcp("summarize"), "input": {"text": "the tides"}, "id": "t2"}]},
+            {"text": ["Tides rise twice a day."]},  # the server's model call, once approved
+            {"text": ["Summarized."], "expect": {"tool_result_contains": "summary by claude-test: Tides rise"}},
         ]
     ).start()
     yield model
@@ -72,9 +77,16 @@ def test_a_prompt_and_a_resource_fill_the_composer_and_the_person_answers_the_fo
     say(page, "Greet me.")
     form = page.wait_for_selector("form.elicitation", timeout=90_000)
     assert "The MCP server “demo” asks you:" in form.text_content() and "Who are you?" in form.text_content()
+    assert axe_violations(page, server) == []  # the server's form is as accessible as the page
     fields = page.locator("form.elicitation")
     fields.get_by_label("Name").fill("Alice")  # the schema's titles label the fields
     fields.get_by_label("Age").fill("41")
     page.click("form.elicitation button[type=submit]")
     page.wait_for_selector("text=You accepted the request of demo.")
     page.wait_for_selector(".message.assistant >> text=Greeted.", timeout=60_000)
+
+    say(page, "Summarize the tides.")
+    approval = page.wait_for_selector("form.elicitation >> text=Summarize: the tides", timeout=60_000)
+    assert approval is not None and "One line." in page.text_content("form.elicitation")
+    page.click("form.elicitation button[type=submit]")  # Approve
+    page.wait_for_selector(".message.assistant >> text=Summarized.", timeout=60_000)
