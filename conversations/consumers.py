@@ -12,6 +12,7 @@ import asyncio
 import functools
 import logging
 
+import orjson
 from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
@@ -184,6 +185,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self._start(conversation, content.get("text"))
         elif kind == "answer":
             await self._answer(content)
+        elif kind == "elicitation":
+            await self._answer_elicitation(content)
         elif kind == "cancel":
             await self._cancel(conversation, content.get("tool_use_id"))
         elif kind == "approval":
@@ -192,7 +195,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(
                 {
                     "type": "error",
-                    "message": (f"unknown message type {kind!r}; expected 'message', 'answer', 'cancel' or 'approval'"),
+                    "message": (
+                        f"unknown message type {kind!r}; expected 'message', 'answer', 'elicitation', "
+                        "'cancel' or 'approval'"
+                    ),
                 }
             )
 
@@ -323,6 +329,29 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         text = text[: settings.EUNICE_MAX_MESSAGE_CHARS]
         if not questions.answer(self.conversation_id, question_id, text):  # perhaps asked in another process
             await in_db_thread(questions.tell_others)(self.conversation_id, question_id, text)
+
+    async def _answer_elicitation(self, content: dict) -> None:
+        """The person's accept (with the form's fields), decline or cancel of an MCP server's
+        request for input (registry/mcp/elicitation.py checks the fields against its schema)."""
+        from registry.mcp.elicitation import ACTIONS
+
+        question_id, action, fields = content.get("question_id"), content.get("action"), content.get("content")
+        if not isinstance(question_id, str) or action not in ACTIONS or not isinstance(fields, dict | None):
+            await self.send_json(
+                {
+                    "type": "error",
+                    "message": "an elicitation answer needs 'question_id', 'action' (one of accept, decline, "
+                    "cancel) and, to accept a form, 'content' as an object",
+                }
+            )
+            return
+        fields = {str(k)[:200]: v for k, v in (fields or {}).items() if isinstance(v, str | int | float | bool | list)}
+        if len(orjson.dumps(fields)) > settings.EUNICE_MAX_MESSAGE_CHARS:
+            await self.send_json({"type": "error", "message": "the form's content is too long"})
+            return
+        answer = {"action": action, "content": fields}
+        if not questions.answer(self.conversation_id, question_id, answer):  # perhaps asked in another process
+            await in_db_thread(questions.tell_others)(self.conversation_id, question_id, answer)
 
     async def conversation_chunk(self, event: dict) -> None:
         # A chunk of a turn running in another process.

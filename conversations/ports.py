@@ -9,7 +9,7 @@ policy rules for a call it never saw, such as a sandboxed program's inner call).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from registry.aio import in_db_thread
 from registry.context import ToolContext
@@ -43,6 +43,11 @@ class Questions:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
+    @property
+    def key(self) -> str:
+        """Whom this asks: the conversation's socket (the same for every call of the conversation)."""
+        return f"conversation:{self._runtime.conversation.pk}"
+
     async def ask(self, question: str, choices: list[str], timeout: float) -> str | None:
         from conversations import questions
 
@@ -57,6 +62,28 @@ class Questions:
             return None
         finally:
             questions.forget(runtime.conversation.pk, question_id)
+
+    async def elicit(self, request: Any, timeout: float) -> dict | None:
+        """An MCP server's request for input as an ``elicitation`` chunk on the socket; the
+        person's accept (with the form's content), decline or cancel comes back through
+        ``questions.answer`` as a dict. Runs on the MCP event loop: the display and the
+        question registry take calls from any thread."""
+        from conversations import questions
+
+        runtime = self._runtime
+        question_id, answer = questions.ask(runtime.conversation.pk)
+        runtime.display.send({"type": "elicitation", "question_id": question_id, **request.as_chunk()})
+        runtime.recorder.record(
+            "status", {"question_id": question_id, "elicitation": request.server, "mode": request.mode}
+        )
+        await in_db_thread(runtime.flush_events)()
+        try:
+            found = await asyncio.wait_for(answer, timeout)
+        except TimeoutError:
+            return None
+        finally:
+            questions.forget(runtime.conversation.pk, question_id)
+        return found if isinstance(found, dict) else None
 
 
 class TurnGate:

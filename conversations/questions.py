@@ -34,8 +34,9 @@ def forget(conversation_id: str, question_id: str) -> None:
         _pending.pop((conversation_id, question_id), None)
 
 
-def answer(conversation_id: str, question_id: str, text: str) -> bool:
-    """Resolve a pending question of this process; False when it is not waiting here."""
+def answer(conversation_id: str, question_id: str, text: str | dict) -> bool:
+    """Resolve a pending question of this process (with the text of an answer, or the dict of
+    an elicitation's answer); False when it is not waiting here."""
     with _lock:
         entry = _pending.pop((conversation_id, question_id), None)
     if entry is None:
@@ -50,11 +51,12 @@ def answer(conversation_id: str, question_id: str, text: str) -> bool:
     return True
 
 
-def tell_others(conversation_id: str, question_id: str, text: str) -> None:
+def tell_others(conversation_id: str, question_id: str, text: str | dict) -> None:
     """Publish an answer this process was not waiting for: the process that asked resolves it."""
     bus.publish(ANSWER, here=False, conversation=conversation_id, question=question_id, text=text)
 
 
 @bus.on(ANSWER)
 def _answer_here(payload: dict) -> None:
-    answer(str(payload["conversation"]), str(payload["question"]), str(payload["text"]))
+    text = payload["text"]
+    answer(str(payload["conversation"]), str(payload["question"]), text if isinstance(text, dict) else str(text))

@@ -11,6 +11,7 @@ import eunice.openapi  # noqa: F401 - registers the schema extensions
 from conversations.api import ConversationViewSet
 from conversations.approvals_api import PendingApprovalViewSet
 from registry.mcp.api import MCPServerViewSet
+from registry.mcp.people_api import MCPPromptViewSet, MCPResourceViewSet
 
 
 class SchemaAccess(BasePermission):
@@ -23,6 +24,8 @@ class SchemaAccess(BasePermission):
 
 router = DefaultRouter()
 router.register("mcp/servers", MCPServerViewSet, basename="mcp-server")
+router.register("mcp/prompts", MCPPromptViewSet, basename="mcp-prompt")
+router.register("mcp/resources", MCPResourceViewSet, basename="mcp-resource")
 router.register("conversations", ConversationViewSet, basename="conversation")
 router.register("approvals", PendingApprovalViewSet, basename="approval")
 

@@ -157,6 +157,11 @@ class QuestionAsker(Protocol):
     async def ask(self, question: str, choices: list[str], timeout: float) -> str | None:
         """The person's answer, or None when none came within ``timeout`` seconds."""
 
+    async def elicit(self, request: Any, timeout: float) -> dict | None:
+        """The person's answer to an MCP server's request for input (``registry.mcp.elicitation.
+        Elicitation``): ``{"action": "accept"|"decline"|"cancel", "content": {...}}``, or None
+        when none came within ``timeout`` seconds. Callable from any event loop."""
+
 
 class CallGate(Protocol):
     """The caller's own rules for a call, run by the registry's gate before anything else

@@ -222,6 +222,7 @@ ONCE = (
     "tests/web/test_chat_history.py",
     "tests/web/test_spatial_cards.py",
     "tests/web/test_chat_accessibility.py",
+    "tests/web/test_mcp_in_the_chat_page.py",
     "tests/web/test_staff_pages_browser.py",
     "tests/web/test_a_skill_from_chat.py",
     "tests/web/test_insight_cards.py",

@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from registry import approvals
 from registry.context import ToolContext
-from registry.contract import Effects, Err, HintException, Ok, uniform_contract
+from registry.contract import Effects, Err, HintException, Ok, Warning, uniform_contract
 from registry.declarations import Tool
 from registry.mcp import MCPError, marketplace
 from tools.actors import staff_user
@@ -110,11 +110,14 @@ def read_mcp_resource(inputs: dict, context: ToolContext) -> Ok | Err:
     uri = (inputs.get("uri") or "").strip()
     try:
         if uri:
-            return resource_to_envelope(server.name, uri, manager.read_resource(server.pk, uri))
+            read = resource_to_envelope(server.name, uri, manager.read_resource(server.pk, uri))
+            if inputs.get("watch"):
+                read.warnings.append(Warning("watch", manager.watch_resource(server.pk, uri)))
+            return read
         listed, templates = manager.resources(server.pk, RESOURCE_LIST_LIMIT)
     except MCPError as exc:
         return Err(f"could not read resources of {server.name!r}: {exc}", "MCPResourceError")
-    return _resource_listing(server.name, listed, templates)
+    return _resource_listing(server.name, listed, templates, manager.changed_resources(server.pk))
 
 
 def _tenant_server(name: str, tenant_id: str):  # noqa: ANN202 - an MCPServer row
@@ -133,10 +136,11 @@ def _tenant_server(name: str, tenant_id: str):  # noqa: ANN202 - an MCPServer ro
     return server
 
 
-def _resource_listing(conn: str, listed: list, templates: list) -> Ok:
-    if not listed and not templates:
+def _resource_listing(conn: str, listed: list, templates: list, changed: list[str]) -> Ok:
+    if not listed and not templates and not changed:
         return Ok(rows=0, data=f"MCP server {conn!r} offers no resources.")
-    lines = [f"MCP server {conn!r} offers {len(listed)} resource(s); read one with its uri:"]
+    lines = [f"Changed since you last read it (watched): {uri}" for uri in changed]
+    lines.append(f"MCP server {conn!r} offers {len(listed)} resource(s); read one with its uri:")
     for resource in listed:
         described = f" — {resource.description}" if resource.description else ""
         mime = f" ({resource.mime_type})" if resource.mime_type else ""
@@ -174,6 +178,14 @@ TOOLS = (
                     "type": "string",
                     "maxLength": 2000,
                     "description": "The resource to read; leave out to list what the server offers.",
+                },
+                "watch": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": (
+                        "With a uri: also watch the resource; a later change is named at the top of "
+                        "the server's listing until you read it again."
+                    ),
                 },
             },
             "required": ["server"],

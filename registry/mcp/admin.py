@@ -20,6 +20,7 @@ from django.utils.html import format_html
 from registry.admin_scope import TenantScopedAdmin
 from registry.mcp import MCPError, marketplace, services
 from registry.mcp.inventory import server_of, tool_state
+from registry.mcp.metadata import icons_of, title_of
 from registry.mcp.naming import definition_hash
 from registry.models import MCPAuditLog, MCPAuthorization, MCPOAuthGrant, MCPServer, TenantMembership, ToolDefinition
 from registry.tenancy import tenant_of
@@ -223,6 +224,8 @@ class MCPServerAdmin(admin.ModelAdmin):
                     # The approval is bound to this: the page's copy, not what the server says at click time.
                     "shown_hash": definition_hash(remote),
                     "hints": annotation_hints(remote),
+                    "title": title_of(remote),
+                    "icons": icons_of(remote),
                 }
             )
         context = {
@@ -343,8 +346,6 @@ def annotation_hints(remote: dict) -> list[str]:
     for key, yes, no in ANNOTATION_HINTS:
         value = annotations.get(key, defaults[key])
         hints.append(f"{yes if value else no}{'' if key in annotations else ' (default)'}")
-    if annotations.get("title"):
-        hints.insert(0, f"title: {annotations['title']}")
     return hints
 
 

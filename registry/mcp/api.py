@@ -22,6 +22,7 @@ from eunice.openapi import NON_BLANK_TEXT, StrictSerializerScheme
 from eunice.serializers import StrictModelSerializer
 from registry.mcp import MCPError, services
 from registry.mcp.inventory import tool_state
+from registry.mcp.metadata import icons_of, title_of
 from registry.mcp.naming import definition_hash
 from registry.mcp.urls import HTTP_URL_PATTERN
 from registry.models import MCPServer, MCPTransport, ToolDefinition
@@ -99,6 +100,10 @@ class MCPToolSerializer(serializers.Serializer):
     state = serializers.CharField(help_text="active, quarantined, pending, flagged or unsupported")
     reason = serializers.CharField()
     annotations = serializers.DictField(help_text="the server's hints: readOnlyHint, destructiveHint, ...")
+    title = serializers.CharField(allow_blank=True, help_text="the tool's display title ('' when none)")
+    icons = serializers.ListField(
+        child=serializers.DictField(), help_text="src, mime_type, sizes, theme, inline (a data: image)"
+    )
     definition_hash = serializers.CharField(help_text="SHA-256 of the whole tools/list entry an approval binds to")
 
 
@@ -170,6 +175,8 @@ class MCPServerViewSet(
                 "state": tool_state(r),
                 "reason": r.status_message,
                 "annotations": _remote(r).get("annotations") or {},
+                "title": title_of(_remote(r)),
+                "icons": icons_of(_remote(r)),
                 "definition_hash": definition_hash(_remote(r)),
             }
             for r in rows

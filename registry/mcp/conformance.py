@@ -100,6 +100,7 @@ async def run(url: str, scenario: str, context: dict) -> Outcome:
         on_tools_changed=tools_changed,
         on_lost=lambda reason: outcome.say(f"connection lost: {reason}"),
         elicitation=_accept_with_defaults,
+        sampling_by_person=False,  # no person and no model here: declare no sampling
         # The suite says which revision a scenario runs at; at 2026-07-28, discover first.
         modern_first=os.environ.get(REVISION_VARIABLE, "") >= "2026",
     )

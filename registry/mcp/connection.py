@@ -10,11 +10,14 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
-from registry.mcp import MCPError
+from registry.mcp import MCPError, sampling
 from registry.mcp.config import ServerConfig
+from registry.mcp.elicitation import Askers
+from registry.mcp.elicitation import callback as elicitation_callback
 from registry.mcp.naming import RemoteTool
 from registry.mcp.transports import transport_of
 from registry.mcp.urls import PinnedURL
+from registry.mcp.watching import Watching
 
 logger = logging.getLogger("eunice.mcp")
 
@@ -70,11 +73,17 @@ class Connection:
         on_lost: Lost,
         elicitation: Any = None,
         modern_first: bool = False,
+        sampling_by_person: bool = True,
     ) -> None:
         self.config = config
         self._modern_first = modern_first
-        # The SDK's elicitation callback; without one Eunice declares no elicitation capability.
-        self._elicitation = elicitation
+        # Who answers a server's request for input: the person behind the call (the default),
+        # or the SDK callback given here (the conformance client's).
+        self.askers = Askers()
+        self._elicitation = elicitation or elicitation_callback(self.askers, config.name)
+        # A model's completion for the server, once the person approves it (registry/mcp/sampling.py).
+        self._sampling = sampling.callback(self.askers, config.name) if sampling_by_person else None
+        self.watching = Watching(config.name)  # resource subscriptions (registry/mcp/watching.py)
         self.tools: list[RemoteTool] = []
         self.lost_reason = ""
         self._pinned = pinned
@@ -125,12 +134,20 @@ class Connection:
             except TimeoutError:
                 task.cancel()
 
-    async def call(self, tool: str, arguments: dict, timeout: float, progress: Progress | None = None) -> Any:
+    async def call(
+        self, tool: str, arguments: dict, timeout: float, progress: Progress | None = None, asker: Any = None
+    ) -> Any:
         """tools/call. Raises ConnectionLost, TimeoutError, InvalidResult or the SDK's MCPError.
 
         With ``progress`` the request carries a progress token, and each progress
         notification the server sends for it is reported as ``progress(message, fraction)``.
+        ``asker`` (a ``QuestionAsker``) answers the server's requests for input during the
+        call (registry/mcp/elicitation.py); without one they are refused.
         """
+        with self.askers.calling(asker):
+            return await self._call(tool, arguments, progress)
+
+    async def _call(self, tool: str, arguments: dict, progress: Progress | None) -> Any:
         from mcp.shared.exceptions import MCPError as SDKError
 
         session = self._session
@@ -177,7 +194,25 @@ class Connection:
 
     async def read_resource(self, uri: str) -> Any:
         """resources/read. Raises ConnectionLost or the SDK's MCPError (e.g. an unknown URI)."""
-        return await self._live_session().read_resource(uri)
+        result = await self._live_session().read_resource(uri)
+        self.watching.read(uri)
+        return result
+
+    async def watch_resource(self, uri: str) -> str:
+        """Subscribe to the resource's changes; what happened, in words."""
+        return await self.watching.watch(self._live_session(), uri, self._start)
+
+    async def prompts(self, limit: int) -> list[Any]:
+        """The server's prompts (every page, at most ``limit``); empty without a prompts capability."""
+        session = self._live_session()
+        capabilities = session.server_capabilities
+        if capabilities is None or capabilities.prompts is None:
+            return []
+        return await _every_page(session.list_prompts, "prompts", limit)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
+        """prompts/get. Raises ConnectionLost or the SDK's MCPError (e.g. an unknown prompt)."""
+        return await self._live_session().get_prompt(name, arguments)
 
     def _live_session(self) -> Any:
         if self._session is None:
@@ -201,7 +236,13 @@ class Connection:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._on_message, elicitation_callback=self._elicitation)
+                    ClientSession(
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._elicitation,
+                        sampling_callback=self._sampling,
+                    )
                 )
                 await _negotiate(session, self._modern_first)
                 self.tools = await _list_tools(session)
@@ -274,6 +315,8 @@ class Connection:
 
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._tools_changed()
+        elif isinstance(message, mcp_types.ResourceUpdatedNotification):
+            self.watching.updated(str(message.params.uri))
         elif isinstance(message, Exception):
             logger.warning("MCP server %s sent something unreadable: %s", self.config.name, message)
 

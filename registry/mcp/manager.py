@@ -28,6 +28,7 @@ from registry.mcp import MCPError, inventory, require_sdk
 from registry.mcp.breaker import CircuitBreaker
 from registry.mcp.config import CONNECT_TIMEOUT, ServerConfig
 from registry.mcp.connection import Connection, ConnectionLost, InvalidResult, Progress
+from registry.mcp.elicitation import Person
 from registry.mcp.naming import RemoteTool, tool_name
 from registry.mcp.results import to_envelope
 from registry.mcp.transports import MissingEndpoint, transport_of
@@ -273,6 +274,11 @@ class MCPManager:
             self._close(name)
         for server_id in {key[0] for key in self._user_connections}:
             self.forget_user(server_id)
+        if self._loop is not None:  # the model clients sampling made on this loop close with it
+            try:
+                self._run(self._loop.shutdown_asyncgens(), 10.0)
+            except TimeoutError:
+                logger.warning("MCP loop: async generators did not close within 10 s")
         with self._lock:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
         if loop is not None and thread is not None:
@@ -336,6 +342,7 @@ class MCPManager:
         arguments: dict,
         cancelled: Any = None,
         progress: Progress | None = None,
+        asker: Any = None,
         *,
         user_id: str | int = "",
     ) -> Ok | Hint | Err:
@@ -346,7 +353,8 @@ class MCPManager:
         breaker counts only calls the server failed: a lost connection (and a
         call made while it is re-established) is the reconnect's business.
         ``acall_tool`` is the same call for a coroutine. ``progress`` receives the
-        server's progress notifications for the call (see ``Connection.call``).
+        server's progress notifications for the call, and ``asker`` (a ``QuestionAsker``)
+        answers its requests for the person's input (see ``Connection.call``).
         A per-user OAuth server's call runs on ``user_id``'s own connection; without
         their authorization it answers a Hint carrying the link that starts it.
         """
@@ -364,7 +372,7 @@ class MCPManager:
         assert connection is not None  # _admit refuses a server with none
         started, conn, timeout = time.monotonic(), connection.config.name, connection.config.call_timeout
         try:
-            result = self._run(connection.call(tool, arguments, timeout, progress), timeout, cancelled)
+            result = self._run(connection.call(tool, arguments, timeout, progress, asker), timeout, cancelled)
         except CallCancelled:
             return Err(f"cancelled by the user; MCP server {conn!r} was told to stop {tool!r}", "Cancelled")
         except ConnectionLost as exc:
@@ -379,7 +387,14 @@ class MCPManager:
         return to_envelope(conn, tool, result)
 
     async def acall_tool(
-        self, server_id: int, tool: str, arguments: dict, progress: Progress | None = None, *, user_id: str | int = ""
+        self,
+        server_id: int,
+        tool: str,
+        arguments: dict,
+        progress: Progress | None = None,
+        asker: Any = None,
+        *,
+        user_id: str | int = "",
     ) -> Ok | Hint | Err:
         """``call_tool`` for a coroutine, with nothing blocking its loop: run right there when
         that loop is the MCP loop, else with one hop to it and back (no thread between).
@@ -400,7 +415,7 @@ class MCPManager:
         assert connection is not None  # _admit refuses a server with none
         config, started = connection.config, time.monotonic()
         try:
-            call = connection.call(tool, arguments, config.call_timeout, progress)
+            call = connection.call(tool, arguments, config.call_timeout, progress, asker)
             result = await self._aon_loop(call, config.call_timeout)
         except ConnectionLost as exc:
             self._event(server_id).clear()
@@ -474,6 +489,25 @@ class MCPManager:
     def read_resource(self, server_id: int, uri: str) -> Any:
         """resources/read on the server. Raises MCPError saying why not (an unknown URI included)."""
         return self._ask(server_id, lambda connection: connection.read_resource(uri))
+
+    def watch_resource(self, server_id: int, uri: str) -> str:
+        """Subscribe to a resource's changes (registry/mcp/watching.py). Raises MCPError saying why not."""
+        return self._ask(server_id, lambda connection: connection.watch_resource(uri))
+
+    def changed_resources(self, server_id: int) -> list[str]:
+        """The watched resources the server said changed since they were last read."""
+        connection = self._connections.get(server_id)
+        return sorted(connection.watching.changed) if connection is not None else []
+
+    # --- prompts -----------------------------------------------------------------
+
+    def prompts(self, server_id: int, limit: int = 200) -> list[Any]:
+        """The server's prompts. Raises MCPError saying why not."""
+        return self._ask(server_id, lambda connection: connection.prompts(limit))
+
+    def get_prompt(self, server_id: int, name: str, arguments: dict[str, str]) -> Any:
+        """prompts/get on the server. Raises MCPError saying why not (an unknown prompt included)."""
+        return self._ask(server_id, lambda connection: connection.get_prompt(name, arguments))
 
     def _ask(self, server_id: int, request: Any) -> Any:
         """One request to a connected server within its call timeout, its failures as MCPError."""
@@ -777,7 +811,11 @@ def _handler(manager: MCPManager, config: ServerConfig, tool: str):
     def call_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Hint | Err:
         token = context.cancel
         cancelled = (lambda: token.cancelled) if token is not None else None
-        return manager.call_tool(server_id, tool, inputs, cancelled, _watched(context), user_id=context.user_id)
+        person = Person.behind(context)
+        result = manager.call_tool(
+            server_id, tool, inputs, cancelled, _watched(context), person, user_id=context.user_id
+        )
+        return person.bill(result, context) if person is not None else result
 
     call_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return call_mcp_tool
@@ -795,7 +833,11 @@ def _on_loop_handler(manager: MCPManager, config: ServerConfig, tool: str):
     server_id = config.id
 
     async def acall_mcp_tool(inputs: dict, context: ToolContext) -> Ok | Hint | Err:
-        return await manager.acall_tool(server_id, tool, inputs, _watched(context), user_id=context.user_id)
+        person = Person.behind(context)
+        result = await manager.acall_tool(server_id, tool, inputs, _watched(context), person, user_id=context.user_id)
+        if person is not None and person.spent:  # billing an Err writes a row
+            result = await asyncio.to_thread(_with_db, person.bill, result, context)
+        return result
 
     acall_mcp_tool.__qualname__ = f"mcp:{config.name}:{tool}"
     return acall_mcp_tool

@@ -18,7 +18,7 @@ def to_envelope(conn: str, tool: str, result: Any) -> Ok | Err:
     parts: list[str] = []
     cards: list[dict] = []
     for block in result.content or []:
-        parts.append(_render_block(block, cards))
+        parts.append(_render_block(block, cards, conn))
     structured = getattr(result, "structured_content", None)
     try:
         # The SDK parsed it (pydantic stops at 200 levels); json.dumps, the cards and
@@ -37,7 +37,7 @@ def to_envelope(conn: str, tool: str, result: Any) -> Ok | Err:
     return Ok(rows=1, data=data, effects=Effects(cards=cards, cost=0.0))
 
 
-def _render_block(block: Any, cards: list[dict]) -> str:
+def _render_block(block: Any, cards: list[dict], conn: str) -> str:
     kind = getattr(block, "type", "")
     if kind == "text":
         return block.text
@@ -54,7 +54,13 @@ def _render_block(block: Any, cards: list[dict]) -> str:
         cards.append({"type": CardType.RESOURCE, "uri": uri, "mime_type": getattr(resource, "mime_type", None)})
         return f"[binary resource {uri}]"
     if kind == "resource_link":
-        return f"[resource link {block.uri}: {getattr(block, 'name', '')}]"
+        # The way to follow it, said where the model reads it: the same server's resource.
+        described = f" — {block.description}" if getattr(block, "description", None) else ""
+        mime = f" ({block.mime_type})" if getattr(block, "mime_type", None) else ""
+        return (
+            f"[resource link {block.uri}: {getattr(block, 'name', '')}{mime}{described}; read it with "
+            f"read_mcp_resource(server={conn!r}, uri={str(block.uri)!r})]"
+        )
     return f"[unsupported content block {kind!r}]"
 
 

@@ -412,6 +412,114 @@
   }
 
 
+  // An MCP server asks the person, never the model, for input while its tool runs: a form
+  // built from its schema, or a link to open. Accept, Decline and Cancel go back over the socket.
+  function elicit(chunk) {
+    const box = el("form", "question elicitation");
+    box.setAttribute("aria-label", `Request from the MCP server ${chunk.server}`);
+    box.appendChild(el("p", "muted", `The MCP server “${chunk.server}” asks you:`));
+    box.appendChild(el("p", "elicitation-message", chunk.message));
+    const modes = { url: elicitUrl, sampling: elicitSampling };
+    const read = (modes[chunk.mode] || ((b) => elicitForm(b, chunk.schema || {})))(box, chunk);
+    const status = el("p", "muted question-status");
+    const reply = (action) => {
+      if (!connected()) { status.textContent = "Not connected; the page reconnects, then try again."; return; }
+      const content = action === "accept" ? read() : undefined;
+      socket.send(JSON.stringify({ type: "elicitation", question_id: chunk.question_id, action, content }));
+      const said = { accept: "accepted", decline: "declined", cancel: "cancelled" }[action];
+      box.replaceWith(el("p", "muted answered", `You ${said} the request of ${chunk.server}.`));
+    };
+    const row = box.appendChild(el("div", "choices"));
+    row.appendChild(el("button", "", { url: "Done", sampling: "Approve" }[chunk.mode] || "Accept")).type = "submit";
+    [["decline", "Decline"], ["cancel", "Cancel"]].forEach(([action, label]) => {
+      const button = row.appendChild(el("button", "", label));
+      button.type = "button";
+      button.addEventListener("click", () => reply(action));
+    });
+    box.appendChild(status);
+    box.addEventListener("submit", (event) => { event.preventDefault(); reply("accept"); });
+    messages.appendChild(box);
+    box.scrollIntoView({ block: "end" });
+    (box.querySelector("input, select, a") || row.firstChild).focus({ preventScroll: true });
+  }
+
+  // URL mode: the person opens the page (only http(s)); nothing they type there passes through us.
+  function elicitUrl(box, chunk) {
+    const safe = /^https?:\/\//i.test(chunk.url || "");
+    const line = box.appendChild(el("p"));
+    if (safe) {
+      const link = line.appendChild(el("a", "elicitation-url", chunk.url));
+      link.href = chunk.url;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+    } else line.textContent = "(the server sent no usable address)";
+    return () => undefined;
+  }
+
+  // Sampling: exactly what the model would be sent for the server, to approve or not.
+  function elicitSampling(box, chunk) {
+    const list = box.appendChild(el("dl", "sampling-messages"));
+    if (chunk.system) { list.appendChild(el("dt", "", "Instructions")); list.appendChild(el("dd", "", chunk.system)); }
+    (chunk.messages || []).forEach((m) => {
+      list.appendChild(el("dt", "", m.role === "user" ? "Message" : "Earlier answer"));
+      list.appendChild(el("dd", "", m.text));
+    });
+    box.appendChild(el("p", "muted", `At most ${chunk.max_tokens} tokens; the cost is charged to this tool call.`));
+    return () => undefined;
+  }
+
+  // Form mode: one field per property (text, number, yes/no, a choice), its title as label.
+  function elicitForm(box, schema) {
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    const fields = [];
+    Object.entries(schema.properties || {}).forEach(([name, prop]) => {
+      const label = box.appendChild(el("label", "elicitation-field", prop.title || name));
+      const options = choicesOf(prop.type === "array" ? prop.items || {} : prop);
+      let input;
+      if (options.length) {
+        input = el("select");
+        input.multiple = prop.type === "array";
+        options.forEach(([value, text]) => { const o = input.appendChild(el("option", "", text)); o.value = value; });
+      } else {
+        input = el("input");
+        input.type = { boolean: "checkbox", integer: "number", number: "number" }[prop.type]
+          || { email: "email", date: "date", uri: "url" }[prop.format] || "text";
+        if (prop.type === "number") input.step = "any";
+        if (prop.minimum !== undefined) input.min = prop.minimum;
+        if (prop.maximum !== undefined) input.max = prop.maximum;
+        if (prop.maxLength !== undefined) input.maxLength = prop.maxLength;
+        if (prop.minLength !== undefined) input.minLength = prop.minLength;
+      }
+      input.name = name;
+      if (required.has(name) && prop.type !== "boolean") input.required = true;
+      if (prop.default !== undefined) {
+        if (input.type === "checkbox") input.checked = !!prop.default; else input.value = prop.default;
+      }
+      label.appendChild(input);
+      if (prop.description) label.appendChild(el("small", "muted", prop.description));
+      fields.push([name, prop, input]);
+    });
+    return () => {
+      const content = {};
+      fields.forEach(([name, prop, input]) => {
+        if (input.type === "checkbox") content[name] = input.checked;
+        else if (input.multiple) content[name] = Array.from(input.selectedOptions, (o) => o.value);
+        else if (input.value !== "") content[name] = input.value;
+      });
+      return content;
+    };
+  }
+
+  function choicesOf(prop) {
+    if (Array.isArray(prop.enum)) {
+      const names = Array.isArray(prop.enumNames) ? prop.enumNames : prop.enum;
+      return prop.enum.map((value, i) => [String(value), String(names[i] ?? value)]);
+    }
+    const alternatives = prop.oneOf || prop.anyOf;
+    if (Array.isArray(alternatives)) return alternatives.filter((a) => a && a.const !== undefined).map((a) => [String(a.const), String(a.title || a.const)]);
+    return [];
+  }
+
   // A tool call waiting for the person (registry.approvals): exactly what it would run,
   // and Approve / Reject. The click goes over the socket with the hash of what is shown.
   const approvalBoxes = {};
@@ -681,6 +789,9 @@
       case "question":
         ask(chunk);
         break;
+      case "elicitation":
+        if (!replay) elicit(chunk);
+        break;
       case "approval_decided":
         settleApproval(chunk.card);
         bubble("user", chunk.text);
@@ -833,6 +944,128 @@
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape" && running && !event.target.closest(".question, .conversations")) cancel.click();
   });
+
+  // MCP prompts as slash commands: typing "/" lists the prompts of the tenant's servers
+  // (/server:prompt); choosing one asks for its arguments, and its messages go into the
+  // composer for the person to read, change and send.
+  const commands = { list: null, box: null };
+  function csrf() { return document.querySelector("input[name=csrfmiddlewaretoken]").value; }
+  function loadPrompts() {
+    if (commands.list) return Promise.resolve(commands.list);
+    return fetch("/api/mcp/prompts/", { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : { prompts: [] }))
+      .then((data) => { commands.list = data.prompts || []; return commands.list; })
+      .catch(() => []);
+  }
+  function closeCommands() { if (commands.box) { commands.box.remove(); commands.box = null; } }
+  function offerCommands() {
+    const typed = prompt.value;
+    if (!typed.startsWith("/") || /\s/.test(typed)) { closeCommands(); return; }
+    loadPrompts().then((list) => {
+      const matching = list.filter((p) => p.command.startsWith(typed) || p.name.startsWith(typed.slice(1)));
+      closeCommands();
+      if (!matching.length || prompt.value !== typed) return;
+      const box = el("ul", "prompt-commands");
+      box.setAttribute("aria-label", "Prompts of your MCP servers");
+      matching.slice(0, 20).forEach((p) => {
+        const item = box.appendChild(el("li"));
+        const button = item.appendChild(el("button", "link prompt-command", p.command));
+        button.type = "button";
+        if (p.title || p.description) item.appendChild(el("small", "muted", ` ${p.title || ""}${p.title && p.description ? " — " : ""}${p.description || ""}`));
+        button.addEventListener("click", () => choosePrompt(p));
+      });
+      form.after(box);
+      commands.box = box;
+    });
+  }
+  function choosePrompt(p) {
+    closeCommands();
+    if (!p.arguments.length) { insertPrompt(p, {}, null); return; }
+    const box = el("form", "prompt-arguments");
+    box.setAttribute("aria-label", `Arguments of ${p.command}`);
+    box.appendChild(el("p", "", `${p.command}${p.description ? ": " + p.description : ""}`));
+    p.arguments.forEach((a) => {
+      const label = box.appendChild(el("label", "elicitation-field", `${a.name}${a.required ? " (required)" : ""}`));
+      const input = label.appendChild(el("input"));
+      input.name = a.name;
+      input.required = a.required;
+      if (a.description) label.appendChild(el("small", "muted", a.description));
+    });
+    const status = el("p", "muted question-status");
+    box.appendChild(el("button", "", "Insert")).type = "submit";
+    const dismiss = box.appendChild(el("button", "", "Cancel"));
+    dismiss.type = "button";
+    dismiss.addEventListener("click", () => { box.remove(); commands.box = null; prompt.focus(); });
+    box.appendChild(status);
+    box.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const values = {};
+      box.querySelectorAll("input").forEach((input) => { if (input.value !== "") values[input.name] = input.value; });
+      insertPrompt(p, values, status);
+    });
+    form.after(box);
+    commands.box = box;
+    box.querySelector("input").focus();
+  }
+  function insertPrompt(p, values, status) {
+    fetch("/api/mcp/prompts/render/", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
+      body: JSON.stringify({ server: p.server, name: p.name, arguments: values }),
+    })
+      .then((r) => r.json().then((data) => ({ ok: r.ok, data })))
+      .then(({ ok, data }) => {
+        if (!ok) {
+          const said = data.detail || Object.values(data).flat().join("; ");
+          if (status) status.textContent = `Not inserted: ${said}`; else bubble("error", `${p.command}: ${said}`);
+          return;
+        }
+        const roles = new Set(data.messages.map((m) => m.role));
+        prompt.value = data.messages.map((m) => (roles.size > 1 ? `${m.role === "user" ? "User" : "Assistant"}: ${m.text}` : m.text)).join("\n\n");
+        closeCommands();
+        prompt.focus();
+      })
+      .catch(() => { if (status) status.textContent = "Not inserted: the server could not be reached."; });
+  }
+  prompt.addEventListener("input", offerCommands);
+
+  // A resource of the tenant's MCP servers attached to the message: listed, then read as
+  // delimited text appended to the composer (the person sees and sends exactly that).
+  document.getElementById("attach-resource").addEventListener("click", () => {
+    closeCommands();
+    fetch("/api/mcp/resources/", { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : { resources: [] }))
+      .then((data) => {
+        const box = el("ul", "prompt-commands resource-list");
+        box.setAttribute("aria-label", "Resources of your MCP servers");
+        const resources = data.resources || [];
+        if (!resources.length) box.appendChild(el("li", "muted", "Your MCP servers offer no resources."));
+        resources.slice(0, 50).forEach((resource) => {
+          const item = box.appendChild(el("li"));
+          const button = item.appendChild(el("button", "link", resource.title || resource.name));
+          button.type = "button";
+          item.appendChild(el("small", "muted", ` ${resource.server}: ${resource.uri}`));
+          button.addEventListener("click", () => attachResource(resource));
+        });
+        form.after(box);
+        commands.box = box;
+      });
+  });
+  function attachResource(resource) {
+    fetch("/api/mcp/resources/attach/", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
+      body: JSON.stringify({ server: resource.server, uri: resource.uri }),
+    })
+      .then((r) => r.json().then((data) => ({ ok: r.ok, data })))
+      .then(({ ok, data }) => {
+        closeCommands();
+        if (!ok) { bubble("error", `Could not attach ${resource.uri}: ${data.detail || Object.values(data).flat().join("; ")}`); return; }
+        prompt.value = prompt.value ? `${prompt.value}\n\n${data.text}` : data.text;
+        prompt.focus();
+      })
+      .catch(() => bubble("error", `Could not attach ${resource.uri}: the server could not be reached.`));
+  }
 
   // Uploads go to the conversation's catalog; the model sees them as datasets.
   const upload = document.getElementById("upload");

@@ -164,7 +164,7 @@ def test_bad_messages_get_specific_errors(conversation, user, settings):
         return replies
 
     assert async_to_sync(chat)() == [
-        "unknown message type 'shout'; expected 'message', 'answer', 'cancel' or 'approval'",
+        "unknown message type 'shout'; expected 'message', 'answer', 'elicitation', 'cancel' or 'approval'",
         "a message needs non-empty 'text'",
         "the message has 101 characters; the limit is 100",
     ]

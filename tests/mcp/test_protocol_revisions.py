@@ -3,11 +3,13 @@ that accepts it (dual-revision ones included), tested against real server proces
 2026-07-28 path (server/discover, changes on a subscriptions/listen stream, input_required)
 is exercised by the official conformance suite (test_conformance_suite.py)."""
 
+import json
+
 import pytest
 
 from registry.mcp.config import ServerConfig
 from tests.conftest import text
-from tests.mcp.conftest import ROGUE, WAIT, add_server, entry, mcp, server_id, shift, shifting_server
+from tests.mcp.conftest import DEMO, ROGUE, WAIT, add_server, entry, mcp, server_id, shift, shifting_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,3 +54,19 @@ def test_an_answer_that_is_no_tools_call_result_is_a_typed_err_without_a_traceba
     result = call(mcp("malformed", "rogue"))
     assert result.content.startswith("✗ error (MCPResultInvalid): MCP server 'rogue' answered 'malformed'")
     assert "not a valid tools/call result" in result.content and "Traceback" not in result.content
+
+
+def test_a_server_that_refuses_the_handshake_is_spoken_to_at_2026_07_28_through_discover(manager, call):
+    manager.connect(ServerConfig.from_model(add_server("modern", args=[DEMO, "stdio-modern"])))
+    assert manager._connections[server_id("modern")].protocol_version == "2026-07-28"
+    assert text(call(mcp("add", "modern"), a=2, b=3)) == "5"
+
+
+@pytest.mark.parametrize("mode", ["stdio", "stdio-modern"])
+def test_eunice_declares_elicitation_in_both_modes_and_sampling_and_no_tasks(manager, call, mode):
+    manager.connect(ServerConfig.from_model(add_server(args=[DEMO, mode])))
+    declared = json.loads(text(call(mcp("client_capabilities"))))
+    assert set(declared["elicitation"]) == {"form", "url"}
+    assert "tasks" not in declared and "tasks" not in json.dumps(declared.get("extensions") or {})
+    if mode == "stdio":  # sampling is deprecated at 2026-07-28; the SDK leaves it out there
+        assert "sampling" in declared

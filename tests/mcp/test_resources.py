@@ -4,7 +4,8 @@ import pytest
 
 from registry.mcp.config import ServerConfig
 from tests.conftest import text
-from tests.mcp.conftest import add_server
+from tests.mcp.conftest import DEMO, WAIT, add_server, mcp
+from tests.test_background_jobs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,3 +53,29 @@ def test_another_tenants_server_cannot_be_read(demo, call):
     result = call("read_mcp_resource", tenant="someone-else", server="demo", uri="demo://readme")
     assert "no enabled MCP server called 'demo'" in result.content
     assert "answers the tests" not in result.content
+
+
+def test_a_resource_link_in_a_tool_result_says_how_to_follow_it_and_following_it_reads_it(demo, call):
+    line = text(call(mcp("find_note"), topic="tides"))
+    assert line == (
+        "[resource link demo://notes/tides: notes on tides; read it with "
+        "read_mcp_resource(server='demo', uri='demo://notes/tides')]"
+    )
+    assert text(call("read_mcp_resource", server="demo", uri="demo://notes/tides")).endswith("Notes on tides.")
+
+
+@pytest.mark.parametrize("mode", ["stdio", "stdio-modern"])
+def test_a_watched_resource_that_changes_is_named_in_the_next_listing_until_it_is_read(manager, call, mode):
+    manager.connect(ServerConfig.from_model(add_server(args=[DEMO, mode])))
+    read = call("read_mcp_resource", server="demo", uri="demo://notes/tides", watch=True)
+    assert "watching demo://notes/tides" in read.content
+    assert text(call(mcp("touch"), topic="tides")) == "touched demo://notes/tides"
+    changed = "Changed since you last read it (watched): demo://notes/tides"
+    assert wait_for(lambda: changed in text(call("read_mcp_resource", server="demo")), WAIT)
+    call("read_mcp_resource", server="demo", uri="demo://notes/tides")
+    assert changed not in text(call("read_mcp_resource", server="demo"))
+
+
+def test_a_change_to_a_resource_nobody_watches_is_not_listed(demo, call):
+    call(mcp("touch"), topic="tides")
+    assert "Changed since" not in text(call("read_mcp_resource", server="demo"))
