@@ -31,6 +31,14 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.environ["EUNICE_SANDBOX_PATH"])
 
+# Compilers the environment holds for the host (shap needs numba) that no run may reach:
+# pandas hands a function to numba when asked for engine="numba", on methods the policy
+# does not vet one by one. A None entry makes every import of them fail here, in the
+# zygote and each run it forks, as if they were not installed.
+NEVER_IMPORTED = ("numba", "llvmlite")
+for _name in NEVER_IMPORTED:
+    sys.modules[_name] = None  # type: ignore[assignment]
+
 from registry.sandbox import oslayer, warmup  # noqa: E402
 from registry.sandbox.child import run_child  # noqa: E402
 

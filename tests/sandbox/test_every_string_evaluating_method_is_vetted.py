@@ -9,7 +9,6 @@ test_string_dispatch_is_refused.py and test_expression_engines_are_vetted.py.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 
 import numpy as np
@@ -119,10 +118,6 @@ def test_methods_taking_only_an_engine_never_run_an_engine_object(name):
         for method_name, func in _methods(sample):
             if method_name == name and inspect.isfunction(func):
                 assert "__pandas_udf__" not in inspect.getsource(func), f"{label}.{name} runs engine objects"
-
-
-def test_numba_is_absent_so_engine_numba_compiles_nothing():
-    assert importlib.util.find_spec("numba") is None, "with numba installed, vet engine= on every method"
 
 
 @pytest.fixture
