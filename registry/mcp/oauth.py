@@ -33,8 +33,8 @@ from django.utils import timezone
 from registry.mcp import MCPError
 from registry.models import MCP_OAUTH_REQUEST_SECONDS
 
-CALLBACK_PATH = "/mcp/oauth/callback/"
-CLIENT_METADATA_PATH = "/mcp/oauth/client-metadata.json"
+CALLBACK_PATH = "/mcp-oauth/callback/"
+CLIENT_METADATA_PATH = "/mcp-oauth/client-metadata.json"
 CLIENT_NAME = "Eunice"
 AUTHORIZE_WAIT = float(MCP_OAUTH_REQUEST_SECONDS)  # how long a person may take at the authorization server
 REFRESH_MARGIN = 60  # seconds before its expiry a token is refreshed
@@ -75,7 +75,7 @@ def client_metadata_url() -> str | None:
 
 
 def connect_url(server_id: int) -> str:
-    return public_url(f"/mcp/oauth/{server_id}/connect/")
+    return public_url(f"/mcp-oauth/{server_id}/connect/")
 
 
 def client_metadata(redirect_uri: str | None = None) -> Any:

@@ -40,7 +40,7 @@ def test_add_refuses_a_private_url_unless_allowed(capsys):
 def test_an_oauth_server_is_added_with_the_link_that_authorizes_it(capsys):
     said = run(capsys, "mcp_add", "linear", "--url", "http://127.0.0.1:9/mcp", "--allow-private", "--oauth", "user")
     server = MCPServer.objects.get(name="linear")
-    assert server.authorization == "user" and f"/mcp/oauth/{server.pk}/connect/" in said
+    assert server.authorization == "user" and f"/mcp-oauth/{server.pk}/connect/" in said
 
 
 def test_disconnect_and_remove_retire_the_tools(capsys, manager):

@@ -62,7 +62,7 @@ def person(username: str, *, staff: bool = False):
 
 def authorization_url(browser: Client, server_id: int) -> str:
     """Press Connect: where the page sends the person on to."""
-    started = browser.post(f"/mcp/oauth/{server_id}/connect/")
+    started = browser.post(f"/mcp-oauth/{server_id}/connect/")
     assert started.status_code == 200, started.content.decode()[:500]
     return started.context["continue_url"]
 
@@ -74,7 +74,7 @@ def authorize_in_browser(browser: Client, server_id: int) -> str:
         approved = http.get(authorization_url(browser, server_id))
     assert approved.status_code == 302
     back = urlsplit(approved.headers["location"])
-    assert back.path == "/mcp/oauth/callback/"
+    assert back.path == "/mcp-oauth/callback/"
     return browser.get(f"{back.path}?{back.query}").content.decode()
 
 
@@ -120,7 +120,7 @@ def test_the_tokens_are_sealed_at_rest(manager, oauth_server):
 def test_a_plain_user_cannot_authorize_a_tenant_connection(manager, oauth_server):
     server = oauth_server_row(oauth_server, "tenant")
     _, browser = person("paul")
-    refused = browser.post(f"/mcp/oauth/{server.pk}/connect/")
+    refused = browser.post(f"/mcp-oauth/{server.pk}/connect/")
     assert refused.status_code == 403 and "only staff" in refused.content.decode()
 
 
@@ -133,7 +133,7 @@ def test_a_per_user_server_runs_each_call_with_the_callers_own_token(manager, oa
 
     hint = as_user(call, bob, "whoami")
     assert "needs your authorization" in hint.content
-    assert f"/mcp/oauth/{server.pk}/connect/" in hint.content
+    assert f"/mcp-oauth/{server.pk}/connect/" in hint.content
 
     authorize_in_browser(bob_browser, server.pk)
     assert {text(as_user(call, ann, "whoami")), text(as_user(call, bob, "whoami"))} == {"1", "2"}
@@ -146,7 +146,7 @@ def test_a_revoked_user_is_asked_to_authorize_again(manager, oauth_server, call)
     assert manager.wait_connected(server.pk, WAIT)
     assert text(as_user(call, ann, "whoami")) == "1"
 
-    assert browser.post(f"/mcp/oauth/{server.pk}/revoke/").status_code == 200
+    assert browser.post(f"/mcp-oauth/{server.pk}/revoke/").status_code == 200
     assert not MCPOAuthGrant.objects.filter(server=server, user=ann).exists()
     assert oauth_server.stats()["revocation_requests"] == 1  # the authorization server was asked too
     assert "needs your authorization" in text(as_user(call, ann, "whoami"))
@@ -245,9 +245,9 @@ def test_an_authorization_response_from_the_wrong_issuer_is_refused(manager, oau
 
 def test_the_client_metadata_document_names_the_callback(client, settings):
     settings.EUNICE_PUBLIC_URL = "https://eunice.example.com"
-    document = client.get("/mcp/oauth/client-metadata.json").json()
-    assert document["client_id"] == "https://eunice.example.com/mcp/oauth/client-metadata.json"
-    assert document["redirect_uris"] == ["https://eunice.example.com/mcp/oauth/callback/"]
+    document = client.get("/mcp-oauth/client-metadata.json").json()
+    assert document["client_id"] == "https://eunice.example.com/mcp-oauth/client-metadata.json"
+    assert document["redirect_uris"] == ["https://eunice.example.com/mcp-oauth/callback/"]
 
 
 def test_a_callback_after_the_authorization_expired_is_refused(manager):
@@ -259,7 +259,7 @@ def test_a_callback_after_the_authorization_expired_is_refused(manager):
     ann, browser = person("ann")
     an_hour_ago = timezone.now() - timedelta(hours=1)
     MCPOAuthRequest.objects.create(state="s1", server=server, user=ann, created_at=an_hour_ago)
-    refused = browser.get("/mcp/oauth/callback/?state=s1&code=c")
+    refused = browser.get("/mcp-oauth/callback/?state=s1&code=c")
     assert refused.status_code == 400 and "expired" in refused.content.decode()
 
 
