@@ -54,13 +54,15 @@ from registry.killable import preload as preload_killable  # noqa: E402
 
 preload_killable()
 
-# Tool search's embedding models, which the first search_tools call of the
-# process would otherwise load (1.6 s for that user, under the GIL while
+# Tool search's embedding models and its index, which the first search_tools call of
+# the process would otherwise load and build (1.6 s for that user, under the GIL while
 # other answers stream). EUNICE_PRELOAD_TOOL_SEARCH=0 leaves them to first use.
 if settings.EUNICE_PRELOAD_TOOL_SEARCH:
-    from registry.search import load_models  # noqa: E402
+    from registry.registry import get_registry  # noqa: E402
+    from registry.search import load_models, warm_up_index  # noqa: E402
 
-    load_models()
+    if load_models():
+        warm_up_index(get_registry())
 
 # The custom-tool sandbox's pre-warmed zygote, when custom tools are on: the
 # first call would otherwise wait for its interpreter and imports.

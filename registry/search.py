@@ -60,6 +60,17 @@ def load_models() -> bool:
     return True
 
 
+def warm_up_index(registry: ToolRegistry) -> None:
+    """Build the registry's search index and answer one query now, at start-up: the first
+    ``search_tools`` call of a process would otherwise load the stored vectors, build
+    BM25 and run the encoders' first inference (about 150 ms here, 3 s on a database
+    whose tools were never embedded). Logged, never raised: a search then does it."""
+    try:
+        registry.tool_search().search("warm up the tool index", tenant_id="", limit=1)
+    except Exception as exc:  # noqa: BLE001 - start-up goes on; the first search reports it
+        logger.warning("tool search: the index was not built at start: %s", exc)
+
+
 class ToolSearch:
     def __init__(self, registry: ToolRegistry) -> None:
         self._registry = registry

@@ -6,8 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from registry import search
 from registry.retrieval import EmbedderUnavailable
+from registry.search import warm_up_index
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,3 +43,21 @@ def test_models_that_cannot_load_are_logged_and_the_server_still_starts(monkeypa
     with caplog.at_level(logging.WARNING, logger="eunice.registry"):
         assert search.load_models() is False
     assert "did not load at start: cannot load the multilingual encoder: weights missing" in caplog.text
+
+
+@pytest.mark.django_db
+def test_the_index_is_built_at_start_so_the_first_search_builds_nothing(registry):
+    warm_up_index(registry)
+    built = registry.tool_search()
+    assert set(built._signatures) == set(registry.definitions()) != set()
+    assert built._generation == registry.snapshot_generation  # the first search finds it current
+
+
+def test_an_index_that_cannot_be_built_is_logged_and_the_server_still_starts(registry, monkeypatch, caplog):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the tool_definitions table does not exist yet")
+
+    monkeypatch.setattr(search.ToolSearch, "search", broken)
+    with caplog.at_level(logging.WARNING, logger="eunice.registry"):
+        warm_up_index(registry)
+    assert "the index was not built at start: the tool_definitions table does not exist yet" in caplog.text
