@@ -82,7 +82,9 @@ class ExecutionLogWriter:
 
     def _run(self) -> None:
         while not self._stopped.is_set():
-            self._wake.wait(self.flush_seconds)
+            # An interval turned to 0 (rows now written as they come) leaves the thread
+            # waiting to be woken: a 0 s wait would spin, holding the GIL, for good.
+            self._wake.wait(self.flush_seconds if self.flush_seconds > 0 else None)
             self._wake.clear()
             try:
                 self.flush()

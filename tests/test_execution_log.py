@@ -2,6 +2,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,20 @@ def test_the_background_writer_flushes_buffered_rows_within_its_interval():
     assert writer.flushed.wait(timeout=5), "the writer thread never flushed"
     writer.stop()
     assert ToolExecutionLog.objects.count() == 3
+
+
+def test_a_writer_whose_interval_drops_to_zero_waits_instead_of_spinning(monkeypatch):
+    # A test that turned buffering on and back off once left the thread polling with a
+    # 0 s wait: half a core and the GIL, for the rest of the run.
+    writer = ExecutionLogWriter(flush_seconds=0.05, max_buffer=100)
+    writer._thread = None
+    woken = []
+    monkeypatch.setattr(writer, "flush", lambda: woken.append(1) or 0)
+    writer._start()
+    writer.flush_seconds = 0.0
+    time.sleep(0.5)
+    assert len(woken) <= 3
+    writer.stop()
 
 
 def test_a_full_buffer_sheds_the_oldest_rows_and_counts_them():
