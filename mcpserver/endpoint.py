@@ -369,20 +369,28 @@ def _error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
+MAX_CURSOR_CHARS = 32  # a cursor this endpoint made is about 12 characters
+
+
 def _cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
 
 
 def _offset(cursor: str | None, total: int) -> int:
+    """The offset a client's cursor names: parsed as a short token, never as JSON (a
+    client chooses its bytes)."""
     if cursor is None:
         return 0
+    invalid = MCPError(types.INVALID_PARAMS, "invalid cursor: pass the nextCursor of the previous page")
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise invalid
     try:
-        offset = json.loads(base64.urlsafe_b64decode(cursor.encode()))["o"]
-    except (binascii.Error, ValueError, KeyError, TypeError) as exc:
-        raise MCPError(types.INVALID_PARAMS, "invalid cursor: pass the nextCursor of the previous page") from exc
-    if not isinstance(offset, int) or not 0 <= offset <= total:
-        raise MCPError(types.INVALID_PARAMS, "invalid cursor: pass the nextCursor of the previous page")
-    return offset
+        kind, _, number = base64.urlsafe_b64decode(cursor.encode()).decode("ascii").partition(":")
+    except (binascii.Error, ValueError) as exc:
+        raise invalid from exc
+    if kind != "o" or not number.isdigit() or not 0 <= int(number) <= total:
+        raise invalid
+    return int(number)
 
 
 def _advertise_list_changed(server: Server[Any], options: NotificationOptions) -> None:

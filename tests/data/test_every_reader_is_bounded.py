@@ -43,11 +43,14 @@ TRUSTED_JSON = {
     "conversations/records.py": "event blobs this process wrote",
     "conversations/timeline.py": "event blobs this process wrote",
     "registry/killable_child.py": "the parent server's own DATABASES, in the child's environment",
+    "tools/lib/geo.py": "pandas' to_json of a frame, and shapely's to_geojson of its shapes",
+    "tools/trained_models.py": "pandas' to_json of a frame (two levels)",
 }
 # path → why it may call a reader directly.
 TRUSTED_READERS = {
     "tools/lib/render_docs.py": "writes DOCX (Document() makes a new one); reads nothing",
     "tools/lib/skill_format.py": "writes a skill's export zip; its import reads through check_zip",
+    "datacatalog/geofiles.py": "reads a GeoParquet upload only after read_table checked it against the limits",
 }
 
 

@@ -132,3 +132,33 @@ def test_a_token_of_another_tenants_person_does_not_reach_this_tenants_bundle(se
         headers={"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"},
     )
     assert answer.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("redirect", "allowed"),
+    [
+        ("http://127.0.0.1:33418/callback", True),
+        ("http://localhost:6274/oauth/callback", True),
+        ("http://[::1]:8080/cb", True),
+        ("https://client.example.com/cb", True),
+        ("http://client.example.com/cb", False),
+        ("http://127.0.0.1.evil.example/cb", False),
+    ],
+)
+def test_a_client_registers_http_redirects_only_to_a_loopback_address(redirect, allowed):
+    answer = Browser().post(
+        "/o/register/",
+        {
+            "client_name": "a desktop client",
+            "redirect_uris": [redirect],
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        },
+        content_type="application/json",
+    )
+    if allowed:
+        assert answer.status_code == 201, answer.content
+    else:
+        assert answer.status_code == 400
+        assert "must go to a loopback address" in answer.json()["error_description"]
