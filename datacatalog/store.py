@@ -163,20 +163,18 @@ def column_profiles(frame: pd.DataFrame) -> list[dict]:
     profiles: list[dict[str, Any]] = []
     for position, (column, dtype) in enumerate(frame.dtypes.items()):
         profile: dict[str, Any] = {"name": str(column), "dtype": str(dtype)}
+        profiles.append(profile)
         values = sample.iloc[:, position].dropna()
-        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
-        textual = pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype | pd.CategoricalDtype)
+        if values.empty or pd.api.types.is_bool_dtype(dtype):
+            continue
         try:
-            if values.empty:
-                pass
-            elif numeric or pd.api.types.is_datetime64_any_dtype(dtype):
+            if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype):
                 profile["range"] = f"{_short(values.min())} to {_short(values.max())}"
-            elif textual:
+            elif pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype | pd.CategoricalDtype):
                 common = values.astype(str).value_counts().head(PROFILE_VALUES).index
                 profile["values"] = [text[:PROFILE_CHARS] for text in common]
         except (TypeError, ValueError):  # mixed types a column may hold: no profile, nothing lost
             pass
-        profiles.append(profile)
     return profiles
 
 

@@ -35,6 +35,11 @@ class LLMConfigError(LLMError):
     kind = "config"
 
 
+class RoleOffline(LLMConfigError):
+    """The role has no model that can be called: it would answer from the offline provider
+    (no key, no row). ``str(error)`` says why."""
+
+
 class LLMAuthError(LLMError):
     """The key was refused (401) or lacks permission (403)."""
 

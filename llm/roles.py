@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from llm.errors import LLMConfigError
+from llm.errors import LLMConfigError, RoleOffline
 from llm.models import ModelConfig
 from llm.offline import MODEL_NAME as OFFLINE_MODEL
 from llm.offline import OfflineProvider
@@ -93,6 +93,20 @@ def create_llm_client_for_role(role: str, *, model: ModelConfig | None = None) -
             f"use one of {', '.join(sorted(PROVIDERS))}."
         )
     return traced(factory(config))
+
+
+def callable_model_for_role(role: str) -> tuple[ModelConfig, Provider]:
+    """The role's model row and a client that reaches a real model, for work the offline
+    provider cannot do (building a tool, an answer as structured data).
+
+    Raises RoleOffline with the reason when the role would fall back to the offline
+    provider, LLMConfigError when its row names an unknown provider.
+    """
+    config = get_model_for_role(role)
+    client = create_llm_client_for_role(role, model=config)
+    if isinstance(client, OfflineProvider):
+        raise RoleOffline(client.reason)
+    return config, client
 
 
 def _api_key(config: ModelConfig, default: str) -> str:

@@ -17,10 +17,10 @@ from typing import Any
 
 from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from llm import LLMConfigError, LLMError, LLMRequest
+from llm.errors import RoleOffline
 from llm.models import ModelConfig
-from llm.offline import OfflineProvider
 from llm.provider import Provider
-from llm.roles import create_llm_client_for_role, get_model_for_role
+from llm.roles import callable_model_for_role
 from registry.usage import charge_model
 
 BUILDER_ROLE = "tool_builder"
@@ -105,17 +105,16 @@ class RoleModel:
 def model_for(role: str, **charged_to: str) -> RoleModel:
     """The configured model of ``role``, its calls charged to ``charged_to`` (``tenant_id``,
     ``user_id``, ``conversation_id``). Raises BuildFailed when none is configured."""
-    config = get_model_for_role(role)
     try:
-        client = create_llm_client_for_role(role, model=config)
-    except LLMConfigError as exc:
-        raise BuildFailed(str(exc)) from None
-    if isinstance(client, OfflineProvider):
+        config, client = callable_model_for_role(role)
+    except RoleOffline as exc:
         # The offline provider would answer with setup advice, not a tool: stop here instead.
         raise BuildFailed(
-            f"{client.reason} Tool building needs a model for the {role!r} role: add an active "
+            f"{exc} Tool building needs a model for the {role!r} role: add an active "
             "ModelConfig row for it in the admin (Language models → Model configs), or set ANTHROPIC_API_KEY."
-        )
+        ) from None
+    except LLMConfigError as exc:
+        raise BuildFailed(str(exc)) from None
     return RoleModel(config, client, **charged_to)
 
 

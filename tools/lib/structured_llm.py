@@ -63,18 +63,17 @@ def ask_structured(
     call fails or both replies are unusable (``.cost`` is what the attempts cost).
     """
     from llm import LLMConfigError, LLMError, LLMRequest
-    from llm.offline import OfflineProvider
-    from llm.roles import create_llm_client_for_role, get_model_for_role
+    from llm.errors import RoleOffline
+    from llm.roles import callable_model_for_role
 
-    config = get_model_for_role(role)
     try:
-        client = create_llm_client_for_role(role, model=config)
+        config, client = callable_model_for_role(role)
+    except RoleOffline as exc:
+        raise ModelUnavailable(
+            f"{exc} Add an active ModelConfig row for the {role!r} role (or for chat) in the admin."
+        ) from None
     except LLMConfigError as exc:
         raise ModelUnavailable(str(exc)) from None
-    if isinstance(client, OfflineProvider):
-        raise ModelUnavailable(
-            f"{client.reason} Add an active ModelConfig row for the {role!r} role (or for chat) in the admin."
-        )
     system = f"{system}\n\nReply with exactly one JSON object and nothing else. It must fit this JSON Schema:\n" + (
         json.dumps(schema, ensure_ascii=False)
     )
