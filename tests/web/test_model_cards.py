@@ -62,7 +62,10 @@ def test_the_model_cards_are_drawn_with_their_figures_and_bars(server, trained, 
     assert page.inner_text("#panel .card-model_recommendation tr.recommended td") == trained.algorithm
 
     say(page, '/explain_prediction {"model": "progression", "dataset": "diabetes", "row_index": 3}')
-    page.wait_for_selector("#panel .card-shap_explanation .shap-bar")
+    # The server's first explanation loads shap and numba (1.5 s on a quiet machine); under
+    # CI's three passes it once took past the page's default 45 s: wait up to the tool's
+    # own timeout.
+    page.wait_for_selector("#panel .card-shap_explanation .shap-bar", timeout=120_000)
     bars = page.eval_on_selector_all(
         "#panel .card-shap_explanation .shap-bar", "(bars) => bars.map((b) => b.getBoundingClientRect().width)"
     )
