@@ -16,8 +16,9 @@ requests cost no query each; a revoked token is refused within that time.
 ``tools/list`` serves the bundle's tools (mcpserver/served.py), paged; ``tools/call``
 hands the call to ``ToolRegistry.aexecute_tool`` with the caller's tenant and user, so
 it meets the registry's gate (policies, persons' approvals), its workers' per-tenant
-slots and the execution log like a call from chat. When an approval or a bundle edit
-changes what a client was served, a 2025-11-25 session gets
+slots and the execution log like a call from chat. A call an approval rule makes wait
+sends the person to its approval page (mcpserver/approval_flow.py). When an approval or
+a bundle edit changes what a client was served, a 2025-11-25 session gets
 ``notifications/tools/list_changed`` and a 2026-07-28 ``subscriptions/listen`` stream a
 ``toolsListChanged`` event (within ``WATCH_SECONDS``).
 """
@@ -50,7 +51,7 @@ from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from eunice.origins import http_host_and_origin_allowed
-from mcpserver import callers, oauth
+from mcpserver import approval_flow, callers, oauth
 from mcpserver.models import Bundle
 from mcpserver.served import Caller, content_blocks, fingerprint, not_served, served_tools
 from registry import aio
@@ -66,6 +67,9 @@ SCOPE_KEY = "eunice.mcp.caller"
 # or a disabled bundle is refused within it. Refusals are never remembered.
 IDENTITY_SECONDS = 2.0
 MAX_KNOWN = 4096
+# After a client says the person opened the approval page, how long a call waits for
+# their decision before it answers that the call still waits (mcpserver/approval_flow.py).
+APPROVAL_WAIT_SECONDS = 60.0
 
 Identify = Callable[[str, str], "Caller | callers.Refusal"]
 
@@ -85,6 +89,7 @@ class MCPEndpoint:
         watch_seconds: float = WATCH_SECONDS,
         resource_metadata_url: Callable[[dict], str] | None = oauth.resource_metadata_url,
         requires: Mapping[str, dict] | None = None,
+        approval_wait_seconds: float = APPROVAL_WAIT_SECONDS,
     ) -> None:
         self.identify = identify
         self.default_bundle = default_bundle
@@ -92,6 +97,7 @@ class MCPEndpoint:
         self.watch_seconds = watch_seconds
         self.resource_metadata_url = resource_metadata_url
         self.requires = dict(requires or {})
+        self.approval_wait_seconds = approval_wait_seconds
         self.server: Server[Any] = Server(
             "eunice",
             version="1",
@@ -252,9 +258,14 @@ class MCPEndpoint:
             return _error_result(not_served(name, tools))
         _check_client_capabilities(ctx, name, self.requires.get(name))
         progress = _Progress(ctx)
-        context = ToolContext(tenant_id=caller.tenant_id, user_id=caller.user_id, progress=progress.report)
+        waits: list[dict] = []  # the approval card, when a rule makes this call wait for a person
+        context = ToolContext(
+            tenant_id=caller.tenant_id, user_id=caller.user_id, progress=progress.report, awaiting=waits.append
+        )
         result = await get_registry().aexecute_tool(name, dict(params.arguments or {}), context)
         await progress.flush()
+        if waits and not result.ok:
+            return await approval_flow.ask(ctx, name, waits[0], caller.tenant_id, self.approval_wait_seconds)
         return types.CallToolResult.model_validate({"content": content_blocks(result), "isError": not result.ok})
 
     async def _listen(

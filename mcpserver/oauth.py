@@ -59,8 +59,13 @@ def user_and_scopes(token: str) -> tuple[Any, frozenset[str]] | None:
     return found.user, frozenset(found.scope.split())
 
 
-def resource_metadata_url(scope: dict) -> str:
-    """The protected-resource metadata URL (RFC 9728) of the endpoint ``scope`` reached."""
+def origin(scope: dict) -> str:
+    """``scheme://host`` of the ASGI request ``scope`` (its Host was checked before)."""
     host = next((v.decode("latin-1") for k, v in scope.get("headers") or () if k == b"host"), "localhost")
     scheme = "https" if scope.get("scheme") == "https" else "http"
-    return f"{scheme}://{host}/.well-known/oauth-protected-resource{scope['path'].rstrip('/')}"
+    return f"{scheme}://{host}"
+
+
+def resource_metadata_url(scope: dict) -> str:
+    """The protected-resource metadata URL (RFC 9728) of the endpoint ``scope`` reached."""
+    return f"{origin(scope)}/.well-known/oauth-protected-resource{scope['path'].rstrip('/')}"
