@@ -71,12 +71,13 @@ MAX_KNOWN = 4096
 # their decision before it answers that the call still waits (mcpserver/approval_flow.py).
 APPROVAL_WAIT_SECONDS = 60.0
 
-Identify = Callable[[str, str], "Caller | callers.Refusal"]
+Identify = Callable[[str, str, str], "Caller | callers.Refusal"]
 
 
 class MCPEndpoint:
     """The ASGI app behind ``/mcp`` (every tool the tenant may use, or ``default_bundle``)
-    and ``/mcp/<bundle>/``. ``identify`` maps (Authorization header, bundle) to a caller;
+    and ``/mcp/<bundle>/``. ``identify`` maps (Authorization header, bundle, the endpoint's
+    URL) to a caller;
     the product's is ``callers.identify``. The SDK's session manager starts with the first
     request (or the server's lifespan) on the serving loop."""
 
@@ -115,7 +116,8 @@ class MCPEndpoint:
         self._sessions: dict[tuple[str, str], weakref.WeakSet] = {}
         self._buses: dict[tuple[str, str], tuple[InMemorySubscriptionBus, ListenHandler]] = {}
         self._served: dict[tuple[str, str], str] = {}  # key -> fingerprint of what was served
-        self._known: dict[tuple[str, str], tuple[Caller, float]] = {}  # (authorization, bundle) -> caller, until
+        # (authorization, bundle, resource) -> caller, until
+        self._known: dict[tuple[str, str, str], tuple[Caller, float]] = {}
         self._ready: asyncio.Event | None = None
         self._runner: asyncio.Task | None = None
         _advertise_list_changed(self.server, self._options)
@@ -135,11 +137,11 @@ class MCPEndpoint:
             return await _plain(send, 404, "no such MCP endpoint: use /mcp/ or /mcp/<bundle>/")
         if not http_host_and_origin_allowed(scope):
             return await _plain(send, 403, "the Host or Origin header is not allowed here")
-        authorization = _header(scope, b"authorization")
-        if self._admits_here(authorization, bundle):
-            found = self._admit(authorization, bundle)
+        key = (_header(scope, b"authorization"), bundle, oauth.resource_of(scope))
+        if self._admits_here(key):
+            found = self._admit(key)
         else:
-            found = await aio.in_db_thread(self._admit)(authorization, bundle)
+            found = await aio.in_db_thread(self._admit)(key)
         if isinstance(found, callers.Refusal):
             return await self._refuse(scope, send, found)
         token = AccessToken(token="", client_id=found.principal, scopes=[])
@@ -147,16 +149,16 @@ class MCPEndpoint:
         await self.started()
         await self.manager.handle_request(scope, receive, send)
 
-    def _admit(self, authorization: str, bundle: str) -> Caller | callers.Refusal:
-        """The caller, or why not: identified (remembered for ``IDENTITY_SECONDS``), then
-        counted against the REST rate. One trip to a database thread for both."""
-        key = (authorization, bundle)
+    def _admit(self, key: tuple[str, str, str]) -> Caller | callers.Refusal:
+        """The caller of (Authorization header, bundle, resource), or why not: identified
+        (remembered for ``IDENTITY_SECONDS``), then counted against the REST rate. One trip
+        to a database thread for both."""
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and known[1] > now:
             found: Caller | callers.Refusal = known[0]
         else:
-            found = self.identify(authorization, bundle)
+            found = self.identify(*key)
             if isinstance(found, Caller):
                 if len(self._known) >= MAX_KNOWN:
                     self._known.clear()
@@ -165,10 +167,10 @@ class MCPEndpoint:
             return callers.Refusal(429, "too many requests: slow down and retry in a second")
         return found
 
-    def _admits_here(self, authorization: str, bundle: str) -> bool:
+    def _admits_here(self, key: tuple[str, str, str]) -> bool:
         """Whether ``_admit`` needs no query nor network here, so may run on the event loop:
         the caller is remembered and the rate is counted in this process's memory."""
-        known = self._known.get((authorization, bundle))
+        known = self._known.get(key)
         return known is not None and known[1] > time.monotonic() and _local_cache()
 
     def _forget(self, key: tuple[str, str] | None = None) -> None:
