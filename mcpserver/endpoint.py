@@ -30,6 +30,7 @@ import base64
 import binascii
 import concurrent.futures
 import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -110,6 +111,7 @@ class MCPEndpoint:
             on_list_resources=_no_resources,
             on_list_resource_templates=_no_resource_templates,
             on_subscriptions_listen=self._listen,
+            get_tool_input_schema=_input_schema,
         )
         self.manager = StreamableHTTPSessionManager(app=self.server, stateless=False)
         self._options = NotificationOptions(tools_changed=True)
@@ -147,7 +149,11 @@ class MCPEndpoint:
         token = AccessToken(token="", client_id=found.principal, scopes=[])
         scope = {**scope, SCOPE_KEY: found, "user": AuthenticatedUser(token)}
         await self.started()
-        await self.manager.handle_request(scope, receive, send)
+        calling = _CALLER.set(found)
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            _CALLER.reset(calling)
 
     def _admit(self, key: tuple[str, str, str]) -> Caller | callers.Refusal:
         """The caller of (Authorization header, bundle, resource), or why not: identified
@@ -347,6 +353,28 @@ def _fingerprints(keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
             names = row.names() if row is not None else frozenset()
         now[(tenant_id, slug)] = fingerprint(served_tools(registry, tenant_id, names))
     return now
+
+
+# The caller of the request being handled, for ``_input_schema`` (the SDK asks it with a
+# tool's name only).
+_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("eunice_mcp_caller", default=None)
+
+
+def _input_schema(name: str) -> Mapping[str, Any] | None:
+    """The input schema of ``name`` if the current caller may call it, else None: what the
+    SDK checks a stateless ``tools/call``'s ``Mcp-Param-*`` headers against. Read from the
+    registry's loaded definitions, on the loop with no query; without it the SDK would run
+    the whole ``tools/list`` (a database thread hop and a list built) before every call.
+    A tool the loaded definitions do not hold yet (approved less than
+    ``EUNICE_REGISTRY_POLL_SECONDS`` ago, and listed by no client of this process since)
+    has its headers unchecked, as the SDK does for a tool its listing does not show."""
+    caller = _CALLER.get()
+    if caller is None or (caller.names is not None and name not in caller.names):
+        return None
+    definition = get_registry().loaded_definitions().get(name)
+    if definition is None or not definition.callable_by(caller.tenant_id):
+        return None
+    return definition.input_schema
 
 
 @functools.cache
