@@ -3,10 +3,13 @@
 An approval rule (registry/approval_rules.py) stops the call and stores a pending
 approval; the endpoint learns its card through ``ToolContext.awaiting``. Then:
 
-- a client that declared ``elicitation: {url: {}}`` on a connection that can carry a
-  server-to-client request (a 2025-11-25 session) is sent ``elicitation/create`` in URL
-  mode, pointing at the approval's page (mcpserver/approval_page.py). When the client
-  answers ``accept`` (the person went there), the endpoint waits up to
+- a client that declared ``elicitation: {url: {}}`` is asked to send the person to the
+  approval's page (mcpserver/approval_page.py) with an ``elicitation/create`` in URL
+  mode: on a 2025-11-25 session as a server-to-client request; at 2026-07-28
+  (stateless) inside an ``input_required`` result, which the client answers by calling
+  the tool again with its ``inputResponses`` and the signed ``requestState`` (the
+  approval's id; that retry runs nothing, it only reads the decision). When the
+  client answers ``accept`` (the person went there), the endpoint waits up to
   ``wait_seconds`` for their decision and answers the call with the outcome the page
   stored, or an error saying it was rejected, expired or still waits;
 - any other client is answered with an error naming the page's URL.
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from django.core import signing
 from django.urls import reverse
 from django.utils import timezone
 from mcp.shared.exceptions import MCPError, NoBackChannelError
@@ -33,6 +37,8 @@ from registry import aio
 from registry.models import ApprovalStatus, PendingApproval
 
 POLL_SECONDS = 0.25  # how often a decision is looked for while the person is on the page
+INPUT_KEY = "approval"  # the elicitation's key in a 2026-07-28 input_required result
+STATE_SALT = "eunice.mcpserver.approval"  # requestState: the approval's id, signed
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,34 +72,81 @@ def waiting_text(name: str, card: dict, url: str) -> str:
     )
 
 
-async def ask(ctx: Any, name: str, card: dict, tenant_id: str, wait_seconds: float) -> types.CallToolResult:
+async def ask(
+    ctx: Any, name: str, card: dict, tenant_id: str, wait_seconds: float
+) -> types.CallToolResult | types.InputRequiredResult:
     """Answer a call that waits for approval ``card``: through URL elicitation where the
     client supports it, otherwise with ``waiting_text``."""
-    url = page_url(ctx.request.scope, card["approval_id"])
+    approval_id = card["approval_id"]
+    url = page_url(ctx.request.scope, approval_id)
     if not _elicits_urls(ctx):
         return _error(waiting_text(name, card, url))
-    message = f"{name} needs your approval before it runs. Open the page to see the call and decide."
+    if not ctx.session.can_send_request:  # 2026-07-28: the client asks the person, then calls again
+        elicit = types.ElicitRequest(params=types.ElicitRequestURLParams(message=_asking(name), url=url))
+        return types.InputRequiredResult(
+            input_requests={INPUT_KEY: elicit}, request_state=signing.dumps(approval_id, salt=STATE_SALT)
+        )
     try:
-        answer = await ctx.session.elicit_url(message, url, card["approval_id"], related_request_id=ctx.request_id)
+        answer = await ctx.session.elicit_url(_asking(name), url, approval_id, related_request_id=ctx.request_id)
     except NoBackChannelError:
         return _error(waiting_text(name, card, url))
     except MCPError as exc:  # the client refused the request itself: it cannot show the page
         return _error(f"{waiting_text(name, card, url)} (The client could not open it: {exc.error.message})")
+    decision = await _after(answer, name, approval_id, tenant_id, wait_seconds)
+    if isinstance(decision, types.CallToolResult):
+        return decision
+    if decision.done:
+        await ctx.session.send_elicit_complete(approval_id, related_request_id=ctx.request_id)
+    return _answer(name, decision, url)
+
+
+async def answered(
+    ctx: Any, name: str, params: types.CallToolRequestParams, caller: Any, wait_seconds: float
+) -> types.CallToolResult:
+    """The 2026-07-28 retry of a call ``ask`` answered ``input_required``: the person's
+    decision on the approval its ``requestState`` names (signed by this server, and of
+    this caller's tenant, user and tool), after the client's answer to the elicitation."""
+    try:
+        approval_id = signing.loads(params.request_state or "", salt=STATE_SALT)
+    except signing.BadSignature:
+        return _error("requestState is not one this server issued: call the tool again without it")
+    mine = await aio.in_db_thread(_is_callers)(approval_id, name, caller.tenant_id, caller.user_id)
+    if not mine:
+        return _error("requestState names no approval of yours for this tool: call the tool again without it")
+    answer = (params.input_responses or {}).get(INPUT_KEY)
+    if not isinstance(answer, types.ElicitResult):
+        return _error(f"the retry carries no answer to the elicitation {INPUT_KEY!r}: answer it, then retry")
+    decision = await _after(answer, name, approval_id, caller.tenant_id, wait_seconds)
+    url = page_url(ctx.request.scope, approval_id)
+    return decision if isinstance(decision, types.CallToolResult) else _answer(name, decision, url)
+
+
+def _asking(name: str) -> str:
+    return f"{name} needs your approval before it runs. Open the page to see the call and decide."
+
+
+async def _after(
+    answer: types.ElicitResult, name: str, approval_id: str, tenant_id: str, wait_seconds: float
+) -> Decision | types.CallToolResult:
+    """The decision once the client ``accept``ed (the person went to the page), or the
+    error a declined or cancelled elicitation answers."""
     if answer.action != "accept":
         return _error(
             f"{name} has not run: the person did not open the approval page ({answer.action}). "
-            f"It still waits at {url} until it expires."
+            "It still waits there until it expires."
         )
-    decision = await _decision_within(card["approval_id"], tenant_id, wait_seconds)
-    if decision.done:
-        await ctx.session.send_elicit_complete(card["approval_id"], related_request_id=ctx.request_id)
-    return _answer(name, decision, url)
+    return await _decision_within(approval_id, tenant_id, wait_seconds)
+
+
+def _is_callers(approval_id: str, name: str, tenant_id: str, user_id: str) -> bool:
+    rows = PendingApproval.objects.filter(pk=approval_id, tenant_id=tenant_id, user_id=user_id, tool_name=name)
+    return rows.exists()
 
 
 def _elicits_urls(ctx: Any) -> bool:
     declared = ctx.session.client_capabilities
     elicitation = getattr(declared, "elicitation", None)
-    return getattr(elicitation, "url", None) is not None and ctx.session.can_send_request
+    return getattr(elicitation, "url", None) is not None
 
 
 async def _decision_within(approval_id: str, tenant_id: str, wait_seconds: float) -> Decision:

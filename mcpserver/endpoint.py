@@ -258,12 +258,14 @@ class MCPEndpoint:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         caller = _caller(ctx)
         name = params.name
         if caller.names is not None and name not in caller.names:
             tools = await aio.in_db_thread(served_tools)(get_registry(), caller.tenant_id, caller.names)
             return _error_result(not_served(name, tools))
+        if params.request_state is not None:  # a 2026-07-28 retry after an approval's elicitation
+            return await approval_flow.answered(ctx, name, params, caller, self.approval_wait_seconds)
         _check_client_capabilities(ctx, name, self.requires.get(name))
         progress = _Progress(ctx)
         waits: list[dict] = []  # the approval card, when a rule makes this call wait for a person

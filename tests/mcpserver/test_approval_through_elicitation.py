@@ -16,7 +16,7 @@ from django.contrib.auth.models import Permission
 from registry.models import ApprovalRule, ApprovalStatus, PendingApproval
 from tests import handlers
 from tests.conftest import OTHER_TENANT, TENANT
-from tests.mcpserver.conftest import Served, bundle, client, member
+from tests.mcpserver.conftest import MODES, Served, bundle, client, member
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,8 +64,9 @@ def _field(html: str, name: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_client_that_elicits_urls_sends_the_person_to_the_page_and_gets_the_approved_calls_outcome(
-    served, ann, wire_money
+    served, ann, wire_money, mode
 ):
     asked = []
 
@@ -77,7 +78,7 @@ def test_a_client_that_elicits_urls_sends_the_person_to_the_page_and_gets_the_ap
         return types.ElicitResult(action="accept")
 
     async def use():
-        async with client(served.url("payments"), ann, elicitation_callback=elicit) as mcp:
+        async with client(served.url("payments"), ann, mode, elicitation_callback=elicit) as mcp:
             return await mcp.call_tool("wire_money", {"amount": 5})
 
     called = asyncio.run(use())
@@ -88,14 +89,15 @@ def test_a_client_that_elicits_urls_sends_the_person_to_the_page_and_gets_the_ap
     assert (row.status, row.decided_by_id) == (ApprovalStatus.APPROVED, row.user_id)
 
 
-def test_the_person_may_edit_the_call_and_the_client_is_told_what_ran(served, ann, wire_money):
+@pytest.mark.parametrize("mode", MODES)
+def test_the_person_may_edit_the_call_and_the_client_is_told_what_ran(served, ann, wire_money, mode):
     async def elicit(context, params):
         async with signed_in(f"http://127.0.0.1:{served.port}", "ann") as http:
             await decide_on_page(http, params.url, "edit", arguments='{"amount": 3}')
         return types.ElicitResult(action="accept")
 
     async def use():
-        async with client(served.url("payments"), ann, elicitation_callback=elicit) as mcp:
+        async with client(served.url("payments"), ann, mode, elicitation_callback=elicit) as mcp:
             return await mcp.call_tool("wire_money", {"amount": 500})
 
     called = asyncio.run(use())
@@ -103,28 +105,30 @@ def test_the_person_may_edit_the_call_and_the_client_is_told_what_ran(served, an
     assert "ann edited the call" in called.content[1].text
 
 
-def test_a_call_the_person_rejects_on_the_page_answers_with_their_reason(served, ann, wire_money):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_call_the_person_rejects_on_the_page_answers_with_their_reason(served, ann, wire_money, mode):
     async def elicit(context, params):
         async with signed_in(f"http://127.0.0.1:{served.port}", "ann") as http:
             await decide_on_page(http, params.url, "reject", reason="not this month")
         return types.ElicitResult(action="accept")
 
     async def use():
-        async with client(served.url("payments"), ann, elicitation_callback=elicit) as mcp:
+        async with client(served.url("payments"), ann, mode, elicitation_callback=elicit) as mcp:
             return await mcp.call_tool("wire_money", {"amount": 5})
 
     called = asyncio.run(use())
     assert called.is_error and "ann rejected it: not this month" in called.content[0].text
 
 
-def test_a_call_nobody_decided_answers_that_it_still_waits_at_the_page(ann, wire_money):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_call_nobody_decided_answers_that_it_still_waits_at_the_page(ann, wire_money, mode):
     async def elicit(context, params):
         return types.ElicitResult(action="accept")  # the person went there and did not decide
 
     with Served(watch_seconds=0.1, approval_wait_seconds=0) as served:
 
         async def use():
-            async with client(served.url("payments"), ann, elicitation_callback=elicit) as mcp:
+            async with client(served.url("payments"), ann, mode, elicitation_callback=elicit) as mcp:
                 return await mcp.call_tool("wire_money", {"amount": 5})
 
         called = asyncio.run(use())
@@ -211,3 +215,31 @@ def test_the_page_asks_a_stranger_to_sign_in(served, ann, wire_money):
 
     answer = asyncio.run(look())
     assert answer.status_code == 302 and answer.headers["location"].startswith("/login/")
+
+
+def retried_with_state(served, token: str, state: str):
+    """A 2026-07-28 retry of wire_money carrying ``state`` and an ``accept``."""
+    answers = {"approval": types.ElicitResult(action="accept")}
+
+    async def use():
+        async with client(served.url("payments"), token, "2026-07-28") as mcp:
+            return await mcp.call_tool("wire_money", {"amount": 5}, input_responses=answers, request_state=state)
+
+    return asyncio.run(use())
+
+
+def test_a_retry_with_a_request_state_this_server_did_not_sign_is_refused(served, ann, wire_money):
+    refused = retried_with_state(served, ann, "approval-I-made-up")
+    assert refused.is_error and "requestState is not one this server issued" in refused.content[0].text
+    assert not PendingApproval.objects.exists()  # and nothing ran or waits
+
+
+def test_a_retry_naming_another_persons_approval_reads_nothing_of_it(served, ann, wire_money):
+    from django.core import signing
+
+    from mcpserver.approval_flow import STATE_SALT
+
+    row = ask_through_mcp(served, ann)
+    bob = member("bob", TENANT)
+    refused = retried_with_state(served, bob, signing.dumps(str(row.pk), salt=STATE_SALT))
+    assert refused.is_error and "names no approval of yours" in refused.content[0].text
