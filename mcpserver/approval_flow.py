@@ -37,6 +37,7 @@ from registry import aio
 from registry.models import ApprovalStatus, PendingApproval
 
 POLL_SECONDS = 0.25  # how often a decision is looked for while the person is on the page
+ANSWER_SECONDS = 60.0  # how long a 2025-11-25 client may take to answer the elicitation, beyond wait_seconds
 INPUT_KEY = "approval"  # the elicitation's key in a 2026-07-28 input_required result
 STATE_SALT = "eunice.mcpserver.approval"  # requestState: the approval's id, signed
 
@@ -87,8 +88,9 @@ async def ask(
             input_requests={INPUT_KEY: elicit}, request_state=signing.dumps(approval_id, salt=STATE_SALT)
         )
     try:
-        answer = await ctx.session.elicit_url(_asking(name), url, approval_id, related_request_id=ctx.request_id)
-    except NoBackChannelError:
+        async with asyncio.timeout(wait_seconds + ANSWER_SECONDS):  # a client that never answers
+            answer = await ctx.session.elicit_url(_asking(name), url, approval_id, related_request_id=ctx.request_id)
+    except (NoBackChannelError, TimeoutError):
         return _error(waiting_text(name, card, url))
     except MCPError as exc:  # the client refused the request itself: it cannot show the page
         return _error(f"{waiting_text(name, card, url)} (The client could not open it: {exc.error.message})")

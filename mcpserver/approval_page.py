@@ -19,6 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from conversations import approvals
 from conversations.approvals_api import resume_turn
@@ -35,6 +36,7 @@ def page_path(approval_id: str) -> str:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def approval_page(request: HttpRequest, approval_id: str) -> HttpResponse:
     """GET: the call, its rule and note, its state, and its outcome once decided.
     POST (``decision`` approve, edit or reject): decide it, then show it again."""
@@ -45,8 +47,6 @@ def approval_page(request: HttpRequest, approval_id: str) -> HttpResponse:
         if not error:
             return redirect(page_path(str(row.pk)))
         row = _visible(request.user, approval_id)
-    elif request.method != "GET":
-        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     status = 400 if error else 200
     return render(request, "mcpserver/approval.html", _context(row, error), status=status)
 

@@ -243,3 +243,15 @@ def test_a_retry_naming_another_persons_approval_reads_nothing_of_it(served, ann
     bob = member("bob", TENANT)
     refused = retried_with_state(served, bob, signing.dumps(str(row.pk), salt=STATE_SALT))
     assert refused.is_error and "names no approval of yours" in refused.content[0].text
+
+
+def test_edited_arguments_that_are_not_json_are_refused_naming_the_field_and_nothing_runs(served, ann, wire_money):
+    url = f"/approvals/{ask_through_mcp(served, ann).pk}/"
+
+    async def edit():
+        async with signed_in(f"http://127.0.0.1:{served.port}", "ann") as http:
+            return await decide_on_page(http, url, "edit", arguments="{amount: 3")
+
+    page = asyncio.run(edit())
+    assert page.status_code == 400 and "arguments: not valid JSON" in page.text
+    assert PendingApproval.objects.get().status == ApprovalStatus.PENDING
