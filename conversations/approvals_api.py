@@ -141,12 +141,12 @@ class PendingApprovalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
             raise Conflict(str(exc)) from None
         except ValueError as exc:
             raise ValidationError({"arguments": [str(exc)]}) from None
-        resumed = _resume(str(pk), card.get("resume"))
+        resumed = resume_turn(str(pk), card.get("resume"))
         row = PendingApproval.objects.select_related("decided_by").get(pk=pk)
         return Response({**PendingApprovalSerializer(row).data, "resumed": resumed})
 
 
-def _resume(approval_id: str, resume: dict | None) -> str | None:
+def resume_turn(approval_id: str, resume: dict | None) -> str | None:
     """Resume the turn the decided call paused (returns when it is done): its stop reason,
     or None when there was none to resume or it could not start now (then the decision
     is a turn of its own, which the model reads on the next)."""

@@ -322,6 +322,9 @@ OAUTH2_PROVIDER: dict[str, Any] = {
     "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
     "REFRESH_TOKEN_EXPIRE_SECONDS": 30 * 24 * 3600,
     "OAUTH2_PROTECTED_RESOURCE_NAME": "Eunice MCP tools",
+    # A token is bound to the one endpoint URL it was issued for (RFC 8707): exact, not
+    # the toolkit's prefix match, so a token for /mcp does not reach /mcp/<bundle>.
+    "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "mcpserver.oauth.same_resource",
     # A replayed refresh token revokes its whole family (RFC 9700 §4.14.2).
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
     # http stays allowed for native apps' loopback redirects (RFC 8252), and only for

@@ -9,6 +9,7 @@ from oauth2_provider import urls as oauth_urls
 from conversations import staff_views as telemetry_views
 from conversations import views as chat_views
 from eunice.health import health
+from mcpserver.approval_page import approval_page
 from registry import staff_views
 from registry.mcp import oauth_views
 
@@ -53,6 +54,8 @@ urlpatterns = [
     path("mcp-oauth/callback/", oauth_views.callback, name="mcp-oauth-callback"),
     path("mcp-oauth/<int:server_id>/connect/", oauth_views.connect, name="mcp-oauth-connect"),
     path("mcp-oauth/<int:server_id>/revoke/", oauth_views.revoke, name="mcp-oauth-revoke"),
+    # A call waiting for a person's approval (the MCP endpoint sends them here): docs/mcp-server.md.
+    path("approvals/<uuid:approval_id>/", approval_page, name="approval-page"),
     path("admin/", admin.site.urls),
     # The MCP endpoint's OAuth authorization server and both metadata documents (docs/mcp-server.md).
     path("", include((OAUTH_URLS, "oauth2_provider"))),

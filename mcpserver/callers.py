@@ -3,7 +3,7 @@
 Never anonymous. A machine sends the REST API's token (``Authorization: Token KEY`` or
 ``Bearer KEY``: ``rest_framework.authtoken``, the same row the REST API accepts); a
 person's desktop client sends an OAuth access token this server issued
-(mcpserver/oauth.py), scoped to bundles. The user must be active and belong to a
+(mcpserver/oauth.py), scoped to bundles and bound to the endpoint's URL. The user must be active and belong to a
 tenant; the bundle must be that tenant's and enabled, and within the token's scopes.
 """
 
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 from eunice.throttling import UserThrottle
 from mcpserver.models import Bundle
-from mcpserver.oauth import EVERY_BUNDLE, user_and_scopes
+from mcpserver.oauth import EVERY_BUNDLE, WrongResource, user_and_scopes
 from mcpserver.served import Caller
 from registry.tenancy import tenant_of
 
@@ -27,8 +27,9 @@ class Refusal:
     message: str
 
 
-def identify(authorization: str, bundle: str) -> Caller | Refusal:
-    """The caller an ``Authorization`` header names, for ``bundle`` ("" for every tool). Queries."""
+def identify(authorization: str, bundle: str, resource: str) -> Caller | Refusal:
+    """The caller an ``Authorization`` header names, for ``bundle`` ("" for every tool) at
+    the endpoint URL ``resource``, which an OAuth access token must be bound to. Queries."""
     scheme, _, credential = authorization.strip().partition(" ")
     credential = credential.strip()
     if scheme.lower() not in ("bearer", "token") or not credential:
@@ -36,7 +37,10 @@ def identify(authorization: str, bundle: str) -> Caller | Refusal:
     found = _user_of_api_token(credential)
     scopes: frozenset[str] | None = None
     if found is None:
-        granted = user_and_scopes(credential)
+        try:
+            granted = user_and_scopes(credential, resource)
+        except WrongResource as exc:
+            return Refusal(401, str(exc))
         if granted is not None:
             found, scopes = granted
     if found is None or not found.is_active:

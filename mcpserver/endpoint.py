@@ -16,8 +16,9 @@ requests cost no query each; a revoked token is refused within that time.
 ``tools/list`` serves the bundle's tools (mcpserver/served.py), paged; ``tools/call``
 hands the call to ``ToolRegistry.aexecute_tool`` with the caller's tenant and user, so
 it meets the registry's gate (policies, persons' approvals), its workers' per-tenant
-slots and the execution log like a call from chat. When an approval or a bundle edit
-changes what a client was served, a 2025-11-25 session gets
+slots and the execution log like a call from chat. A call an approval rule makes wait
+sends the person to its approval page (mcpserver/approval_flow.py). When an approval or
+a bundle edit changes what a client was served, a 2025-11-25 session gets
 ``notifications/tools/list_changed`` and a 2026-07-28 ``subscriptions/listen`` stream a
 ``toolsListChanged`` event (within ``WATCH_SECONDS``).
 """
@@ -29,6 +30,7 @@ import base64
 import binascii
 import concurrent.futures
 import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -50,7 +52,7 @@ from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from eunice.origins import http_host_and_origin_allowed
-from mcpserver import callers, oauth
+from mcpserver import approval_flow, callers, oauth
 from mcpserver.models import Bundle
 from mcpserver.served import Caller, content_blocks, fingerprint, not_served, served_tools
 from registry import aio
@@ -66,13 +68,17 @@ SCOPE_KEY = "eunice.mcp.caller"
 # or a disabled bundle is refused within it. Refusals are never remembered.
 IDENTITY_SECONDS = 2.0
 MAX_KNOWN = 4096
+# After a client says the person opened the approval page, how long a call waits for
+# their decision before it answers that the call still waits (mcpserver/approval_flow.py).
+APPROVAL_WAIT_SECONDS = 60.0
 
-Identify = Callable[[str, str], "Caller | callers.Refusal"]
+Identify = Callable[[str, str, str], "Caller | callers.Refusal"]
 
 
 class MCPEndpoint:
     """The ASGI app behind ``/mcp`` (every tool the tenant may use, or ``default_bundle``)
-    and ``/mcp/<bundle>/``. ``identify`` maps (Authorization header, bundle) to a caller;
+    and ``/mcp/<bundle>/``. ``identify`` maps (Authorization header, bundle, the endpoint's
+    URL) to a caller;
     the product's is ``callers.identify``. The SDK's session manager starts with the first
     request (or the server's lifespan) on the serving loop."""
 
@@ -85,6 +91,7 @@ class MCPEndpoint:
         watch_seconds: float = WATCH_SECONDS,
         resource_metadata_url: Callable[[dict], str] | None = oauth.resource_metadata_url,
         requires: Mapping[str, dict] | None = None,
+        approval_wait_seconds: float = APPROVAL_WAIT_SECONDS,
     ) -> None:
         self.identify = identify
         self.default_bundle = default_bundle
@@ -92,6 +99,7 @@ class MCPEndpoint:
         self.watch_seconds = watch_seconds
         self.resource_metadata_url = resource_metadata_url
         self.requires = dict(requires or {})
+        self.approval_wait_seconds = approval_wait_seconds
         self.server: Server[Any] = Server(
             "eunice",
             version="1",
@@ -103,13 +111,15 @@ class MCPEndpoint:
             on_list_resources=_no_resources,
             on_list_resource_templates=_no_resource_templates,
             on_subscriptions_listen=self._listen,
+            get_tool_input_schema=_input_schema,
         )
         self.manager = StreamableHTTPSessionManager(app=self.server, stateless=False)
         self._options = NotificationOptions(tools_changed=True)
         self._sessions: dict[tuple[str, str], weakref.WeakSet] = {}
         self._buses: dict[tuple[str, str], tuple[InMemorySubscriptionBus, ListenHandler]] = {}
         self._served: dict[tuple[str, str], str] = {}  # key -> fingerprint of what was served
-        self._known: dict[tuple[str, str], tuple[Caller, float]] = {}  # (authorization, bundle) -> caller, until
+        # (authorization, bundle, resource) -> caller, until
+        self._known: dict[tuple[str, str, str], tuple[Caller, float]] = {}
         self._ready: asyncio.Event | None = None
         self._runner: asyncio.Task | None = None
         _advertise_list_changed(self.server, self._options)
@@ -129,28 +139,32 @@ class MCPEndpoint:
             return await _plain(send, 404, "no such MCP endpoint: use /mcp/ or /mcp/<bundle>/")
         if not http_host_and_origin_allowed(scope):
             return await _plain(send, 403, "the Host or Origin header is not allowed here")
-        authorization = _header(scope, b"authorization")
-        if self._admits_here(authorization, bundle):
-            found = self._admit(authorization, bundle)
+        key = (_header(scope, b"authorization"), bundle, oauth.resource_of(scope))
+        if self._admits_here(key):
+            found = self._admit(key)
         else:
-            found = await aio.in_db_thread(self._admit)(authorization, bundle)
+            found = await aio.in_db_thread(self._admit)(key)
         if isinstance(found, callers.Refusal):
             return await self._refuse(scope, send, found)
         token = AccessToken(token="", client_id=found.principal, scopes=[])
         scope = {**scope, SCOPE_KEY: found, "user": AuthenticatedUser(token)}
         await self.started()
-        await self.manager.handle_request(scope, receive, send)
+        calling = _CALLER.set(found)
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            _CALLER.reset(calling)
 
-    def _admit(self, authorization: str, bundle: str) -> Caller | callers.Refusal:
-        """The caller, or why not: identified (remembered for ``IDENTITY_SECONDS``), then
-        counted against the REST rate. One trip to a database thread for both."""
-        key = (authorization, bundle)
+    def _admit(self, key: tuple[str, str, str]) -> Caller | callers.Refusal:
+        """The caller of (Authorization header, bundle, resource), or why not: identified
+        (remembered for ``IDENTITY_SECONDS``), then counted against the REST rate. One trip
+        to a database thread for both."""
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and known[1] > now:
             found: Caller | callers.Refusal = known[0]
         else:
-            found = self.identify(authorization, bundle)
+            found = self.identify(*key)
             if isinstance(found, Caller):
                 if len(self._known) >= MAX_KNOWN:
                     self._known.clear()
@@ -159,10 +173,10 @@ class MCPEndpoint:
             return callers.Refusal(429, "too many requests: slow down and retry in a second")
         return found
 
-    def _admits_here(self, authorization: str, bundle: str) -> bool:
+    def _admits_here(self, key: tuple[str, str, str]) -> bool:
         """Whether ``_admit`` needs no query nor network here, so may run on the event loop:
         the caller is remembered and the rate is counted in this process's memory."""
-        known = self._known.get((authorization, bundle))
+        known = self._known.get(key)
         return known is not None and known[1] > time.monotonic() and _local_cache()
 
     def _forget(self, key: tuple[str, str] | None = None) -> None:
@@ -244,17 +258,24 @@ class MCPEndpoint:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         caller = _caller(ctx)
         name = params.name
         if caller.names is not None and name not in caller.names:
             tools = await aio.in_db_thread(served_tools)(get_registry(), caller.tenant_id, caller.names)
             return _error_result(not_served(name, tools))
+        if params.request_state is not None:  # a 2026-07-28 retry after an approval's elicitation
+            return await approval_flow.answered(ctx, name, params, caller, self.approval_wait_seconds)
         _check_client_capabilities(ctx, name, self.requires.get(name))
         progress = _Progress(ctx)
-        context = ToolContext(tenant_id=caller.tenant_id, user_id=caller.user_id, progress=progress.report)
+        waits: list[dict] = []  # the approval card, when a rule makes this call wait for a person
+        context = ToolContext(
+            tenant_id=caller.tenant_id, user_id=caller.user_id, progress=progress.report, awaiting=waits.append
+        )
         result = await get_registry().aexecute_tool(name, dict(params.arguments or {}), context)
         await progress.flush()
+        if waits and not result.ok:
+            return await approval_flow.ask(ctx, name, waits[0], caller.tenant_id, self.approval_wait_seconds)
         return types.CallToolResult.model_validate({"content": content_blocks(result), "isError": not result.ok})
 
     async def _listen(
@@ -334,6 +355,28 @@ def _fingerprints(keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
             names = row.names() if row is not None else frozenset()
         now[(tenant_id, slug)] = fingerprint(served_tools(registry, tenant_id, names))
     return now
+
+
+# The caller of the request being handled, for ``_input_schema`` (the SDK asks it with a
+# tool's name only).
+_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("eunice_mcp_caller", default=None)
+
+
+def _input_schema(name: str) -> Mapping[str, Any] | None:
+    """The input schema of ``name`` if the current caller may call it, else None: what the
+    SDK checks a stateless ``tools/call``'s ``Mcp-Param-*`` headers against. Read from the
+    registry's loaded definitions, on the loop with no query; without it the SDK would run
+    the whole ``tools/list`` (a database thread hop and a list built) before every call.
+    A tool the loaded definitions do not hold yet (approved less than
+    ``EUNICE_REGISTRY_POLL_SECONDS`` ago, and listed by no client of this process since)
+    has its headers unchecked, as the SDK does for a tool its listing does not show."""
+    caller = _CALLER.get()
+    if caller is None or (caller.names is not None and name not in caller.names):
+        return None
+    definition = get_registry().loaded_definitions().get(name)
+    if definition is None or not definition.callable_by(caller.tenant_id):
+        return None
+    return definition.input_schema
 
 
 @functools.cache

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from oauth2_provider.scopes import BaseScopes
 
@@ -48,19 +49,67 @@ class BundleScopes(BaseScopes):
         return [EVERY_BUNDLE]
 
 
-def user_and_scopes(token: str) -> tuple[Any, frozenset[str]] | None:
-    """The user an unexpired OAuth access token was issued to and its scopes, or None. Queries."""
+class WrongResource(Exception):
+    """An access token that is not bound to the resource it was sent to (RFC 8707)."""
+
+
+def user_and_scopes(token: str, resource: str) -> tuple[Any, frozenset[str]] | None:
+    """The user an unexpired OAuth access token was issued to and its scopes, or None. Queries.
+
+    The token must be bound to ``resource`` (the endpoint's URL, ``resource_of``): issued
+    with that ``resource`` indicator. Raises WrongResource for a token issued for another
+    resource or for none (the MCP authorization spec has clients send it, and a token
+    bound to nothing could be replayed at any endpoint that trusts this server)."""
     from oauth2_provider.models import get_access_token_model
 
     checksum = hashlib.sha256(token.encode("utf-8")).hexdigest()
     found = get_access_token_model().objects.select_related("user").filter(token_checksum=checksum).first()
     if found is None or found.user is None or found.is_expired():
         return None
+    if not found.resource:
+        raise WrongResource(
+            f"the token names no resource: ask the authorization server for one with resource={resource} (RFC 8707)"
+        )
+    if not found.allows_audience(resource):
+        raise WrongResource(f"the token was issued for another resource, not {resource} (RFC 8707)")
     return found.user, frozenset(found.scope.split())
+
+
+def same_resource(request_uri: str, audiences: list[str]) -> bool:
+    """Whether ``request_uri`` is one of a token's ``audiences``: the same scheme, host,
+    port and path, a trailing slash aside. The toolkit's resource validator
+    (``RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR``): exact, where the toolkit's default
+    matches by prefix and so would let a token for ``/mcp`` reach ``/mcp/<bundle>``."""
+    wanted = _canonical(request_uri)
+    return wanted is not None and any(_canonical(audience) == wanted for audience in audiences)
+
+
+def _canonical(uri: Any) -> tuple[str, str, int, str] | None:
+    if not isinstance(uri, str):
+        return None
+    try:
+        parts = urlsplit(uri)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower(), 0)
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.hostname or parts.username is not None or parts.password is not None:
+        return None
+    return parts.scheme.lower(), parts.hostname.lower(), port, parts.path.rstrip("/")
+
+
+def origin(scope: dict) -> str:
+    """``scheme://host`` of the ASGI request ``scope`` (its Host was checked before)."""
+    host = next((v.decode("latin-1") for k, v in scope.get("headers") or () if k == b"host"), "localhost")
+    scheme = "https" if scope.get("scheme") == "https" else "http"
+    return f"{scheme}://{host}"
+
+
+def resource_of(scope: dict) -> str:
+    """The resource identifier (RFC 8707, RFC 9728) of the endpoint ``scope`` reached:
+    ``scheme://host/mcp`` or ``scheme://host/mcp/<bundle>``, as its metadata names it."""
+    return f"{origin(scope)}{scope['path'].rstrip('/')}"
 
 
 def resource_metadata_url(scope: dict) -> str:
     """The protected-resource metadata URL (RFC 9728) of the endpoint ``scope`` reached."""
-    host = next((v.decode("latin-1") for k, v in scope.get("headers") or () if k == b"host"), "localhost")
-    scheme = "https" if scope.get("scheme") == "https" else "http"
-    return f"{scheme}://{host}/.well-known/oauth-protected-resource{scope['path'].rstrip('/')}"
+    return f"{origin(scope)}/.well-known/oauth-protected-resource{scope['path'].rstrip('/')}"

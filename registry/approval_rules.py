@@ -218,7 +218,7 @@ def _ask(rule: Rule, name: str, inputs: dict, context: ToolContext) -> Err:
         )
     except TypeError:
         return Err(f"{name}'s arguments cannot be stored for approval (not JSON); it did not run", "ApprovalRequired")
-    awaiting = getattr(context.gate, "awaiting", None)
+    awaiting = getattr(context.gate, "awaiting", None) or context.awaiting
     if awaiting is not None:
         awaiting(approvals.card(row))
     where = "in the chat page" if context.conversation_id else "(GET /api/approvals/?status=pending)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +89,9 @@ class ToolContext:
     sandbox: Any = None
     # Set by the host for the run of a call a person approved (registry.approvals).
     approval_id: str = ""
+    # Told a call's approval card when it waits for a person, by a caller with no gate of
+    # its own to tell (the MCP endpoint sends the person to the approval's page).
+    awaiting: Callable[[dict], None] | None = None
     # Why the tool was on the surface the model called it from (registry.surface: anchor,
     # usage, working_set, …); "" for a call no model surface is behind. Told to traces only.
     surface_reason: str = ""

@@ -164,6 +164,11 @@ class ToolRegistry:
         """Forget the cached definitions; the next call reloads them."""
         self._snapshot.invalidate()
 
+    def loaded_definitions(self) -> dict[str, Definition]:
+        """The definitions as last loaded, without a query (so callable on an event loop):
+        at most a poll period old, or empty before the first ``definitions()``."""
+        return self._snapshot.by_name
+
     def definitions(self) -> dict[str, Definition]:
         defs = self._snapshot.current()
         if self._system_loaded_for != self._snapshot.generation:

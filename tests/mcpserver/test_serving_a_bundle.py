@@ -133,3 +133,42 @@ def test_another_tenants_tool_is_not_run_through_the_all_tools_endpoint(served, 
     assert "unknown tool 'globex_payroll'" in answer.content[0].text and "echo" not in answer.content[0].text
     writer().flush()
     assert ToolExecutionLog.objects.get(tool_name="globex_payroll").outcome == "hint"  # answered, never run
+
+
+ROUTED = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+
+
+def _call_with_header(served, token: str, name: str, header: str):
+    """A stateless tools/call of ``name`` with no arguments and an ``Mcp-Param-Region`` header."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+
+    async def use():
+        headers = {"Authorization": f"Bearer {token}", "Mcp-Param-Region": header}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            async with Client(streamable_http_client(served.url(), http_client=http), mode="2026-07-28") as mcp:
+                await mcp.list_tools()  # as a client does, to learn which headers a tool takes
+                try:
+                    return await mcp.call_tool(name, {})
+                except MCPError as exc:
+                    return exc
+
+    return asyncio.run(use())
+
+
+def test_a_stateless_calls_mcp_param_header_is_checked_against_the_tools_schema(served, ann, make_tool):
+    make_tool("route_parcel", handlers.echo, input_schema=ROUTED)
+
+    refused = _call_with_header(served, ann, "route_parcel", "eu")
+    assert "Mcp-Param-Region" in str(refused) and not hasattr(refused, "content")
+    writer().flush()
+    assert not ToolExecutionLog.objects.exists()
+
+
+def test_another_tenants_tool_schema_is_not_used_to_check_the_headers(served, ann, make_tool):
+    make_tool("globex_route", handlers.echo, input_schema=ROUTED, tenant_id=OTHER_TENANT)
+
+    answered = _call_with_header(served, ann, "globex_route", "eu")
+    assert "unknown tool 'globex_route'" in answered.content[0].text  # answered as for no such tool

@@ -42,7 +42,7 @@ class Command(BaseCommand):
         TenantMembership.objects.update_or_create(user=user, defaults={"tenant_id": fixtures.TENANT})
         caller = Caller(str(user.pk), fixtures.TENANT, fixtures.BUNDLE, frozenset(fixtures.FIXTURES), "conformance")
 
-        def the_fixture_user(authorization: str, bundle: str) -> Caller:
+        def the_fixture_user(authorization: str, bundle: str, resource: str) -> Caller:
             return caller
 
         endpoint = MCPEndpoint(
