@@ -3,9 +3,12 @@ packages and docs, never its data or secrets.
 
 What counts as source is an allowlist (``PACKAGES`` and ``TOP_FILES`` under the project
 root, files ending in ``SUFFIXES``), with a denylist checked on every path part on top
-of it: nothing under ``var/``, uploads, caches or hidden directories, no ``.env`` and no
-settings module, no symlink (it could point anywhere). Files are read once per process
-and capped in size and number, so a search is bounded whatever the tree holds.
+of it: nothing under ``var/``, uploads, caches or hidden directories (whatever their
+case), no ``.env`` and no settings module, no symlink (it could point anywhere), and
+nothing under a directory the deployment keeps data in (``excluded``: the var, files,
+static and scratch directories it is configured with, wherever they are put — one
+moved into a package is still data). Files are read once per process and capped in
+size and number, so a search is bounded whatever the tree holds.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ class Match:
 def is_source(relative: Path) -> bool:
     """Whether ``relative`` (to the root) is a file search_self_code may read."""
     parts = relative.parts
-    if not parts or any(part.startswith(".") or part in DENIED_PARTS for part in parts):
+    if not parts or any(part.startswith(".") or part.lower() in DENIED_PARTS for part in parts):
         return False
     name = relative.name.lower()
     if "settings" in name or "secret" in name or name.startswith(".env"):
@@ -80,15 +83,26 @@ def _walk(root: Path) -> Iterator[Path]:
             yield from sorted(base.rglob("*"))
 
 
+def _inside(path: Path, directories: tuple[Path, ...]) -> bool:
+    return any(path == directory or directory in path.parents for directory in directories)
+
+
 @functools.cache
-def source_files(root: Path) -> tuple[SourceFile, ...]:
-    """The source files under ``root``, read once per process (at most MAX_FILES)."""
+def source_files(root: Path, excluded: tuple[Path, ...] = ()) -> tuple[SourceFile, ...]:
+    """The source files under ``root``, none under the ``excluded`` directories (the
+    deployment's data), read once per process (at most MAX_FILES)."""
     found: list[SourceFile] = []
+    real_root = root.resolve()
+    data_dirs = tuple(directory.resolve() for directory in excluded)
     for path in _walk(root):
         if len(found) >= MAX_FILES:
             break
         relative = path.relative_to(root)
         if path.is_symlink() or not path.is_file() or not is_source(relative):
+            continue
+        # What the path really is, past any link in a parent: inside the tree, outside the data.
+        real = path.resolve()
+        if real_root not in real.parents or _inside(real, data_dirs):
             continue
         if path.stat().st_size > MAX_FILE_BYTES:
             continue
