@@ -2,7 +2,8 @@
 
 The registry needs the catalog (which tools exist, which a flag turned off, which
 sandboxed code may call) but must not import ``tools``: ``tools.apps`` installs
-its catalog here when Django starts.
+its catalog here when Django starts, and beside it the skill shelf (the tenant's
+approved skills every model call names).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ class _Skills:
     """``registry.ports.SkillShelf`` over ``tools.skills``."""
 
     def resident(self, tenant_id: str, limit: int) -> list[tuple[str, str]]:
-        from tools import skills
+        from tools import skill_shelf
 
-        return skills.resident(tenant_id, limit)
+        return skill_shelf.resident(tenant_id, limit)
 
 
 class _Catalog:

@@ -67,14 +67,6 @@ def _find(context: ToolContext, name: str, *, usable: bool) -> Skill:
     return skill
 
 
-def resident(tenant_id: str, limit: int) -> list[tuple[str, str]]:
-    """Up to ``limit`` (name, description) of the tenant's skills usable as they are now, by
-    name: what every model call is told (the body waits for use_skill). Checks at most
-    ``2 * limit`` approved rows, so a shelf of stale approvals stays cheap."""
-    approved = Skill.objects.usable().filter(tenant_id=tenant_id)[: 2 * limit]
-    return [(skill.name, skill.description) for skill in approved if skill.is_usable()][:limit]
-
-
 @uniform_contract(name="use_skill", is_tabular=False)
 def use_skill(inputs: dict, context: ToolContext) -> Ok:
     """No name: the approved skills, one line each. A name: its instructions and its files."""
