@@ -3,6 +3,8 @@ files only (never var/, .env, settings, uploads or a symlink out), bounded and r
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from tests.conftest import text
@@ -109,3 +111,18 @@ def test_data_directories_moved_into_the_source_and_denied_names_in_any_case_are
         read = call("search_self_code", read=path)
         assert read.content.startswith(f"⚠ schema hint: read: {path!r} is not one of Eunice's source files"), path
         assert NEEDLE not in read.content
+
+
+def test_in_a_git_checkout_only_the_files_git_tracks_are_source(call, tree):
+    """A scratch file or a local note dropped into a package of a checkout is not Eunice's source."""
+    (tree / "tools" / "scratch_notes.md").write_text(f"db password for staging: {NEEDLE}\n")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "eunice/views.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "views"], check=True)
+
+    found = call("search_self_code", query=NEEDLE)
+
+    assert [block.split(" ")[0] for block in text(found).split("\n\n")] == ["eunice/views.py"]
+    read = call("search_self_code", read="tools/scratch_notes.md")
+    assert read.content.startswith("⚠ schema hint: read: 'tools/scratch_notes.md' is not one of Eunice's source")
