@@ -531,6 +531,7 @@ def _state_block(runtime: Runtime, working_set: list[str]) -> dict:
         budget_limit=runtime.budget_limit,
         handles=runtime.held_results(),
         observations=state_lines(runtime.tenant_id, runtime.user_id),
+        skills=runtime.resident_skills(),
     )
 
 

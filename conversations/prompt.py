@@ -36,10 +36,12 @@ def current_state_block(
     budget_limit: float | None,
     handles: dict[str, str] | None = None,
     observations: Sequence[str] = (),
+    skills: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The trailing per-call block; everything before it stays byte-stable for the cache.
     ``handles``: results kept whole as datasets (conversations.result_budget), listed
-    so that none is lost when the result that named it is compacted."""
+    so that none is lost when the result that named it is compacted. ``skills``: the
+    tenant's approved skills by name and description, resident; use_skill loads one."""
     steps = plan.get("steps") or []
     done = sum(1 for s in steps if s.get("status") in ("done", "skipped"))
     lines = [CURRENT_STATE_MARKER]
@@ -58,6 +60,9 @@ def current_state_block(
     if observations:  # of the person, most reinforced first (conversations.observations)
         lines.append("observed of this person:")
         lines.extend(f"  - {one_line(observation)}" for observation in observations)
+    if skills:  # name and description resident, the instructions on use (tools.skills)
+        lines.append("skills (use_skill with a name loads one; search_tools offers use_skill if it is not here):")
+        lines.extend(f"  - {one_line(name)}: {one_line(description)}" for name, description in skills)
     return {"type": "text", "text": "\n".join(lines)}
 
 

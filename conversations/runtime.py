@@ -21,6 +21,10 @@ from datacatalog.store import ConversationCatalog
 from registry.context import Budget, ToolContext
 from registry.ports import CallGate, CancelSignal
 from registry.registry import ToolRegistry, get_registry
+from registry.system import resident_skills
+
+# How many of the tenant's skills every model call is told of by name and description.
+RESIDENT_SKILLS = 10
 
 
 @dataclass
@@ -58,6 +62,8 @@ class Runtime:
     estimator: TokenEstimator = field(default_factory=TokenEstimator)
     # The conversation's held results (conversations.result_budget), read once per run.
     _held: dict[str, str] | None = None
+    # The tenant's skills kept resident in the state block, read once per run.
+    _skills: list[tuple[str, str]] | None = None
 
     @property
     def tenant_id(self) -> str:
@@ -71,6 +77,12 @@ class Runtime:
     def catalog(self) -> ConversationCatalog:
         """The conversation's datasets (scoped to its tenant); building it costs no query."""
         return ConversationCatalog(self.tenant_id, self.conversation.pk)
+
+    def resident_skills(self) -> list[tuple[str, str]]:
+        """The tenant's usable skills (name, description) for the state block, read once per run."""
+        if self._skills is None:
+            self._skills = resident_skills(self.tenant_id, RESIDENT_SKILLS)
+        return self._skills
 
     def held_results(self) -> dict[str, str]:
         """The conversation's results kept whole as datasets: name → "TOOL, N tokens".

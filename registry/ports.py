@@ -207,6 +207,16 @@ class SystemCatalog(Protocol):
     def sandbox_callable(self, name: str) -> bool: ...
 
 
+class SkillShelf(Protocol):
+    """A tenant's approved skills as every model call is told of them (the Agent Skills
+    progressive disclosure: name and description resident, the body on ``use_skill``),
+    installed by the ``tools`` app."""
+
+    def resident(self, tenant_id: str, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` (name, description) pairs of the tenant's skills usable as they
+        are now, by name."""
+
+
 class WorkingSet(Protocol):
     """The tools a conversation (or one of its namespaces) has paged in, installed by
     ``conversations`` (registry.surface reads and extends it)."""

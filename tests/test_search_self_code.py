@@ -3,6 +3,8 @@ files only (never var/, .env, settings, uploads or a symlink out), bounded and r
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from tests.conftest import text
@@ -83,3 +85,44 @@ def test_nothing_to_look_for_is_a_hint_naming_the_field(call, tree):
     assert call("search_self_code", read="eunice/views.py", start_line=9).content.startswith(
         "⚠ schema hint: start_line: eunice/views.py has 2 lines"
     )
+
+
+def test_data_directories_moved_into_the_source_and_denied_names_in_any_case_are_never_read(call, tree, settings):
+    """A deployment may put its var, files or scratch directory anywhere, a package included;
+    and a denied directory is denied whatever the case of its name."""
+    settings.VAR_DIR = tree / "tools" / "state"
+    settings.EUNICE_FILES_DIR = tree / "registry" / "files"
+    settings.SANDBOX = {**settings.SANDBOX, "SCRATCH_DIR": str(tree / "bench" / "scratch")}
+    planted = {
+        "tools/state/notes.md": f"{NEEDLE} from the var directory\n",
+        "registry/files/t1/upload.txt": f"{NEEDLE} from an upload\n",
+        "bench/scratch/run1/out.py": f"# {NEEDLE} from a sandbox run\n",
+        "tools/Uploads/pasted.py": f"# {NEEDLE}\n",
+        "eunice/MEDIA/pasted.md": f"{NEEDLE}\n",
+        "llm/Var/cache.py": f"# {NEEDLE}\n",
+    }
+    for path, body in planted.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(body)
+
+    found = call("search_self_code", query=NEEDLE)
+    assert [block.split(" ")[0] for block in text(found).split("\n\n")] == ["eunice/views.py"]
+    for path in planted:
+        read = call("search_self_code", read=path)
+        assert read.content.startswith(f"⚠ schema hint: read: {path!r} is not one of Eunice's source files"), path
+        assert NEEDLE not in read.content
+
+
+def test_in_a_git_checkout_only_the_files_git_tracks_are_source(call, tree):
+    """A scratch file or a local note dropped into a package of a checkout is not Eunice's source."""
+    (tree / "tools" / "scratch_notes.md").write_text(f"db password for staging: {NEEDLE}\n")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "eunice/views.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "views"], check=True)
+
+    found = call("search_self_code", query=NEEDLE)
+
+    assert [block.split(" ")[0] for block in text(found).split("\n\n")] == ["eunice/views.py"]
+    read = call("search_self_code", read="tools/scratch_notes.md")
+    assert read.content.startswith("⚠ schema hint: read: 'tools/scratch_notes.md' is not one of Eunice's source")

@@ -10,6 +10,16 @@ class ToolsConfig(AppConfig):
 
         # The registry reaches the catalog only through this port.
         system.install(_Catalog())
+        system.install_skills(_Skills())
+
+
+class _Skills:
+    """``registry.ports.SkillShelf`` over ``tools.skills``."""
+
+    def resident(self, tenant_id: str, limit: int) -> list[tuple[str, str]]:
+        from tools import skill_shelf
+
+        return skill_shelf.resident(tenant_id, limit)
 
 
 class _Catalog:

@@ -22,9 +22,10 @@ from datacatalog.store import ConversationCatalog, closest
 from eunice.bounded_read import read_parquet_file
 from eunice.tenant_files import catalog_dir
 from registry.context import ToolContext
-from registry.contract import Effects, HintException, Ok, uniform_contract
+from registry.contract import Effects, Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
 from registry.retrieval import ToolDocument
+from tools.actors import may
 from tools.charts import CHART_PROPERTIES, chart_effects, chart_spec
 from tools.datacommon import catalog, catalog_errors, ranked
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
@@ -33,6 +34,8 @@ from tools.models import Kit
 MAX_DATASETS = 20
 MAX_QUERIES = 20
 MAX_CHARTS = 10
+# Who may replace a kit someone else made, beside staff: it deletes that person's work.
+REPLACE_PERMISSION = "tools.change_kit"
 # A dataset loaded from a kit is marked with this source, so loading the kit again replaces it.
 KIT_SOURCE = "kit"
 
@@ -61,8 +64,10 @@ def _document(kit: Kit) -> ToolDocument:
 
 @uniform_contract(name="create_kit", is_tabular=False)
 @catalog_errors
-def create_kit(inputs: dict, context: ToolContext) -> Ok:
-    """Copy the named datasets of this conversation into a new kit with its queries and charts."""
+def create_kit(inputs: dict, context: ToolContext) -> Ok | Err:
+    """Copy the named datasets of this conversation into a new kit with its queries and charts.
+
+    Replacing a kit of the same name is for its maker, staff and holders of REPLACE_PERMISSION."""
     books = catalog(context)
     names = inputs.get("datasets") or books.names()
     if not names:
@@ -81,6 +86,16 @@ def create_kit(inputs: dict, context: ToolContext) -> Ok:
             "schema",
             f"name: the tenant already has a kit named {inputs['name']!r} (made in conversation "
             f"{existing.conversation_id}); pick another name, or pass replace: true to overwrite it",
+        )
+    if (
+        existing is not None
+        and existing.created_by != str(context.user_id or "")
+        and not may(context, REPLACE_PERMISSION)
+    ):
+        return Err(
+            f"kit {existing.name!r} was made by someone else: only they, staff or holders of {REPLACE_PERMISSION} "
+            "may replace it; save this one under another name",
+            "PermissionDenied",
         )
     folder = catalog_dir(context.tenant_id, "kits", uuid.uuid4().hex)
     datasets = []

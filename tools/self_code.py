@@ -20,7 +20,7 @@ READ_LINES = 150
 @uniform_contract(name="search_self_code", is_tabular=False)
 def search_self_code(inputs: dict, context: ToolContext) -> Ok:
     """Search the source (``query``) or read a stretch of one file (``read``)."""
-    files = source_files(Path(settings.BASE_DIR))
+    files = _source_files()
     if "read" in inputs:
         return _read(files, inputs["read"], inputs.get("start_line", 1))
     if "query" not in inputs:
@@ -57,9 +57,16 @@ def _read(files: tuple[SourceFile, ...], path: str, start: int) -> Ok:
     return Ok(rows=len(shown), data=f"{found.path}, lines {start}-{end} of {len(lines)}\n{body}{more}")
 
 
+def _source_files() -> tuple[SourceFile, ...]:
+    """Eunice's source files, never under a directory this deployment keeps data in."""
+    sandbox = getattr(settings, "SANDBOX", {}) or {}
+    data = [settings.VAR_DIR, settings.EUNICE_FILES_DIR, settings.STATIC_ROOT, sandbox.get("SCRATCH_DIR")]
+    return source_files(Path(settings.BASE_DIR), tuple(Path(d) for d in data if d))
+
+
 def source_files_dirs() -> list[str]:
     """The directories that hold source files, for a hint."""
-    return sorted({f.path.rsplit("/", 1)[0] for f in source_files(Path(settings.BASE_DIR)) if "/" in f.path})
+    return sorted({f.path.rsplit("/", 1)[0] for f in _source_files() if "/" in f.path})
 
 
 def _nearest(wanted: str, choices: list[str]) -> list[dict]:

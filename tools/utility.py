@@ -12,6 +12,10 @@ from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.conversation_records import conversation_records
 from registry.declarations import Tool
+from tools import skill_shelf
+
+# The tenant's approved skills a search names beside the tools, at most (tools.skill_shelf).
+SKILLS_SHOWN = 3
 
 
 @uniform_contract(name="search_tools", is_tabular=False)
@@ -19,20 +23,25 @@ def search_tools(inputs: dict, context: ToolContext) -> Ok:
     """Find the tools that best match the task and page them into the working set."""
     registry = context.registry
     hits = find_tools(registry, inputs["query"], context.tenant_id, inputs.get("limit", 5))
-    if not hits:
+    skills = skill_shelf.find(context.tenant_id, inputs["query"], SKILLS_SHOWN)
+    if not hits and not skills:
         raise HintException(
             "fetch",
             f"no tools match {inputs['query']!r}",
             narrow="describe the task in other, plainer words (what you want done, not how)",
         )
-    paged = _page_in(registry, context, [d.name for d, _ in hits], inputs["query"])
+    names = [d.name for d, _ in hits] + (["use_skill"] if skills else [])
+    paged = _page_in(registry, context, names, inputs["query"])
     lines = [f"Found {len(hits)} tool(s) for {inputs['query']!r}:"]
     for definition, _ in hits:
         lines.append(f"- {definition.name}: {definition.description}")
         lines.append(f"  input_schema: {json.dumps(definition.input_schema, separators=(',', ':'))}")
+    if skills:
+        lines.append("Skills of this team that fit (use_skill with the name loads its instructions):")
+        lines.extend(f"- skill {name}: {description}" for name, description in skills)
     if paged is not None:
         lines.append(_paging_note(paged))
-    return Ok(rows=len(hits), data="\n".join(lines))
+    return Ok(rows=len(hits) + len(skills), data="\n".join(lines))
 
 
 def find_tools(registry, query: str, tenant_id: str, limit: int) -> list:

@@ -107,3 +107,28 @@ def test_another_tenants_corpus_is_not_found(in_conversation):
 )
 def test_bad_input_is_a_hint_naming_the_field(tickets, in_conversation, inputs, expected):
     assert in_conversation("build_co_occurrence", **inputs).content.startswith(expected)
+
+
+def test_a_colleagues_own_documents_in_the_corpus_are_never_read(in_conversation, conversation, django_user_model):
+    """build_co_occurrence and discover_clusters read a corpus through the documents' access
+    rule: the caller's own and the tenant's, never a colleague's (docs/access.md)."""
+    ann = {"user_id": str(django_user_model.objects.create_user("ann-co").pk)}
+    ben = {"user_id": str(django_user_model.objects.create_user("ben-co").pk)}
+    assert in_conversation("create_corpus", name="notes").ok
+    mine = [
+        {"title": "Mine 1", "text": "Nordvik Steel and Bergen Harbour met on Monday."},
+        {"title": "Mine 2", "text": "The quarterly budget was presented by the finance team."},
+    ]
+    theirs = [{"title": f"Ben {n}", "text": f"Nordvik Steel and Bergen Harbour, Zanzibar terms {n}."} for n in range(3)]
+    assert in_conversation("index_content", context=ann, corpus="notes", items=mine).ok
+    assert in_conversation("index_content", context=ben, corpus="notes", items=theirs).ok
+
+    terms = ["Nordvik Steel", "Bergen Harbour", "Zanzibar"]
+    counted = in_conversation("build_co_occurrence", context=ann, corpus="notes", terms=terms)
+    clustered = in_conversation("discover_clusters", context=ann, corpus="notes", k=2)
+
+    assert counted.ok, counted.content
+    assert pair(ConversationCatalog(TENANT, conversation.id), "Nordvik Steel", "Bergen Harbour")["count"] == 1
+    assert "Zanzibar" not in counted.content
+    # Ann's two documents are all discover_clusters sees of the corpus (Ben's three would make five).
+    assert clustered.content.startswith("⚠ schema hint: corpus 'notes' has 2 member(s)")

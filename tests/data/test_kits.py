@@ -126,6 +126,22 @@ def test_a_kit_name_is_taken_until_replace_is_passed(saved, in_conversation):
     assert kit.charts == [] and kit.datasets[0]["path"] != old_path
 
 
+def test_only_its_maker_or_staff_replace_a_kit(saved, in_conversation, django_user_model):
+    before = Kit.objects.get(name="regional sales review")
+    replacement = {**SALES_KIT, "charts": [], "replace": True}
+
+    refused = in_conversation("create_kit", context={"user_id": "u2"}, **replacement)
+
+    assert refused.error and "was made by someone else: only they, staff or holders of tools.change_kit" in (
+        refused.content
+    )
+    kept = Kit.objects.get(name="regional sales review")
+    assert (kept.pk, kept.charts, kept.datasets) == (before.pk, before.charts, before.datasets)
+    django_user_model.objects.create_user("ops", is_staff=True)
+    assert in_conversation("create_kit", context={"user_id": "ops"}, **replacement).ok
+    assert Kit.objects.get(name="regional sales review").created_by == "ops"
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [

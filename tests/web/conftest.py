@@ -78,7 +78,10 @@ def serving(extra_env: dict[str, str]):
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EUNICE_DEFAULT_MODEL"):
         env.pop(name, None)
     env.update(extra_env)
-    log = open(ROOT / "var" / "test-server.log", "w")  # the server's own account, for a failing test
+    # The server's own account, for a failing test: in this run's var directory (EUNICE_VAR_DIR),
+    # which exists, and is nobody else's.
+    log_path = Path(settings.VAR_DIR) / "test-server.log"
+    log = open(log_path, "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "eunice.asgi:application"],
         cwd=ROOT,
@@ -96,7 +99,7 @@ def serving(extra_env: dict[str, str]):
             if time.monotonic() > deadline or process.poll() is not None:
                 process.kill()
                 log.close()
-                pytest.fail(f"the server did not start listening; see {ROOT / 'var' / 'test-server.log'}")
+                pytest.fail(f"the server did not start listening; see {log_path}")
             time.sleep(0.1)
     try:
         yield f"http://127.0.0.1:{port}"
@@ -113,7 +116,7 @@ def server(model_env):
         yield url
 
 
-SCREENSHOTS = ROOT / "var" / "test-screenshots"
+SCREENSHOTS = Path(settings.VAR_DIR) / "test-screenshots"
 
 
 @pytest.fixture

@@ -3,9 +3,15 @@ packages and docs, never its data or secrets.
 
 What counts as source is an allowlist (``PACKAGES`` and ``TOP_FILES`` under the project
 root, files ending in ``SUFFIXES``), with a denylist checked on every path part on top
-of it: nothing under ``var/``, uploads, caches or hidden directories, no ``.env`` and no
-settings module, no symlink (it could point anywhere). Files are read once per process
-and capped in size and number, so a search is bounded whatever the tree holds.
+of it: nothing under ``var/``, uploads, caches or hidden directories (whatever their
+case), no ``.env`` and no settings module, no symlink (it could point anywhere), and
+nothing under a directory the deployment keeps data in (``excluded``: the var, files,
+static and scratch directories it is configured with, wherever they are put — one
+moved into a package is still data). Files are read once per process and capped in
+size and number, so a search is bounded whatever the tree holds. Where the tree is a
+git checkout, only the files git tracks count (a scratch file or a local note dropped
+into a package is not source); an installed copy without git falls back to the rules
+above alone.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +68,7 @@ class Match:
 def is_source(relative: Path) -> bool:
     """Whether ``relative`` (to the root) is a file search_self_code may read."""
     parts = relative.parts
-    if not parts or any(part.startswith(".") or part in DENIED_PARTS for part in parts):
+    if not parts or any(part.startswith(".") or part.lower() in DENIED_PARTS for part in parts):
         return False
     name = relative.name.lower()
     if "settings" in name or "secret" in name or name.startswith(".env"):
@@ -80,15 +87,45 @@ def _walk(root: Path) -> Iterator[Path]:
             yield from sorted(base.rglob("*"))
 
 
+def tracked_paths(root: Path) -> frozenset[str] | None:
+    """The paths git tracks under ``root`` (relative, forward slashes), or None where
+    ``root`` is not a git checkout or git cannot say (then the allowlist alone rules)."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listed.returncode != 0:
+        return None
+    return frozenset(path for path in listed.stdout.decode("utf-8", "replace").split("\0") if path)
+
+
+def _inside(path: Path, directories: tuple[Path, ...]) -> bool:
+    return any(path == directory or directory in path.parents for directory in directories)
+
+
 @functools.cache
-def source_files(root: Path) -> tuple[SourceFile, ...]:
-    """The source files under ``root``, read once per process (at most MAX_FILES)."""
+def source_files(root: Path, excluded: tuple[Path, ...] = ()) -> tuple[SourceFile, ...]:
+    """The source files under ``root``, none under the ``excluded`` directories (the
+    deployment's data), read once per process (at most MAX_FILES)."""
     found: list[SourceFile] = []
+    real_root = root.resolve()
+    data_dirs = tuple(directory.resolve() for directory in excluded)
+    tracked = tracked_paths(root)
     for path in _walk(root):
         if len(found) >= MAX_FILES:
             break
         relative = path.relative_to(root)
         if path.is_symlink() or not path.is_file() or not is_source(relative):
+            continue
+        if tracked is not None and relative.as_posix() not in tracked:
+            continue
+        # What the path really is, past any link in a parent: inside the tree, outside the data.
+        real = path.resolve()
+        if real_root not in real.parents or _inside(real, data_dirs):
             continue
         if path.stat().st_size > MAX_FILE_BYTES:
             continue

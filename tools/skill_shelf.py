@@ -1,0 +1,46 @@
+"""The tenant's skills as the model comes across them before loading one: named in every
+call's state block (``resident``) and found by meaning beside the tools ``search_tools``
+ranks (``find``). Only skills usable as they are now (approved, unchanged since) are
+ever named; the instructions still come only with ``use_skill``.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Max
+
+from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
+from tools.models import Skill
+
+_INDEXES = IndexCache()
+
+
+def clear_cache() -> None:
+    _INDEXES.clear()
+
+
+def resident(tenant_id: str, limit: int) -> list[tuple[str, str]]:
+    """Up to ``limit`` (name, description) of the tenant's usable skills, by name. Checks at
+    most ``2 * limit`` approved rows, so a shelf of stale approvals stays cheap."""
+    approved = Skill.objects.usable().filter(tenant_id=tenant_id)[: 2 * limit]
+    return [(skill.name, skill.description) for skill in approved if skill.is_usable()][:limit]
+
+
+def find(tenant_id: str, query: str, limit: int) -> list[tuple[str, str]]:
+    """The tenant's usable skills (name, description) that match ``query`` by meaning, best
+    first. One aggregate query when the tenant has none; the index is rebuilt only when an
+    approval, a change or a new skill moves the fingerprint."""
+    approved = Skill.objects.usable().filter(tenant_id=tenant_id)
+    fingerprint = tuple(approved.aggregate(n=Count("id"), last=Max("id"), changed=Max("updated_at")).values())
+    if not fingerprint[0]:
+        return []
+    index, by_key = _INDEXES.get(tenant_id, fingerprint, lambda: _build(tenant_id))
+    if not by_key:
+        return []
+    return [by_key[hit.key] for hit in index.search(query, limit, min_similarity=MIN_SIMILARITY)]
+
+
+def _build(tenant_id: str) -> tuple:
+    skills = [skill for skill in Skill.objects.usable().filter(tenant_id=tenant_id) if skill.is_usable()]
+    documents = [as_document(f"skill:{skill.pk}", skill.name, skill.description) for skill in skills]
+    vectors, _ = embed_missing(documents, {})
+    return build_index(documents, vectors), {f"skill:{s.pk}": (s.name, s.description) for s in skills}
