@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections import OrderedDict
 from typing import ClassVar
 
 import numpy as np
@@ -27,6 +28,11 @@ from registry.retrieval.tokens import STOPWORDS
 
 #: Weight of the multilingual encoder's cosine relative to MiniLM's.
 USE_WEIGHT = 0.7
+
+#: How many query vectors an embedder keeps (`embed_query`): one search_tools
+#: call may rank tools and the tenant's skills with the same query, and a model
+#: often repeats a query; 256 vectors are under 1 MB.
+QUERY_CACHE_SIZE = 256
 
 #: The share of a query's words the encoders must know for its vector to mean
 #: anything (`Embedder.reads`): a plain majority.
@@ -63,6 +69,8 @@ class Embedder:
         self._use = use or MultilingualUSEEncoder()
         self._use_scale = math.sqrt(USE_WEIGHT)
         self._norm = math.sqrt(1.0 + USE_WEIGHT)
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     @classmethod
     def default(cls) -> Embedder:
@@ -94,6 +102,23 @@ class Embedder:
 
     def _knows(self, word: str) -> bool:
         return len(word) <= _LONGEST_WORD and (self._minilm.knows(word) or self._use.knows(word))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The unit vector of one query text, read-only, from the last `QUERY_CACHE_SIZE`
+        queries' vectors when it was embedded lately (the same text always gives the
+        same vector, so a repeat costs a dictionary look-up instead of ~5-10 ms)."""
+        with self._queries_lock:
+            vector = self._queries.get(text)
+            if vector is not None:
+                self._queries.move_to_end(text)
+                return vector
+        vector = self.embed([text])[0]
+        vector.flags.writeable = False
+        with self._queries_lock:
+            self._queries[text] = vector
+            if len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+        return vector
 
     def embed(self, texts: list[str], *, max_tokens: int | None = None) -> np.ndarray:
         """Embed `texts` into a (len(texts), DIMENSION) float32 array of unit vectors.

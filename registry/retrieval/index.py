@@ -202,7 +202,7 @@ class ToolSearchIndex:
         if isinstance(allowed, str):
             # A str is a Collection[str] of characters: surely a caller's mistake.
             raise TypeError("allowed must be a collection of keys or a predicate, not a str")
-        query_vector = self.embedder.embed([query_passage(query)])[0]
+        query_vector = self.embedder.embed_query(query_passage(query))
         query_terms = tokenize(query)
         readable = min_similarity is None or self.embedder.reads(query)
         with self._lock:

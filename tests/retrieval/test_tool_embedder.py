@@ -32,6 +32,41 @@ def test_a_batch_embeds_like_texts_one_by_one(embedder: Embedder) -> None:
     np.testing.assert_allclose(batched, single, atol=1e-4)
 
 
+def test_a_query_searched_again_is_embedded_once_and_its_vector_cannot_be_changed(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded: list[list[str]] = []
+    real_embed = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts, **kw: embedded.append(texts) or real_embed(texts, **kw))
+    query = "which tool books a meeting room for tomorrow"
+
+    first, again = embedder.embed_query(query), embedder.embed_query(query)
+
+    assert embedded == [[query]]
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_allclose(first, real_embed([query])[0], atol=1e-6)
+    with pytest.raises(ValueError):
+        first[0] = 1.0
+
+
+def test_the_kept_query_vectors_are_bounded_oldest_first(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    from registry.retrieval.embedder import QUERY_CACHE_SIZE
+
+    embedded: list[str] = []
+    monkeypatch.setattr(embedder, "_queries", type(embedder._queries)())
+    monkeypatch.setattr(
+        embedder, "embed", lambda texts, **kw: embedded.extend(texts) or np.ones((len(texts), DIMENSION), np.float32)
+    )
+
+    for number in range(QUERY_CACHE_SIZE + 1):
+        embedder.embed_query(f"query {number}")
+    embedder.embed_query(f"query {QUERY_CACHE_SIZE}")  # the newest: kept
+    embedder.embed_query("query 0")  # the oldest: dropped, embedded again
+
+    assert len(embedder._queries) == QUERY_CACHE_SIZE
+    assert embedded.count("query 0") == 2 and embedded.count(f"query {QUERY_CACHE_SIZE}") == 1
+
+
 def test_no_texts_give_an_empty_matrix(embedder: Embedder) -> None:
     assert embedder.embed([]).shape == (0, DIMENSION)
 

@@ -151,6 +151,9 @@ def test_loading_from_vectors_never_embeds_a_document(embedder: Embedder) -> Non
             self.calls.append(texts)
             return embedder.embed(texts)
 
+        def embed_query(self, text: str) -> np.ndarray:
+            return self.embed([text])[0]
+
     counting = CountingEmbedder()
     vectors = embedder.embed([document.embedding_text() for document in CATALOG])
 
