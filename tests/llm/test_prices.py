@@ -6,7 +6,7 @@ import pytest
 
 from llm import Usage
 from llm.models import ModelConfig
-from llm.prices import catalog_prices, prices_for
+from llm.prices import _warn_unpriced, catalog_prices, prices_for
 
 MILLION = Usage(input_tokens=1_000_000)
 
@@ -103,8 +103,18 @@ def test_a_catalog_model_without_a_cache_price_bills_cached_tokens_as_input():
     assert Usage(cache_read_input_tokens=1_000_000).cost_usd(groq) == MILLION.cost_usd(groq)
 
 
-def test_an_unknown_model_is_logged_naming_it_and_where_to_price_it(caplog):
+def test_an_unknown_model_is_logged_once_naming_it_and_where_to_price_it(caplog):
+    _warn_unpriced.cache_clear()
+    with caplog.at_level("WARNING", logger="eunice.llm"):
+        for _ in range(3):
+            MILLION.cost_usd(config("openai", "my-other-finetune", base_url="http://127.0.0.1:8000/v1"))
+    assert caplog.messages == ["no known price for model openai/my-other-finetune; set its prices in the admin"]
+
+
+def test_an_unknown_model_priced_on_its_row_is_not_logged_as_unpriced(caplog):
+    _warn_unpriced.cache_clear()
     catalog_prices.cache_clear()
     with caplog.at_level("WARNING", logger="eunice.llm"):
-        prices_for(config("openai", "my-other-finetune", base_url="http://127.0.0.1:8000/v1"))
-    assert "no known price for model openai/my-other-finetune; set its prices in the admin" in caplog.text
+        MILLION.cost_usd(config("openai", "qwen2.5:7b", input_price_per_mtok=0, output_price_per_mtok=0))
+        MILLION.cost_usd(config("offline", "offline"))
+    assert caplog.messages == []
