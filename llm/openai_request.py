@@ -45,6 +45,8 @@ _STRICT_KEYWORDS = frozenset(
         "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "minLength", "maxLength", "$defs", "$ref",
     }
 )  # fmt: skip
+# The string formats strict mode knows; another (an MCP tool's "uri") makes the API refuse the request.
+STRICT_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
 # Left out of a strict schema: annotations, and defaults (the dispatcher fills those in).
 _DROPPED_KEYWORDS = frozenset({"default", "examples", "writeOnly", "readOnly", "$schema"})
 
@@ -95,8 +97,9 @@ class _NotStrict(Exception):
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """``schema`` as strict mode takes it, or None when it cannot (a keyword strict mode
-    lacks, an object open to any property). Every object is closed and has every property
-    required; a property ``schema`` leaves optional may be null instead."""
+    lacks, a string format it does not know, an object open to any property). Every object
+    is closed and has every property required; a property ``schema`` leaves optional may be
+    null instead."""
     if schema.get("type") != "object":
         return None
     try:
@@ -107,6 +110,8 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 def _strict(node: Any) -> dict[str, Any]:
     if not isinstance(node, dict) or set(node) - _STRICT_KEYWORDS - _DROPPED_KEYWORDS:
+        raise _NotStrict
+    if "format" in node and node["format"] not in STRICT_FORMATS:
         raise _NotStrict
     out = {key: value for key, value in node.items() if key not in _DROPPED_KEYWORDS}
     if node.get("type") == "object" or "properties" in node:
