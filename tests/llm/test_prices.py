@@ -22,6 +22,7 @@ def config(provider="anthropic", model="claude-sonnet-4-5", **prices) -> ModelCo
         ("openai", "gpt-4o-mini", ""),
         ("openai", "openai/gpt-4o-mini", "https://openrouter.ai/api/v1"),
         ("openai_responses", "gpt-4o-mini", ""),
+        ("openai", "gpt-4o-mini", "https://my-resource.openai.azure.com/openai/v1/"),
     ],
 )
 def test_a_known_model_costs_more_than_nothing(provider, model, base_url):
@@ -118,3 +119,8 @@ def test_an_unknown_model_priced_on_its_row_is_not_logged_as_unpriced(caplog):
         MILLION.cost_usd(config("openai", "qwen2.5:7b", input_price_per_mtok=0, output_price_per_mtok=0))
         MILLION.cost_usd(config("offline", "offline"))
     assert caplog.messages == []
+
+
+def test_an_azure_deployment_not_named_after_its_model_is_flagged():
+    row = config("openai", "prod-chat", base_url="https://my-resource.openai.azure.com/openai/v1/")
+    assert not prices_for(row).known
