@@ -27,12 +27,17 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
 from llm.capabilities import STRICT_TOOLS
 from llm.types import LLMRequest
 
+# Hosts whose Chat Completions take the token limit as ``max_completion_tokens``: their reasoning
+# models (o-series, gpt-5) refuse ``max_tokens``. Other servers (Ollama, llama.cpp, …) know only
+# ``max_tokens``. No base_url is OpenAI's own endpoint.
+_COMPLETION_TOKENS_HOSTS = ("api.openai.com", ".openai.azure.com", ".cognitiveservices.azure.com")
 NAME_LIMIT = 64
 _VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -174,8 +179,18 @@ def _allows_null(schema: dict[str, Any]) -> bool:
     )
 
 
-def build_chat_params(request: LLMRequest, *, stream: bool) -> tuple[dict[str, Any], ToolNames]:
-    """Keyword arguments for ``client.chat.completions.create``, and the tool names it renamed."""
+def token_limit_parameter(base_url: str | None) -> str:
+    """The name the server at ``base_url`` (None: OpenAI's) takes a request's token limit under."""
+    host = (urlsplit(base_url).hostname or "") if base_url else "api.openai.com"
+    official = any(host == suffix or host.endswith(suffix) for suffix in _COMPLETION_TOKENS_HOSTS)
+    return "max_completion_tokens" if official else "max_tokens"
+
+
+def build_chat_params(
+    request: LLMRequest, *, stream: bool, token_limit: str = "max_tokens"
+) -> tuple[dict[str, Any], ToolNames]:
+    """Keyword arguments for ``client.chat.completions.create``, and the tool names it renamed;
+    the token limit goes under ``token_limit`` (``token_limit_parameter``)."""
     names = ToolNames()
     messages: list[dict[str, Any]] = []
     system = text_of(request.system)
@@ -183,7 +198,7 @@ def build_chat_params(request: LLMRequest, *, stream: bool) -> tuple[dict[str, A
         messages.append({"role": "system", "content": system})
     for message in request.messages:
         messages += _messages(message, names)
-    params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens, "messages": messages}
+    params: dict[str, Any] = {"model": request.model, token_limit: request.max_tokens, "messages": messages}
     if request.tools:
         strict = STRICT_TOOLS in request.capabilities
         params["tools"] = [_tool(tool, names, strict=strict) for tool in request.tools]
