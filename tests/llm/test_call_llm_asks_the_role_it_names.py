@@ -36,3 +36,17 @@ def test_the_delegate_role_on_chat_completions_answers_call_llm(call, scripted_c
     assert text(call("call_llm", prompt="Say hello in French.", role="delegate")).strip() == "Bonjour."
     assert helper.requests[0].body["model"] == "gpt-4o-mini"
     assert UsageLog.objects.get(kind="tool").cost_usd == pytest.approx(GPT_4O_MINI)
+
+
+def test_call_llm_never_offers_a_hosted_web_search_past_our_tools_gates(call, scripted_responses):
+    # call_llm is one completion with no tools: a row's web_search claim does not turn one on.
+    server = scripted_responses([ANSWER])
+    ModelConfig.objects.create(
+        role="chat",
+        provider="openai_responses",
+        model="gpt-4o-mini",
+        base_url=server.url,
+        capabilities={"web_search": True},
+    )
+    assert text(call("call_llm", prompt="Say hello in French.")).strip() == "Bonjour."
+    assert "tools" not in server.requests[0].body

@@ -218,11 +218,14 @@ def test_a_rows_claimed_capabilities_reach_the_request_only_when_its_provider_de
         row.provider: LLMRequest.for_model(row, system="", messages=[]).capabilities
         for row in (responses_row, chat_row, anthropic_row)
     }
+    # A hosted tool (the web search) only where the caller passes it, having vetted it.
     assert made == {
-        "openai_responses": {WEB_SEARCH, STRICT_TOOLS},
+        "openai_responses": {STRICT_TOOLS},
         "openai": {STRICT_TOOLS},
         "anthropic": set(),
     }
+    vetted = frozenset({WEB_SEARCH, STRICT_TOOLS})
+    assert LLMRequest.for_model(responses_row, system="", messages=[], capabilities=vetted).capabilities == vetted
 
 
 def test_an_answer_cut_at_the_token_limit_keeps_its_text_and_names_the_cut_call(
