@@ -122,13 +122,16 @@ def permitted_capabilities(registry: ToolRegistry, tenant_id: str, model: ModelC
     """The model's active capabilities that the tenant may use: a native capability
     stands in for a tool, and has none of its gates (the provider runs it unasked),
     so it is off where that tool is not the tenant's to use freely: hidden from the
-    tenant, disabled, or held for a person's approval by an approval rule."""
+    tenant, disabled, held for a person's approval by an approval rule, or named by a
+    policy rule of the tenant's (which the provider could not be held to)."""
     capabilities = active_capabilities(model)
     if not capabilities:
         return capabilities
     from registry import approval_rules
+    from registry.gate import tenant_policy
 
     definitions = registry.definitions()
+    policy = tenant_policy.installed()
     withheld = {
         capability
         for name, capability in capability_replacements().items()
@@ -137,6 +140,7 @@ def permitted_capabilities(registry: ToolRegistry, tenant_id: str, model: ModelC
             name not in definitions
             or not definitions[name].visible_to(tenant_id)
             or approval_rules.rule_for(registry, name, tenant_id) is not None
+            or (policy is not None and policy.rules_tool(name, tenant_id))
         )
     }
     return capabilities - withheld

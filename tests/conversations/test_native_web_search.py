@@ -5,6 +5,7 @@ loop, the real ``openai`` SDK and the scripted Responses (or Chat Completions) s
 
 import pytest
 
+from conversations.models import PolicyRule
 from llm.models import ModelConfig
 from llm.scripted import ScriptedChatCompletionsServer, ScriptedResponsesServer
 from registry.models import ApprovalRule, SeedLog, ToolDefinition
@@ -101,6 +102,25 @@ def test_a_tenant_whose_web_searches_wait_for_a_person_gets_no_hosted_search(con
     body = server.requests[0].body
     assert HOSTED not in body["tools"]
     assert "web_search" in function_names(body)  # ours, which waits for the person
+
+
+def test_a_tenant_with_a_policy_rule_on_web_search_gets_no_hosted_search(conversation, user):
+    PolicyRule.objects.create(
+        name="analysts only",
+        tenant_id=conversation.tenant_id,
+        tool_name="web_search",
+        kind="requires_capability",
+        parameter="group:analysts",
+        action="block",
+    )
+    server = serve(ScriptedResponsesServer, "openai_responses", [{"text": "I can look that up."}], web_search=True)
+    try:
+        run(conversation, user, "What's the weather in Oslo today?")
+    finally:
+        server.stop()
+    assert server.failures == []
+    body = server.requests[0].body
+    assert HOSTED not in body["tools"] and "web_search" in function_names(body)
 
 
 def test_a_web_search_tool_that_is_switched_off_takes_the_hosted_search_with_it(conversation, user):
