@@ -49,7 +49,7 @@ from llm.roles import create_llm_client_for_role, get_model_for_role
 from llm.tracing import invoke_agent
 from registry.aio import in_db_thread
 from registry.context import Budget
-from registry.surface import Surface, compose_surface, surface_event, touch_used
+from registry.surface import Surface, compose_surface, permitted_capabilities, surface_event, touch_used
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -475,13 +475,14 @@ def _build_request(
     ``compact``, old tool results are compacted whatever the estimate says (the
     provider has just refused the request as too long)."""
     working_set, paged_order = paged_in(runtime.conversation.pk, runtime.working_set_scope)
+    model = config if config.pk else None
     surface = compose_surface(
         runtime.registry,
         runtime.tenant_id,
         mode=runtime.mode,
         conversation_id=runtime.conversation.pk,
         namespace_id=runtime.working_set_scope,
-        model=config if config.pk else None,
+        model=model,
         working_set=working_set,
     )
     definitions = runtime.registry.definitions()
@@ -504,6 +505,7 @@ def _build_request(
         system=SYSTEM_PROMPT,
         tools=tools,
         messages=_with_state(sendable(messages), state_block),
+        capabilities=permitted_capabilities(runtime.registry, runtime.tenant_id, model),
     )
     return request, surface, size + estimator.chars(state_block)
 

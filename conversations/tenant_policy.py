@@ -65,6 +65,12 @@ class TenantRules:
             self._refresh()
         return frozenset(self._by_tool)
 
+    def rules_tool(self, name: str, tenant_id: str) -> bool:
+        if time.monotonic() > self._due:
+            self._refresh()
+        tenants = self._by_tool.get(name, frozenset())
+        return tenant_id in tenants or "*" in tenants
+
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None:
         if time.monotonic() > self._due:
             self._refresh()

@@ -19,6 +19,10 @@ from __future__ import annotations
 
 WEB_SEARCH = "web_search"
 STRICT_TOOLS = "strict_tools"
+# Capabilities that are tools the provider runs (its hosted search): a request offers one
+# only where its caller passes it, having vetted it as the tool it stands in for
+# (registry.surface.permitted_capabilities); a bare ``LLMRequest.for_model`` never does.
+HOSTED_TOOLS = frozenset({WEB_SEARCH})
 
 # Names match llm.roles.PROVIDERS and settings.LLM_PROVIDERS.
 NATIVE: dict[str, frozenset[str]] = {

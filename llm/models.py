@@ -11,6 +11,9 @@ from django.db import models
 from llm.capabilities import claim_problem, native_capabilities
 
 MIN_THINKING_BUDGET = 1024  # the API's minimum budget_tokens
+# A row's key comes from a variable named for a key: a row (and whoever may edit one) cannot
+# send another secret of the process (SECRET_KEY, DATABASE_URL, …) to the endpoint it names.
+API_KEY_VARIABLE = r"^[A-Z][A-Z0-9_]*_API_KEY$"
 _PRICE_HELP = "USD per million tokens; empty: the model's price from genai-prices"
 
 
@@ -38,8 +41,15 @@ class ModelConfig(models.Model):
     api_key_env = models.CharField(
         max_length=64,
         blank=True,
-        validators=[RegexValidator(r"^[A-Z][A-Z0-9_]*$", "an environment variable name, e.g. OPENROUTER_API_KEY")],
-        help_text="The environment variable holding this model's API key (the key is never stored here); "
+        validators=[
+            RegexValidator(
+                API_KEY_VARIABLE,
+                "must name an environment variable ending in _API_KEY, e.g. OPENROUTER_API_KEY "
+                "(no other secret is sent to a model's endpoint)",
+            )
+        ],
+        help_text="The environment variable holding this model's API key, ending in _API_KEY (the key is never "
+        "stored here); "
         "empty: the provider's default (ANTHROPIC_API_KEY, OPENAI_API_KEY, none for a local server)",
     )
     capabilities = models.JSONField(default=dict, blank=True)

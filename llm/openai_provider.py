@@ -34,7 +34,7 @@ from llm.errors import (
     LLMRateLimitError,
     LLMResponseError,
 )
-from llm.openai_request import ToolNames, build_chat_params
+from llm.openai_request import ToolNames, build_chat_params, token_limit_parameter
 from llm.openai_stream import ChatStreamAssembler, response_from_completion
 from llm.responses_request import build_responses_params
 from llm.responses_stream import ResponsesStreamAssembler, response_from_body
@@ -79,6 +79,7 @@ class OpenAIProvider:
     ) -> None:
         self._api_key = api_key or NO_KEY
         self.base_url = base_url or None  # None: the SDK's default endpoint (api.openai.com)
+        self._token_limit = token_limit_parameter(self.base_url)
         self.max_retries = max_retries
         self.timeout = timeout
         self._async_clients: dict[asyncio.AbstractEventLoop, tuple[openai.AsyncOpenAI, AsyncGenerator]] = {}
@@ -131,7 +132,7 @@ class OpenAIProvider:
         return client.chat.completions
 
     def _params(self, request: LLMRequest, *, stream: bool) -> tuple[dict[str, Any], ToolNames]:
-        return build_chat_params(request, stream=stream)
+        return build_chat_params(request, stream=stream, token_limit=self._token_limit)
 
     def _assembler(self, names: ToolNames) -> ChatStreamAssembler | ResponsesStreamAssembler:
         return ChatStreamAssembler(names)

@@ -27,12 +27,17 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
 from llm.capabilities import STRICT_TOOLS
 from llm.types import LLMRequest
 
+# Hosts whose Chat Completions take the token limit as ``max_completion_tokens``: their reasoning
+# models (o-series, gpt-5) refuse ``max_tokens``. Other servers (Ollama, llama.cpp, …) know only
+# ``max_tokens``. No base_url is OpenAI's own endpoint.
+_COMPLETION_TOKENS_HOSTS = ("api.openai.com", ".openai.azure.com", ".cognitiveservices.azure.com")
 NAME_LIMIT = 64
 _VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -45,6 +50,8 @@ _STRICT_KEYWORDS = frozenset(
         "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "minLength", "maxLength", "$defs", "$ref",
     }
 )  # fmt: skip
+# The string formats strict mode knows; another (an MCP tool's "uri") makes the API refuse the request.
+STRICT_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
 # Left out of a strict schema: annotations, and defaults (the dispatcher fills those in).
 _DROPPED_KEYWORDS = frozenset({"default", "examples", "writeOnly", "readOnly", "$schema"})
 
@@ -95,8 +102,9 @@ class _NotStrict(Exception):
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """``schema`` as strict mode takes it, or None when it cannot (a keyword strict mode
-    lacks, an object open to any property). Every object is closed and has every property
-    required; a property ``schema`` leaves optional may be null instead."""
+    lacks, a string format it does not know, an object open to any property). Every object
+    is closed and has every property required; a property ``schema`` leaves optional may be
+    null instead."""
     if schema.get("type") != "object":
         return None
     try:
@@ -107,6 +115,8 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 def _strict(node: Any) -> dict[str, Any]:
     if not isinstance(node, dict) or set(node) - _STRICT_KEYWORDS - _DROPPED_KEYWORDS:
+        raise _NotStrict
+    if "format" in node and node["format"] not in STRICT_FORMATS:
         raise _NotStrict
     out = {key: value for key, value in node.items() if key not in _DROPPED_KEYWORDS}
     if node.get("type") == "object" or "properties" in node:
@@ -169,8 +179,18 @@ def _allows_null(schema: dict[str, Any]) -> bool:
     )
 
 
-def build_chat_params(request: LLMRequest, *, stream: bool) -> tuple[dict[str, Any], ToolNames]:
-    """Keyword arguments for ``client.chat.completions.create``, and the tool names it renamed."""
+def token_limit_parameter(base_url: str | None) -> str:
+    """The name the server at ``base_url`` (None: OpenAI's) takes a request's token limit under."""
+    host = (urlsplit(base_url).hostname or "") if base_url else "api.openai.com"
+    official = any(host == suffix or host.endswith(suffix) for suffix in _COMPLETION_TOKENS_HOSTS)
+    return "max_completion_tokens" if official else "max_tokens"
+
+
+def build_chat_params(
+    request: LLMRequest, *, stream: bool, token_limit: str = "max_tokens"
+) -> tuple[dict[str, Any], ToolNames]:
+    """Keyword arguments for ``client.chat.completions.create``, and the tool names it renamed;
+    the token limit goes under ``token_limit`` (``token_limit_parameter``)."""
     names = ToolNames()
     messages: list[dict[str, Any]] = []
     system = text_of(request.system)
@@ -178,7 +198,7 @@ def build_chat_params(request: LLMRequest, *, stream: bool) -> tuple[dict[str, A
         messages.append({"role": "system", "content": system})
     for message in request.messages:
         messages += _messages(message, names)
-    params: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens, "messages": messages}
+    params: dict[str, Any] = {"model": request.model, token_limit: request.max_tokens, "messages": messages}
     if request.tools:
         strict = STRICT_TOOLS in request.capabilities
         params["tools"] = [_tool(tool, names, strict=strict) for tool in request.tools]

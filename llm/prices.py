@@ -73,10 +73,12 @@ def prices_for(config: ModelConfig) -> Prices:
         config.cache_write_price_per_mtok,
     )
     catalog = catalog_prices(config.provider, config.model, config.base_url or "")
+    # A model the catalog does not know is priced by both its input and output price.
+    if not catalog.known and (own[0] is None or own[1] is None):
+        _warn_unpriced(config.provider, config.model)
+        return UNPRICED
     if all(price is None for price in own):
         return catalog
-    if not catalog.known and (own[0] is None or own[1] is None):
-        return UNPRICED  # a model the catalog does not know is priced by both its input and output price
     input_rate = _own(own[0]) or catalog.input
     return Prices(
         input_rate,
@@ -85,6 +87,13 @@ def prices_for(config: ModelConfig) -> Prices:
         _own(own[3]) or (catalog.cache_write if catalog.known else input_rate),
         "configured",
     )
+
+
+@functools.cache
+def _warn_unpriced(provider: str, model: str) -> None:
+    """Log, once per model and process, that its calls count as $0 (the offline provider has no price to set)."""
+    if provider in _CATALOG_PROVIDER:
+        logger.warning("no known price for model %s/%s; set its prices in the admin", provider, model)
 
 
 def _own(price: Decimal | int | None) -> Rate | None:
@@ -111,7 +120,6 @@ def catalog_prices(provider: str, model: str, base_url: str = "") -> Prices:
         except LookupError:
             continue
     else:
-        logger.warning("no known price for model %s/%s; set its prices in the admin", provider, model)
         return UNPRICED
     price = info.get_prices(datetime.now(tz=UTC))
     input_rate = _rate(getattr(price, "input_mtok", None))

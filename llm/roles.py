@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from llm.errors import LLMConfigError, RoleOffline
-from llm.models import ModelConfig
+from llm.models import API_KEY_VARIABLE, ModelConfig
 from llm.offline import MODEL_NAME as OFFLINE_MODEL
 from llm.offline import OfflineProvider
 from llm.provider import Provider
@@ -109,6 +110,16 @@ def callable_model_for_role(role: str) -> tuple[ModelConfig, Provider]:
     return config, client
 
 
+def _refused_key_variable(config: ModelConfig) -> OfflineProvider | None:
+    """The offline provider saying why, when the row's key variable is not one named for a key."""
+    if config.api_key_env and not re.fullmatch(API_KEY_VARIABLE, config.api_key_env):
+        return OfflineProvider(
+            reason=f"The {config.role!r} role's row takes its key from {config.api_key_env!r}; a model's key "
+            "must come from a variable ending in _API_KEY, so that no other secret reaches its endpoint."
+        )
+    return None
+
+
 def _api_key(config: ModelConfig, default: str) -> str:
     """The row's key (from the environment variable it names), else ``default``."""
     if config.api_key_env:
@@ -117,6 +128,8 @@ def _api_key(config: ModelConfig, default: str) -> str:
 
 
 def _anthropic(config: ModelConfig) -> Provider:
+    if refused := _refused_key_variable(config):
+        return refused
     api_key = _api_key(config, settings.ANTHROPIC_API_KEY)
     if not api_key:
         variable = config.api_key_env or "ANTHROPIC_API_KEY"
@@ -137,6 +150,8 @@ def _anthropic(config: ModelConfig) -> Provider:
 def _openai(config: ModelConfig, *, api: str) -> Provider:
     """Any OpenAI-compatible server, through ``api`` (``OPENAI_APIS``). A local one (a
     base_url) may need no key; OpenAI's own does."""
+    if refused := _refused_key_variable(config):
+        return refused
     from llm import openai_provider  # the SDK loads only for a row that uses it
 
     api_key = _api_key(config, settings.OPENAI_API_KEY)

@@ -12,6 +12,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from llm.capabilities import HOSTED_TOOLS
 from llm.cost import Usage
 
 if TYPE_CHECKING:
@@ -44,9 +45,10 @@ class LLMRequest:
     @classmethod
     def for_model(cls, config: ModelConfig, **fields: Any) -> LLMRequest:
         """A request for ``config``'s model with its ``max_output_tokens``, thinking budget
-        and active native capabilities."""
+        and active native capabilities, less the hosted tools (``HOSTED_TOOLS``: a caller
+        that vetted them passes ``capabilities`` itself)."""
         fields.setdefault("thinking_budget_tokens", config.thinking_budget_tokens or None)
-        fields.setdefault("capabilities", config.active_capabilities)
+        fields.setdefault("capabilities", config.active_capabilities - HOSTED_TOOLS)
         return cls(model=config.model, max_tokens=config.max_output_tokens, **fields)
 
 

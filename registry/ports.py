@@ -187,6 +187,10 @@ class TenantPolicy(Protocol):
         """The tools some tenant's enabled rule names (the gate keeps it for a moment)."""
         ...
 
+    def rules_tool(self, name: str, tenant_id: str) -> bool:
+        """Whether an enabled rule of the tenant's (or of every tenant's) names tool ``name``."""
+        ...
+
     def check(self, name: str, inputs: dict, context: ToolContext) -> Err | None: ...
 
 

@@ -118,6 +118,34 @@ def active_capabilities(model: ModelConfig | None) -> frozenset[str]:
     return frozenset() if model is None else model.active_capabilities
 
 
+def permitted_capabilities(registry: ToolRegistry, tenant_id: str, model: ModelConfig | None) -> frozenset[str]:
+    """The model's active capabilities that the tenant may use: a native capability
+    stands in for a tool, and has none of its gates (the provider runs it unasked),
+    so it is off where that tool is not the tenant's to use freely: hidden from the
+    tenant, disabled, held for a person's approval by an approval rule, or named by a
+    policy rule of the tenant's (which the provider could not be held to)."""
+    capabilities = active_capabilities(model)
+    if not capabilities:
+        return capabilities
+    from registry import approval_rules
+    from registry.gate import tenant_policy
+
+    definitions = registry.definitions()
+    policy = tenant_policy.installed()
+    withheld = {
+        capability
+        for name, capability in capability_replacements().items()
+        if capability in capabilities
+        and (
+            name not in definitions
+            or not definitions[name].visible_to(tenant_id)
+            or approval_rules.rule_for(registry, name, tenant_id) is not None
+            or (policy is not None and policy.rules_tool(name, tenant_id))
+        )
+    }
+    return capabilities - withheld
+
+
 working_sets: Port[WorkingSet] = Port("working-set store", "conversations")
 
 
@@ -170,7 +198,7 @@ def compose_surface(
     the most recently used working-set tools, and says what it cut.
     """
     definitions = registry.definitions()
-    dropped = _capability_dropped(model)
+    dropped = _capability_dropped(registry, tenant_id, model)
     resident: list[SurfaceEntry] = []
     paged: list[SurfaceEntry] = []
     seen: set[str] = set()
@@ -231,8 +259,8 @@ def surface_event(surface: Surface) -> dict:
     return event
 
 
-def _capability_dropped(model: ModelConfig | None) -> set[str]:
-    capabilities = active_capabilities(model)
+def _capability_dropped(registry: ToolRegistry, tenant_id: str, model: ModelConfig | None) -> set[str]:
+    capabilities = permitted_capabilities(registry, tenant_id, model)
     if not capabilities:
         return set()
     return {name for name, cap in capability_replacements().items() if cap in capabilities}

@@ -184,12 +184,19 @@ def _tool_problems(number: int, tool: dict[str, Any]) -> list[str]:
     return problems
 
 
+# The string formats the API's strict mode permits (its own list: the client's is not trusted).
+API_STRICT_FORMATS = ("date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid")
+
+
 def strict_problems(schema: Any, context: tuple[str, ...] = ()) -> list[str]:
-    """What strict mode refuses in ``schema``: an object not closed, a property not required."""
+    """What strict mode refuses in ``schema``: an object not closed, a property not required,
+    a string format it does not know."""
     if not isinstance(schema, dict):
         return []
     where = f"In context=({', '.join(repr(c) for c in context)})"
     problems = []
+    if "format" in schema and schema["format"] not in API_STRICT_FORMATS:
+        problems.append(f"{where}, 'format' {schema['format']!r} is not permitted.")
     if schema.get("type") == "object" or "properties" in schema:
         properties = schema.get("properties") or {}
         if schema.get("additionalProperties") is not False:

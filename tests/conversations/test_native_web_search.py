@@ -5,9 +5,10 @@ loop, the real ``openai`` SDK and the scripted Responses (or Chat Completions) s
 
 import pytest
 
+from conversations.models import PolicyRule
 from llm.models import ModelConfig
 from llm.scripted import ScriptedChatCompletionsServer, ScriptedResponsesServer
-from registry.models import SeedLog
+from registry.models import ApprovalRule, SeedLog, ToolDefinition
 from registry.surface import clear_capability_cache
 from registry.surface_floor import FLOOR_KEY
 from tests.conversations.test_agent_loop import run
@@ -87,6 +88,63 @@ def test_a_claim_the_provider_cannot_deliver_removes_nothing(conversation, user)
         server.stop()
     assert server.failures == []
     assert "web_search" in function_names(server.requests[0].body)
+
+
+def test_a_tenant_whose_web_searches_wait_for_a_person_gets_no_hosted_search(conversation, user):
+    # The hosted search has no gate: the provider would search unasked, past the approval rule.
+    ApprovalRule.objects.create(name="searches need a person", tenant_id=conversation.tenant_id, tool_name="web_search")
+    server = serve(ScriptedResponsesServer, "openai_responses", [{"text": "I can look that up."}], web_search=True)
+    try:
+        run(conversation, user, "What's the weather in Oslo today?")
+    finally:
+        server.stop()
+    assert server.failures == []
+    body = server.requests[0].body
+    assert HOSTED not in body["tools"]
+    assert "web_search" in function_names(body)  # ours, which waits for the person
+
+
+def test_a_tenant_with_a_policy_rule_on_web_search_gets_no_hosted_search(conversation, user):
+    PolicyRule.objects.create(
+        name="analysts only",
+        tenant_id=conversation.tenant_id,
+        tool_name="web_search",
+        kind="requires_capability",
+        parameter="group:analysts",
+        action="block",
+    )
+    server = serve(ScriptedResponsesServer, "openai_responses", [{"text": "I can look that up."}], web_search=True)
+    try:
+        run(conversation, user, "What's the weather in Oslo today?")
+    finally:
+        server.stop()
+    assert server.failures == []
+    body = server.requests[0].body
+    assert HOSTED not in body["tools"] and "web_search" in function_names(body)
+
+
+def test_a_web_search_tool_that_is_switched_off_takes_the_hosted_search_with_it(conversation, user):
+    tool = ToolDefinition.objects.get(name="web_search")
+    tool.enabled = False
+    tool.save()
+    server = serve(ScriptedResponsesServer, "openai_responses", [{"text": "I cannot search."}], web_search=True)
+    try:
+        run(conversation, user, "What's the weather in Oslo today?")
+    finally:
+        server.stop()
+    assert server.failures == []
+    body = server.requests[0].body
+    assert HOSTED not in body["tools"] and "web_search" not in function_names(body)
+
+
+def test_another_tenants_approval_rule_leaves_the_hosted_search_on(conversation, user):
+    ApprovalRule.objects.create(name="their searches need a person", tenant_id="someone-else", tool_name="web_search")
+    server = serve(ScriptedResponsesServer, "openai_responses", [{"text": "Rain."}], web_search=True)
+    try:
+        run(conversation, user, "What's the weather in Oslo today?")
+    finally:
+        server.stop()
+    assert HOSTED in server.requests[0].body["tools"]
 
 
 def test_the_model_calls_a_tool_and_answers_through_the_responses_api(conversation, user):

@@ -84,3 +84,20 @@ def test_a_staff_member_who_is_not_a_superuser_cannot_test_models(client, django
     row = ModelConfig.objects.create(role="chat", provider="offline", model="offline")
     response = client.post(CHANGELIST, {"action": "test_model", "_selected_action": [row.pk]})
     assert response.status_code == 403
+
+
+@pytest.mark.parametrize("variable", ["SECRET_KEY", "DATABASE_URL", "AWS_SECRET_ACCESS_KEY"])
+def test_the_form_refuses_a_key_variable_not_named_for_a_model_key(admin_client, variable):
+    form = {
+        "role": "chat",
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "base_url": "https://collector.example.com/v1",
+        "api_key_env": variable,
+        "capabilities": "{}",
+        "max_output_tokens": 4096,
+        "is_active": "on",
+    }
+    page = admin_client.post(CHANGELIST + "add/", form).content.decode()
+    assert "must name an environment variable ending in _API_KEY" in page
+    assert not ModelConfig.objects.exists()

@@ -117,10 +117,22 @@ def test_openai_without_a_key_or_a_base_url_is_offline_and_says_why():
 
 
 def test_an_anthropic_row_may_name_its_own_key_variable_and_endpoint(monkeypatch):
-    monkeypatch.setenv("TEAM_ANTHROPIC_KEY", TEST_KEY)
-    row(api_key_env="TEAM_ANTHROPIC_KEY", base_url="http://127.0.0.1:9999")
+    monkeypatch.setenv("TEAM_ANTHROPIC_API_KEY", TEST_KEY)
+    row(api_key_env="TEAM_ANTHROPIC_API_KEY", base_url="http://127.0.0.1:9999")
     provider = create_llm_client_for_role("chat")
     assert isinstance(provider, AnthropicProvider) and provider.base_url == "http://127.0.0.1:9999"
+
+
+@pytest.mark.parametrize(("provider", "variable"), [("openai", "SECRET_KEY"), ("anthropic", "DATABASE_URL")])
+def test_a_row_never_sends_a_secret_that_is_not_a_model_key_to_its_endpoint(monkeypatch, provider, variable):
+    # A row saved past the admin's validation (a script, a fixture) is refused where the key is read.
+    monkeypatch.setenv(variable, "the-process-secret")
+    row(provider=provider, model="m", base_url="https://collector.example.com/v1", api_key_env=variable)
+    client = create_llm_client_for_role("chat")
+    assert isinstance(client, OfflineProvider)
+    assert f"takes its key from {variable!r}; a model's key must come from a variable ending in _API_KEY" in (
+        client.reason
+    )
 
 
 def test_a_request_takes_its_token_limit_from_the_model_row():

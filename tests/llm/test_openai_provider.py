@@ -20,7 +20,7 @@ from llm import (
     ToolUseStop,
     UsageUpdate,
 )
-from llm.openai_request import NAME_LIMIT, wire_name
+from llm.openai_request import NAME_LIMIT, token_limit_parameter, wire_name
 from tests.llm.conftest import OPENAI_TEST_KEY, request
 
 WEATHER = {"name": "weather", "description": "The weather", "input_schema": {"type": "object"}}
@@ -253,3 +253,31 @@ def test_without_strict_tools_a_function_is_sent_as_our_schema_has_it(scripted_c
     server = scripted_chat([{"text": "ok"}])
     openai_provider_for(server).complete(request("Hi", tools=[WEATHER]))
     assert "strict" not in server.requests[0].body["tools"][0]["function"]
+
+
+@pytest.mark.parametrize(
+    ("base_url", "parameter"),
+    [
+        (None, "max_completion_tokens"),
+        ("https://api.openai.com/v1", "max_completion_tokens"),
+        ("https://my-resource.openai.azure.com/openai/v1/", "max_completion_tokens"),
+        ("http://127.0.0.1:11434/v1", "max_tokens"),
+        ("https://openrouter.ai/api/v1", "max_tokens"),
+        ("https://api.openai.com.example.net/v1", "max_tokens"),
+    ],
+)
+def test_openais_own_endpoints_get_the_token_limit_as_max_completion_tokens(base_url, parameter):
+    # OpenAI's and Azure's reasoning models refuse max_tokens; Ollama and llama.cpp know only it.
+    from llm.openai_provider import OpenAIProvider
+
+    assert token_limit_parameter(base_url) == parameter
+    params, _ = OpenAIProvider(base_url=base_url)._params(request("Hi", max_tokens=100), stream=True)
+    assert params[parameter] == 100
+    assert {"max_tokens", "max_completion_tokens"} & set(params) == {parameter}
+
+
+def test_another_server_gets_the_token_limit_as_max_tokens(scripted_chat, openai_provider_for):
+    server = scripted_chat([{"text": "ok"}])
+    openai_provider_for(server).complete(request("Hi", max_tokens=100))
+    assert server.requests[0].body["max_tokens"] == 100
+    assert "max_completion_tokens" not in server.requests[0].body

@@ -128,6 +128,38 @@ def test_a_schema_strict_mode_cannot_express_is_sent_not_strict():
     assert strict_schema({"type": "object", "properties": {}, "additionalProperties": True}) is None
 
 
+LINK = {
+    "type": "object",
+    "properties": {"url": {"type": "string", "format": "uri"}, "when": {"type": "string", "format": "date-time"}},
+    "required": ["url", "when"],
+}
+
+
+def test_a_string_format_strict_mode_does_not_know_sends_the_tool_not_strict(
+    scripted_responses, responses_provider_for
+):
+    # An MCP server's "format": "uri" would make the API refuse the whole request.
+    server = scripted_responses([{"text": "ok"}])
+    link = {"name": "open_link", "input_schema": LINK}
+    provider = responses_provider_for(server)
+    provider.complete(request("Hi", tools=[link], capabilities=frozenset({STRICT_TOOLS})))
+    assert server.requests[0].body["tools"][0]["strict"] is False
+    dated = {**LINK, "properties": {"when": LINK["properties"]["when"]}, "required": ["when"]}
+    assert strict_schema(dated) is not None  # a format strict mode knows stays strict
+
+
+def test_the_scripted_server_refuses_a_strict_schema_with_a_format_it_does_not_know(scripted_responses):
+    import openai
+
+    server = scripted_responses([{"text": "never"}])
+    client = openai.OpenAI(api_key="sk-test-xxxxxxxxxxxx", base_url=server.url, max_retries=0)
+    function = {"type": "function", "name": "open_link", "parameters": {**LINK, "additionalProperties": False}}
+    with pytest.raises(openai.BadRequestError, match="'format' 'uri' is not permitted"):
+        client.responses.create(model="m", input="Hi", tools=[function])
+    client.close()
+    server.failures.clear()
+
+
 def test_a_null_the_tools_own_schema_allows_is_kept():
     schema = {"type": "object", "properties": {"note": {"type": ["string", "null"]}, "tag": {"type": "string"}}}
     assert without_added_nulls({"note": None, "tag": None}, schema) == {"note": None}
@@ -186,11 +218,14 @@ def test_a_rows_claimed_capabilities_reach_the_request_only_when_its_provider_de
         row.provider: LLMRequest.for_model(row, system="", messages=[]).capabilities
         for row in (responses_row, chat_row, anthropic_row)
     }
+    # A hosted tool (the web search) only where the caller passes it, having vetted it.
     assert made == {
-        "openai_responses": {WEB_SEARCH, STRICT_TOOLS},
+        "openai_responses": {STRICT_TOOLS},
         "openai": {STRICT_TOOLS},
         "anthropic": set(),
     }
+    vetted = frozenset({WEB_SEARCH, STRICT_TOOLS})
+    assert LLMRequest.for_model(responses_row, system="", messages=[], capabilities=vetted).capabilities == vetted
 
 
 def test_an_answer_cut_at_the_token_limit_keeps_its_text_and_names_the_cut_call(

@@ -6,7 +6,7 @@ import pytest
 
 from llm import Usage
 from llm.models import ModelConfig
-from llm.prices import catalog_prices, prices_for
+from llm.prices import _warn_unpriced, catalog_prices, prices_for
 
 MILLION = Usage(input_tokens=1_000_000)
 
@@ -22,6 +22,7 @@ def config(provider="anthropic", model="claude-sonnet-4-5", **prices) -> ModelCo
         ("openai", "gpt-4o-mini", ""),
         ("openai", "openai/gpt-4o-mini", "https://openrouter.ai/api/v1"),
         ("openai_responses", "gpt-4o-mini", ""),
+        ("openai", "gpt-4o-mini", "https://my-resource.openai.azure.com/openai/v1/"),
     ],
 )
 def test_a_known_model_costs_more_than_nothing(provider, model, base_url):
@@ -81,3 +82,45 @@ def test_an_unknown_models_cache_prices_default_to_its_input_price():
 
 def test_the_offline_provider_has_no_catalog_price():
     assert not catalog_prices("offline", "offline").known
+
+
+@pytest.mark.parametrize(
+    ("provider", "base_url"),
+    [("openai", "https://llm-gateway.example.com/v1"), ("anthropic", "https://claude-proxy.example.com")],
+)
+def test_a_gateway_the_catalog_does_not_know_costs_what_the_models_own_provider_bills(provider, base_url):
+    model = "gpt-4o-mini" if provider == "openai" else "claude-sonnet-4-5"
+    assert prices_for(config(provider, model, base_url=base_url)) == prices_for(config(provider, model))
+
+
+def test_a_base_url_the_catalog_knows_prices_the_model_at_that_provider():
+    groq = config("openai", "deepseek-r1-distill-llama-70b", base_url="https://api.groq.com/openai/v1")
+    assert prices_for(groq).source == "catalog"
+    assert MILLION.cost_usd(groq) == pytest.approx(0.75)  # Groq's price, a model OpenAI does not sell
+
+
+def test_a_catalog_model_without_a_cache_price_bills_cached_tokens_as_input():
+    groq = config("openai", "deepseek-r1-distill-llama-70b", base_url="https://api.groq.com/openai/v1")
+    assert Usage(cache_read_input_tokens=1_000_000).cost_usd(groq) == MILLION.cost_usd(groq)
+
+
+def test_an_unknown_model_is_logged_once_naming_it_and_where_to_price_it(caplog):
+    _warn_unpriced.cache_clear()
+    with caplog.at_level("WARNING", logger="eunice.llm"):
+        for _ in range(3):
+            MILLION.cost_usd(config("openai", "my-other-finetune", base_url="http://127.0.0.1:8000/v1"))
+    assert caplog.messages == ["no known price for model openai/my-other-finetune; set its prices in the admin"]
+
+
+def test_an_unknown_model_priced_on_its_row_is_not_logged_as_unpriced(caplog):
+    _warn_unpriced.cache_clear()
+    catalog_prices.cache_clear()
+    with caplog.at_level("WARNING", logger="eunice.llm"):
+        MILLION.cost_usd(config("openai", "qwen2.5:7b", input_price_per_mtok=0, output_price_per_mtok=0))
+        MILLION.cost_usd(config("offline", "offline"))
+    assert caplog.messages == []
+
+
+def test_an_azure_deployment_not_named_after_its_model_is_flagged():
+    row = config("openai", "prod-chat", base_url="https://my-resource.openai.azure.com/openai/v1/")
+    assert not prices_for(row).known
