@@ -14,7 +14,10 @@ from registry.search import warm_up_index
 
 ROOT = Path(__file__).resolve().parent.parent
 
-LOADED_AFTER_START = "import eunice.asgi; from registry.retrieval import Embedder; print(Embedder._default is not None)"
+LOADED_AFTER_START = (
+    "import eunice.asgi, eunice.preload; eunice.preload.wait(120); "
+    "from registry.retrieval import Embedder; print(Embedder._default is not None)"
+)
 
 
 def loaded_after_start(**env: str) -> str:
