@@ -15,10 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
 from eunice.jsonlimits import loads_bounded
 from llm.offline import slash_command
+from registry.hot_settings import hot
 from registry.models import (
     ALL_TENANTS,
     HASHED_FIELDS,
@@ -31,7 +30,7 @@ from registry.models import (
 
 
 def _poll_seconds() -> float:
-    return settings.EUNICE_REGISTRY_POLL_SECONDS  # read on each look: a test may change it
+    return hot.registry_poll_seconds  # read on each look: a test may change it
 
 
 REASONING_FIELD = {
