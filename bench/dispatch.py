@@ -73,7 +73,9 @@ def traced(fn, calls: int) -> float:
         meter_provider.shutdown()
 
 
-def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
+def measure(registry, names, calls: int, log) -> dict[str, object]:
+    from django.test import override_settings
+
     from registry.context import ToolContext
     from registry.models import ToolDefinition, ToolStatus, ToolType
 
@@ -95,14 +97,16 @@ def measure(registry, names, calls: int, settings, log) -> dict[str, object]:
 
     results: dict[str, object] = {}
     results["bare_us"] = per_call_us(lambda: add(inputs, context), calls)
-    settings.EXECUTION_LOG_ENABLED = False
+    # Through override_settings: the registry holds this setting (registry.hot_settings).
+    log_off = override_settings(EXECUTION_LOG_ENABLED=False)
+    log_off.enable()
     results["dispatch_us"] = per_call_us(lambda: registry.execute_tool("bench_add", inputs, context), calls)
     results["dispatch_traced_us"] = traced(lambda: registry.execute_tool("bench_add", inputs, context), calls)
     results["tracing_cost_us"] = results["dispatch_traced_us"] - results["dispatch_us"]
     results["dispatch_thread_us"] = per_call_us(
         lambda: registry.execute_tool("bench_add_threaded", inputs, context), calls
     )
-    settings.EXECUTION_LOG_ENABLED = True
+    log_off.disable()
     results["log_flush_seconds"] = log.flush_seconds
     results["dispatch_logged_us"] = per_call_us(
         lambda: registry.execute_tool("bench_add", inputs, context), calls, after=log.flush
@@ -128,8 +132,6 @@ def main() -> None:
     args = parser.parse_args()
     database = _django.setup(args.database_url)
 
-    from django.conf import settings
-
     from registry.execlog import writer
     from registry.models import ToolDefinition, ToolExecutionLog
     from registry.registry import get_registry
@@ -137,7 +139,7 @@ def main() -> None:
     registry = get_registry()
     names = ("bench_add", "bench_add_threaded")
     try:
-        results = measure(registry, names, args.calls, settings, writer())
+        results = measure(registry, names, args.calls, writer())
     finally:
         ToolExecutionLog.objects.filter(tenant_id="bench").delete()
         ToolDefinition.objects.filter(name__in=names).delete()

@@ -105,6 +105,9 @@ def _cold(database_url: str, user_id: str, preload: bool) -> None:
     os.environ.setdefault("SECRET_KEY", "benchmark-only")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "eunice.settings")
     import eunice.asgi  # noqa: F401 - the server's own start (the zygote too, when preloading)
+    from eunice.preload import wait
+
+    wait(300)  # the zygote starts on the preload thread
 
     start_ms = (time.perf_counter() - started) * 1000
     first = _call_once(user_id)

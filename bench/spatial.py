@@ -73,14 +73,14 @@ def main() -> None:
     database = _django.setup(args.database_url)
     import geopandas as gpd
     import shapely
-    from django.conf import settings
+    from django.test import override_settings
 
     from conversations.models import Conversation
     from datacatalog.store import ConversationCatalog
     from registry.context import ToolContext
     from registry.registry import get_registry
 
-    settings.EXECUTION_LOG_ENABLED = False
+    override_settings(EXECUTION_LOG_ENABLED=False).enable()  # held by registry.hot_settings
     conversation = Conversation.objects.create(tenant_id="bench", id="bench-spatial")
     books = ConversationCatalog("bench", conversation.id)
     points, regions = _datasets(args.points, args.polygons)

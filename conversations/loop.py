@@ -486,12 +486,11 @@ def _build_request(
         working_set=working_set,
     )
     definitions = runtime.registry.definitions()
-    tools = [
-        {"name": e.name, "description": definitions[e.name].description, "input_schema": definitions[e.name].llm_schema}
-        for e in _cache_stable(surface.entries, paged_order)
-    ]
+    offered = [definitions[e.name] for e in _cache_stable(surface.entries, paged_order)]
+    tools = [d.llm_tool for d in offered]  # made with the snapshot (shared: never changed here)
     window = settings.EUNICE_CONTEXT_TOKENS
-    fixed = estimator.chars(SYSTEM_PROMPT, tools)  # what compaction cannot shrink
+    # What compaction cannot shrink; each tool's size was measured with the snapshot.
+    fixed = _SYSTEM_CHARS + estimator.array_chars([d.llm_chars for d in offered])
     size = fixed + estimator.chars(messages)
     if compact or estimator.tokens(size) > settings.EUNICE_COMPACT_AT * window:
         compacted = compact_tool_results(messages)
@@ -508,6 +507,9 @@ def _build_request(
         capabilities=permitted_capabilities(runtime.registry, runtime.tenant_id, model),
     )
     return request, surface, size + estimator.chars(state_block)
+
+
+_SYSTEM_CHARS = TokenEstimator.chars(SYSTEM_PROMPT)
 
 
 def _cache_stable(entries: list, paged_order: list[str]) -> list:

@@ -102,6 +102,11 @@ class TokenEstimator:
         """The size of ``parts`` as the JSON the provider receives."""
         return sum(len(json.dumps(part, ensure_ascii=False, default=str)) for part in parts)
 
+    @staticmethod
+    def array_chars(item_chars: list[int]) -> int:
+        """The size of a JSON array whose items' sizes are ``item_chars`` (``chars`` of the list)."""
+        return 2 + sum(item_chars) + 2 * max(len(item_chars) - 1, 0)
+
     def tokens(self, chars: int) -> int:
         return int(chars / self.chars_per_token)
 

@@ -117,9 +117,11 @@ def _check_run_cap(conversation: Conversation, user_id: int) -> None:
     used or at start-up.
     """
     from django.contrib.auth import get_user_model
+    from django.db import connection
 
     cap = settings.EUNICE_MAX_RUNS_PER_USER
-    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
+    if connection.features.has_select_for_update:  # elsewhere the query would lock nothing
+        get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
     running = (
         TurnRecord.objects.filter(conversation__user_id=user_id, status=TurnRecord.Status.RUNNING)
         .exclude(conversation_id=conversation.pk)  # its own running turn is TurnInProgress

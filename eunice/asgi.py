@@ -40,38 +40,6 @@ from django.urls import get_resolver  # noqa: E402
 
 get_resolver().url_patterns  # noqa: B018 (the attribute imports the URLconf)
 
-# The same for what the first turn would otherwise import or load while other
-# answers stream: the system tools' handler modules (about half a second
-# under the GIL), the model SDKs' first-request set-up and the price catalog.
-from llm.roles import warm_up  # noqa: E402
-from registry.handlers import import_system_handlers  # noqa: E402
-
-import_system_handlers()
-warm_up()
-
-# The child processes killable tools run in (registry.killable), when one can run here.
-from registry.killable import preload as preload_killable  # noqa: E402
-
-preload_killable()
-
-# Tool search's embedding models and its index, which the first search_tools call of
-# the process would otherwise load and build (1.6 s for that user, under the GIL while
-# other answers stream). EUNICE_PRELOAD_TOOL_SEARCH=0 leaves them to first use.
-if settings.EUNICE_PRELOAD_TOOL_SEARCH:
-    from registry.registry import get_registry  # noqa: E402
-    from registry.search import load_models, warm_up_index  # noqa: E402
-
-    if load_models():
-        warm_up_index(get_registry())
-
-# The custom-tool sandbox's pre-warmed zygote, when custom tools are on: the
-# first call would otherwise wait for its interpreter and imports.
-# EUNICE_PRELOAD_SANDBOX=0 leaves it to first use.
-if settings.FEATURE_FLAGS["custom_tools_enabled"] and settings.EUNICE_PRELOAD_SANDBOX:
-    from registry.sandbox.service import preload  # noqa: E402
-
-    preload()
-
 # Turns a killed server process left running are closed as interrupted now,
 # not only when their conversation's next message comes (docs/agent-loop.md).
 if settings.EUNICE_CLOSE_DEAD_TURNS_AT_START_UP:
@@ -84,7 +52,16 @@ from eunice import bus  # noqa: E402
 
 bus.start()
 
-# Everything above is the start-up heap: stop the collector walking it.
-from eunice.collector import tune_for_serving  # noqa: E402
+# What the first turns and searches would otherwise load while other answers
+# stream (the system tools' handler modules, the model SDK's first-request
+# set-up, tool search's encoders and index, the sandbox's zygote) loads on a
+# thread of its own while the server already answers; a request that needs
+# one of them waits for it (eunice/preload.py). The start-up heap is frozen
+# for the collector once they are in. EUNICE_PRELOAD_WHILE_SERVING=0: all of
+# it before serving, as before.
+from eunice import preload  # noqa: E402
 
-tune_for_serving()
+if settings.EUNICE_PRELOAD_WHILE_SERVING:
+    preload.start()
+else:
+    preload.run()

@@ -109,8 +109,11 @@ def report() -> tuple[int, dict]:
 
     ``tool_threads`` is this process's tool workers (registry.workers): ``lost``
     counts threads written off because their handler hung, ``hung`` those whose
-    handler still runs.
+    handler still runs. ``preload`` is "running" while the process still loads
+    what its first turns would otherwise load (eunice/preload.py): it serves
+    meanwhile, so it does not make the status worse.
     """
+    from eunice import preload
     from registry.registry import get_registry
 
     checks = {dependency.name: check(dependency) for dependency in DEPENDENCIES}
@@ -118,6 +121,7 @@ def report() -> tuple[int, dict]:
     required_down = [name for name in down if checks[name]["required"]]
     status = "down" if required_down else "degraded" if down else "ok"
     body = {"status": status, "down": down, "checks": checks, "tool_threads": get_registry().workers().stats()}
+    body["preload"] = "running" if preload.running() else "done"
     return (503 if required_down else 200), body
 
 

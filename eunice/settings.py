@@ -256,6 +256,10 @@ EUNICE_SERVE_STATIC = env_bool("EUNICE_SERVE_STATIC", True)
 EUNICE_PRELOAD_TOOL_SEARCH = env_bool("EUNICE_PRELOAD_TOOL_SEARCH", True)
 # Start the custom-tool sandbox's zygote with the server (only when custom tools are on).
 EUNICE_PRELOAD_SANDBOX = env_bool("EUNICE_PRELOAD_SANDBOX", True)
+# Serve while the preloads above (and the system tools' modules, the model SDK's
+# set-up) load on a thread of their own (eunice/preload.py): a server answers in
+# about a third of the time. Off: everything is loaded before the first answer.
+EUNICE_PRELOAD_WHILE_SERVING = env_bool("EUNICE_PRELOAD_WHILE_SERVING", True)
 
 # Content-Security-Policy on every response (django-csp): scripts, styles, images
 # and connections from this site only, nothing inline without the response's

@@ -8,6 +8,10 @@ from eunice.settings import *  # noqa: E402,F403
 
 # Tests assert on log rows right after a call; the batching writer has its own tests.
 EXECUTION_LOG_FLUSH_SECONDS = 0.0
+# The test process imports eunice.asgi for its websocket tests: it loads what a
+# server preloads there and then, not on a thread racing the tests for the database
+# (tests/test_preload.py starts the thread itself; servers a test starts use it).
+EUNICE_PRELOAD_WHILE_SERVING = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # A file, not memory, so a django-q2 worker started by a test can see the data.

@@ -18,12 +18,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import close_old_connections
-from django.utils import timezone
 
 from eunice.jsonlimits import JSONTooDeep, check_depth
 from eunice.telemetry import state as telemetry
@@ -39,6 +39,7 @@ from registry.contract import (
 )
 from registry.execlog import summarize, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
+from registry.hot_settings import hot
 from registry.killable import KillableProcesses, Killed
 from registry.lazy import Lazy
 from registry.models import ToolType
@@ -269,7 +270,7 @@ class ToolRegistry:
             envelope = call.early
         elif call.handler is not None and call.handler.on_loop is not None:
             envelope = await self._run_on_loop(call)
-            if here is not None and (not settings.EXECUTION_LOG_ENABLED or writer().flush_seconds > 0):
+            if here is not None and (not hot.execution_log_enabled or writer().flush_seconds > 0):
                 result = self._finish(call, envelope, charge=False)  # the log row is only queued
                 if result.cost:  # (an MCP result carries none) the usage log is written off the loop
                     await aio.in_db_thread(usage.charge)(call.context, call.name, result)
@@ -587,7 +588,7 @@ class ToolRegistry:
         recorder = call.context.recorder
         if recorder is not None:
             _record_envelope(recorder, call, outcome, kind)
-        if settings.EXECUTION_LOG_ENABLED:
+        if hot.execution_log_enabled:
             self._log(call, result, outcome, kind)
         if call.span is not None:
             _trace(call, result, outcome, kind)
@@ -610,7 +611,7 @@ class ToolRegistry:
                 "outcome_kind": kind or "",
                 "error": result.error or "",
                 "execution_ms": elapsed_ms,
-                "created_at": timezone.now(),
+                "created_at": datetime.now(UTC),  # timezone.now(): USE_TZ is on (eunice/settings.py)
             }
         )
 

@@ -14,14 +14,15 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from registry.models import ToolDefinition
-from registry.retrieval import MODEL_ID, Embedder, EmbedderUnavailable, ToolDocument, ToolSearchIndex
+from registry.retrieval import MODEL_ID, ToolDocument
 from registry.retrieval.documents import PASSAGE_TOKENS
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from registry.registry import ToolRegistry
+    from registry.retrieval import ToolSearchIndex
     from registry.snapshot import Definition
 
 logger = logging.getLogger("eunice.registry")
@@ -52,6 +53,8 @@ def load_models() -> bool:
     """Load the search models now (about 1.5 s of CPU and 290 MB here) rather
     than in the first search of the process; False, logged, when they cannot
     load (a search then reports it as it would have)."""
+    from registry.retrieval import Embedder, EmbedderUnavailable
+
     try:
         Embedder.default()
     except EmbedderUnavailable as exc:
@@ -121,6 +124,8 @@ class ToolSearch:
         generation = self._registry.snapshot_generation
         with self._lock:
             if self._index is None:
+                from registry.retrieval import ToolSearchIndex
+
                 self._index = ToolSearchIndex()
             if generation != self._generation:
                 self._apply(definitions)
@@ -148,6 +153,8 @@ class ToolSearch:
 
     def _vectors(self, documents: dict[str, ToolDocument]) -> dict[str, np.ndarray]:
         """Stored vectors where they are current; embed (and store) the rest in one batch."""
+        import numpy as np
+
         tags = {name: vector_tag(doc, max_tokens=PASSAGE_TOKENS) for name, doc in documents.items()}
         stored = ToolDefinition.objects.filter(name__in=list(documents)).values_list(
             "name", "embedding", "embedding_model"

@@ -15,10 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
 from eunice.jsonlimits import loads_bounded
 from llm.offline import slash_command
+from registry.hot_settings import hot
 from registry.models import (
     ALL_TENANTS,
     HASHED_FIELDS,
@@ -31,7 +30,7 @@ from registry.models import (
 
 
 def _poll_seconds() -> float:
-    return settings.EUNICE_REGISTRY_POLL_SECONDS  # read on each look: a test may change it
+    return hot.registry_poll_seconds  # read on each look: a test may change it
 
 
 REASONING_FIELD = {
@@ -65,6 +64,10 @@ class Definition:
     secret_inputs: frozenset[str] = field(default=frozenset(), compare=False)
     # Custom tools: the tools its code may call through call_tool (part of the approved hash).
     dependencies: tuple[str, ...] = ()
+    # The tool as a request's tools array offers it, and the length of its JSON there:
+    # made once per snapshot, not on every model call of every turn.
+    llm_tool: dict = field(default_factory=dict, compare=False)
+    llm_chars: int = field(default=0, compare=False)
 
     def callable_by(self, tenant_id: str) -> bool:
         return self.status == ToolStatus.APPROVED and self.enabled and self.tenant_id in (tenant_id, ALL_TENANTS)
@@ -111,6 +114,8 @@ def _definition(row: dict) -> Definition:
     from registry.validation import schema_key
 
     schema = row["input_schema"] or {"type": "object"}
+    offered = llm_schema(row["name"], schema)
+    tool = {"name": row["name"], "description": row["description"], "input_schema": offered}
     return Definition(
         id=row["id"],
         name=row["name"],
@@ -128,8 +133,10 @@ def _definition(row: dict) -> Definition:
         approved_hash=row["approved_hash"],
         current_hash=_current_hash(row) if row["tool_type"] == ToolType.CUSTOM else "",
         dependencies=tuple(row["dependencies"] or ()),
-        llm_schema=llm_schema(row["name"], schema),
+        llm_schema=offered,
         secret_inputs=secret_inputs(schema),
+        llm_tool=tool,
+        llm_chars=len(json.dumps(tool, ensure_ascii=False, default=str)),
     )
 
 

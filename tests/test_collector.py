@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eunice import collector
+from eunice import collector, preload
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,6 +56,7 @@ def test_loading_the_asgi_application_tunes_the_collector(restored_gc):
     gc.unfreeze()
     gc.set_threshold(700, 10, 10)
     importlib.reload(eunice.asgi)
+    assert preload.wait(120)  # the heap is frozen once the preloads are in
 
     assert gc.get_freeze_count() > 0
     assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD
@@ -80,7 +81,7 @@ def test_the_system_tools_and_the_sdks_first_call_set_up_load_with_the_app():
     # The first turn after a start used to import the tool handlers (DuckDB,
     # the retrieval index: ~0.5 s under the GIL) while other answers streamed.
     code = (
-        "import sys, eunice.asgi; "
+        "import sys, eunice.asgi, eunice.preload; eunice.preload.wait(120); "
         "from anthropic._tracing import trace_context_injector; "
         "print(all(m in sys.modules for m in ('tools.sql', 'tools.corpora', 'tools.utility')), "
         "trace_context_injector.cache_info().currsize)"

@@ -149,3 +149,23 @@ def test_buffered_rows_are_written_when_the_process_exits(tmp_path):
     with sqlite3.connect(database) as db:
         rows = db.execute("select tool_name, success from tool_execution_log").fetchall()
     assert rows == [("search_tools", 1)]
+
+
+def test_a_rows_time_is_stored_as_the_databases_own_adapter_would_store_it():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from registry.execlog import _datetime_adapter
+
+    adapt = _datetime_adapter()
+    now = datetime.now(UTC)
+    for moment in (now, now.replace(microsecond=0), now.astimezone(timezone(timedelta(hours=-5)))):
+        assert adapt(moment) == connection.ops.adapt_datetimefield_value(moment)
+
+
+def test_a_call_made_while_the_log_is_turned_off_by_a_settings_override_writes_no_row(call, make_tool, settings):
+    make_tool("shout", handlers.echo)
+    settings.EXECUTION_LOG_ENABLED = False
+    call("shout", word="quiet")
+    settings.EXECUTION_LOG_ENABLED = True
+    call("shout", word="loud")
+    assert [row.input_data for row in ToolExecutionLog.objects.all()] == [{"word": "loud"}]

@@ -9,12 +9,15 @@ from pathlib import Path
 import pytest
 
 from registry import search
-from registry.retrieval import EmbedderUnavailable
+from registry.retrieval import Embedder, EmbedderUnavailable
 from registry.search import warm_up_index
 
 ROOT = Path(__file__).resolve().parent.parent
 
-LOADED_AFTER_START = "import eunice.asgi; from registry.retrieval import Embedder; print(Embedder._default is not None)"
+LOADED_AFTER_START = (
+    "import eunice.asgi, eunice.preload; eunice.preload.wait(120); "
+    "from registry.retrieval import Embedder; print(Embedder._default is not None)"
+)
 
 
 def loaded_after_start(**env: str) -> str:
@@ -39,7 +42,7 @@ def test_models_that_cannot_load_are_logged_and_the_server_still_starts(monkeypa
     def unavailable():
         raise EmbedderUnavailable("cannot load the multilingual encoder: weights missing")
 
-    monkeypatch.setattr(search.Embedder, "default", unavailable)
+    monkeypatch.setattr(Embedder, "default", unavailable)
     with caplog.at_level(logging.WARNING, logger="eunice.registry"):
         assert search.load_models() is False
     assert "did not load at start: cannot load the multilingual encoder: weights missing" in caplog.text

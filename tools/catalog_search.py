@@ -20,16 +20,21 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import Substr
 
 from registry.context import ToolContext
 from registry.contract import HintException, Ok, measure_schema, uniform_contract
 from registry.declarations import Tool
-from registry.retrieval import Embedder, ToolDocument, ToolSearchIndex
+from registry.retrieval import ToolDocument
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, vector_tag
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from registry.retrieval import ToolSearchIndex
 
 KINDS = ("dataset", "file", "document", "corpus", "entity", "kit", "skill")
 # The newest this many of each kind are searched; older ones stay reachable through
@@ -67,6 +72,10 @@ class _VectorCache:
 
     def vectors(self, documents: list[ToolDocument], stored: Mapping[str, tuple[bytes, str]]) -> list[np.ndarray]:
         """Vectors for ``documents`` in order: stored on the row, cached, or embedded in one batch."""
+        import numpy as np
+
+        from registry.retrieval import Embedder
+
         tags = [vector_tag(doc) for doc in documents]
         found: list[np.ndarray | None] = []
         with self._lock:

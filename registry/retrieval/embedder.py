@@ -24,10 +24,8 @@ from registry.retrieval.encoders import (
     MultilingualUSEEncoder,
     normalize_rows,
 )
+from registry.retrieval.space import MODEL_ID, USE_WEIGHT
 from registry.retrieval.tokens import STOPWORDS
-
-#: Weight of the multilingual encoder's cosine relative to MiniLM's.
-USE_WEIGHT = 0.7
 
 #: How many query vectors an embedder keeps (`embed_query`): one search_tools
 #: call may rank tools and the tenant's skills with the same query, and a model
@@ -46,12 +44,9 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 _LONGEST_WORD = 24
 _WORDS_JUDGED = 64
 
-#: Identifies the vector space. Stored vectors carry it; a vector made by a
-#: different model or weight must be re-embedded, never mixed into one index.
-MODEL_ID = f"minilm-l6-v2-int8mm+use-multilingual-v3@{USE_WEIGHT}"
 DIMENSION = MiniLMEncoder.dimension + MultilingualUSEEncoder.dimension
 
-__all__ = ["DIMENSION", "MODEL_ID", "Embedder", "EmbedderUnavailable", "normalize_rows"]
+__all__ = ["DIMENSION", "MODEL_ID", "USE_WEIGHT", "Embedder", "EmbedderUnavailable", "normalize_rows"]
 
 
 class Embedder:

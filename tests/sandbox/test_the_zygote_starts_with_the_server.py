@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 STARTED_WITH_THE_APP = (
-    "import eunice.asgi; from registry.sandbox import service; "
+    "import eunice.asgi, eunice.preload; eunice.preload.wait(120); from registry.sandbox import service; "
     "print(service._zygote is not None and service._zygote.alive); service.shutdown()"
 )
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-
-from registry.retrieval import Embedder, ToolDocument, ToolSearchIndex
+from registry.retrieval import ToolDocument
 from registry.search import MIN_SIMILARITY, vector_tag
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from registry.retrieval import ToolSearchIndex
 
 T = TypeVar("T")
 
@@ -40,6 +43,10 @@ def embed_missing(
     the freshly embedded ones. Raises ``EmbedderUnavailable`` if the model
     cannot load.
     """
+    import numpy as np
+
+    from registry.retrieval import Embedder
+
     vectors: dict[str, np.ndarray] = {}
     tags = {doc.key: vector_tag(doc) for doc in documents}
     for doc in documents:
@@ -58,6 +65,8 @@ def embed_missing(
 
 def build_index(documents: Sequence[ToolDocument], vectors: Sequence[np.ndarray]) -> ToolSearchIndex:
     """An index over ``documents`` from their vectors; embeds nothing but queries."""
+    from registry.retrieval import ToolSearchIndex
+
     index = ToolSearchIndex()
     if documents:
         index.add_many(list(documents), list(vectors))
