@@ -15,8 +15,9 @@ failed, p50/p99 relay latency (ms), messages relayed, the server's CPU time
 per chunk, and the peak RSS of the server process and of this client.
 
 With `--processes N` the product runs as `scripts/run --workers N` runs it: N server
-processes (`python -m eunice.serve --fd`) sharing the bench's listening socket, so the
-kernel spreads the conversations over them. That needs PostgreSQL (DATABASE_URL) and
+processes (`python -m eunice.serve --fd`), each on its own listening socket bound to
+the one port with SO_REUSEPORT (eunice/supervisor.py), so the kernel spreads the
+conversations evenly over them. That needs PostgreSQL (DATABASE_URL) and
 Redis (REDIS_URL); the CPU of each process is printed, and what a bigger machine needs
 follows from it.
 
@@ -241,8 +242,13 @@ def serve_product(
     """The product in subprocesses (as scripts/run serves it) against ``model_port``'s model,
     once it answers /health/: (its processes, port). ``processes`` above 1: that many
     ``eunice.serve --fd`` processes on the one socket, as ``scripts/run --workers`` starts them."""
-    listener = listening_socket()
-    fd, port = listener.fileno(), listener.getsockname()[1]
+    if processes > 1:  # one socket each, as scripts/run --workers binds them (eunice/supervisor.py)
+        from eunice import supervisor
+
+        sockets = supervisor.listeners("127.0.0.1", 0, processes)
+    else:
+        sockets = [listening_socket()]
+    port = sockets[0].getsockname()[1]
     env = {
         **os.environ,
         "SECRET_KEY": os.environ["SECRET_KEY"],
@@ -257,12 +263,12 @@ def serve_product(
         "UVICORN_LOG_LEVEL": "warning",
     }
     command = {
-        "daphne": ["-m", "daphne", "--fd", str(fd), "eunice.asgi:application"],
+        "daphne": ["-m", "daphne", "--fd", "{fd}", "eunice.asgi:application"],
         "uvicorn": [
             "-m",
             "uvicorn",
             "--fd",
-            str(fd),
+            "{fd}",
             "--log-level",
             "warning",
             "--loop",
@@ -281,17 +287,17 @@ def serve_product(
         ],
     }[server]
     if processes > 1:
-        command = ["-m", "eunice.serve", "--fd", str(fd)]
+        command = ["-m", "eunice.serve", "--fd", "{fd}"]
     started = [
         subprocess.Popen(
-            [sys.executable, *command],
+            [sys.executable, *(part.format(fd=listener.fileno()) for part in command)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            pass_fds=(fd,),
+            pass_fds=(listener.fileno(),),
         )
-        for _ in range(processes)
+        for listener in sockets
     ]
     try:
         # Its start (imports, warm-up) took two minutes on a machine shared by many loads.
@@ -307,7 +313,8 @@ def serve_product(
             process.wait()
         raise
     finally:
-        listener.close()  # the servers hold their own copies
+        for listener in sockets:  # the servers hold their own copies
+            listener.close()
     return started, port
 
 
