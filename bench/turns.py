@@ -24,15 +24,15 @@ follows from it.
 The clients are the measuring instrument: what they have not read yet counts as relay
 latency. One client process reading 400 sockets fell behind on a busy machine (over a
 megabyte unread in its receive queues while the servers' send queues were near empty);
-`--client-processes K` splits the conversations over K client processes, and their CPU
-is printed (clients_cpu_percent, all of them together).
+`--client-processes K` (default: as many as `--processes`) splits the conversations over
+K client processes, and their CPU is printed (clients_cpu_percent, all of them together).
 
 With `--api chat` the model server speaks the OpenAI-compatible Chat Completions API
 instead, and the chat role's row uses the `openai` provider (the real `openai` SDK);
 with `--api responses` the Responses API and the `openai_responses` provider.
 
 Usage: python bench/turns.py [--conversations 200] [--chunks 500] [--chunk-delay 0.02] [--api messages|chat|responses]
-       [--processes 1] [--client-processes 1] [--per-second] [--json]
+       [--processes 1] [--client-processes N] [--per-second] [--json]
 """
 
 from __future__ import annotations
@@ -414,12 +414,13 @@ def main() -> None:
     parser.add_argument(
         "--client-processes",
         type=int,
-        default=1,
         help="split the websocket clients over this many processes, so that the measuring instrument "
-        "keeps up on a busy machine (4 server processes: use 4)",
+        "keeps up on a busy machine (default: as many as --processes)",
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.client_processes is None:
+        args.client_processes = args.processes
     if args.client_processes < 1:
         parser.error("--client-processes must be at least 1")
     if args.processes > 1 and not (
