@@ -7,11 +7,12 @@ all bound to the one port with SO_REUSEPORT, and the kernel hashes each new
 connection to one of them: an even spread. With one shared socket (elsewhere)
 whichever process wakes first accepts everything waiting, so the busiest
 process takes the most and an idle one may get almost nothing (bench/turns.py,
-2026-12-05: 1 % against 52 % CPU). It starts
-one job cluster (``manage.py jobs``) unless ``EUNICE_JOBS=0``. A child that dies
-is started again; SIGTERM or SIGINT is passed to every child, which stops as
-one server process does (docs/operations.md), and the supervisor waits for them
-within the same bound.
+2026-12-05: 1 % against 52 % CPU).
+
+It starts one job cluster (``manage.py jobs``) unless ``EUNICE_JOBS=0``. A child
+that dies is started again on the same socket; SIGTERM or SIGINT is passed to
+every child, which stops as one server process does (docs/operations.md), and
+the supervisor waits for them within the same bound.
 
 Several processes share state only through PostgreSQL and Redis (the channel
 layer, the cache, the job broker and the process bus), so the supervisor
