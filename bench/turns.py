@@ -15,17 +15,24 @@ failed, p50/p99 relay latency (ms), messages relayed, the server's CPU time
 per chunk, and the peak RSS of the server process and of this client.
 
 With `--processes N` the product runs as `scripts/run --workers N` runs it: N server
-processes (`python -m eunice.serve --fd`) sharing the bench's listening socket, so the
-kernel spreads the conversations over them. That needs PostgreSQL (DATABASE_URL) and
+processes (`python -m eunice.serve --fd`), each on its own listening socket bound to
+the one port with SO_REUSEPORT (eunice/supervisor.py), so the kernel spreads the
+conversations evenly over them. That needs PostgreSQL (DATABASE_URL) and
 Redis (REDIS_URL); the CPU of each process is printed, and what a bigger machine needs
 follows from it.
+
+The clients are the measuring instrument: what they have not read yet counts as relay
+latency. One client process reading 400 sockets fell behind on a busy machine (over a
+megabyte unread in its receive queues while the servers' send queues were near empty);
+`--client-processes K` (default: as many as `--processes`) splits the conversations over
+K client processes, and their CPU is printed (clients_cpu_percent, all of them together).
 
 With `--api chat` the model server speaks the OpenAI-compatible Chat Completions API
 instead, and the chat role's row uses the `openai` provider (the real `openai` SDK);
 with `--api responses` the Responses API and the `openai_responses` provider.
 
 Usage: python bench/turns.py [--conversations 200] [--chunks 500] [--chunk-delay 0.02] [--api messages|chat|responses]
-       [--processes 1] [--per-second] [--json]
+       [--processes 1] [--client-processes N] [--per-second] [--json]
 """
 
 from __future__ import annotations
@@ -165,6 +172,46 @@ async def run_clients(port: int, pairs: list[tuple[str, str]], chunks: int) -> t
     return len(results) - sum(failures.values()), failures, samples
 
 
+def clients_in_processes(
+    port: int, pairs: list[tuple[str, str]], chunks: int, processes: int
+) -> tuple[int, Counter, Samples, float, float]:
+    """The conversations split over ``processes`` client processes, run at once: how many
+    completed, why the others did not, what was measured, the clients' CPU seconds and the
+    largest client's peak RSS (MB).
+
+    One process reading 400 sockets fell behind on a busy machine (a megabyte unread in
+    its sockets' receive queues), and what it had not read yet counted as relay latency.
+    """
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # not fork: this process holds Django's connections
+    shares = [pairs[n::processes] for n in range(processes)]
+    with context.Pool(processes) as pool:
+        results = pool.starmap(_client_process, [(port, share, chunks) for share in shares if share])
+    failures: Counter = Counter()
+    completed, samples, cpu, rss = 0, Samples(), 0.0, 0.0
+    for done, failed, measured, seconds, peak in results:
+        completed += done
+        failures.update(failed)
+        samples.latencies += measured.latencies
+        samples.arrivals += measured.arrivals
+        samples.first_chunks += measured.first_chunks
+        cpu += seconds
+        rss = max(rss, peak)
+    return completed, failures, samples, cpu, rss
+
+
+def _client_process(port: int, pairs: list[tuple[str, str]], chunks: int) -> tuple[int, Counter, Samples, float, float]:
+    """One client process's share (see ``clients_in_processes``), and its CPU seconds and peak RSS (MB)."""
+    gc.collect()
+    gc.freeze()
+    gc.disable()  # the clients are the measuring instrument: no collector pauses (see main)
+    before = cpu_seconds(os.getpid())
+    completed, failures, samples = asyncio.run(run_clients(port, pairs, chunks))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return completed, failures, samples, cpu_seconds(os.getpid()) - before, peak
+
+
 def _why(exc: BaseException) -> str:
     """An exception a client ended with, and what caused it (a handshake's EOF, say)."""
     cause = exc.__cause__ or exc.__context__
@@ -241,8 +288,13 @@ def serve_product(
     """The product in subprocesses (as scripts/run serves it) against ``model_port``'s model,
     once it answers /health/: (its processes, port). ``processes`` above 1: that many
     ``eunice.serve --fd`` processes on the one socket, as ``scripts/run --workers`` starts them."""
-    listener = listening_socket()
-    fd, port = listener.fileno(), listener.getsockname()[1]
+    if processes > 1:  # one socket each, as scripts/run --workers binds them (eunice/supervisor.py)
+        from eunice import supervisor
+
+        sockets = supervisor.listeners("127.0.0.1", 0, processes)
+    else:
+        sockets = [listening_socket()]
+    port = sockets[0].getsockname()[1]
     env = {
         **os.environ,
         "SECRET_KEY": os.environ["SECRET_KEY"],
@@ -257,12 +309,12 @@ def serve_product(
         "UVICORN_LOG_LEVEL": "warning",
     }
     command = {
-        "daphne": ["-m", "daphne", "--fd", str(fd), "eunice.asgi:application"],
+        "daphne": ["-m", "daphne", "--fd", "{fd}", "eunice.asgi:application"],
         "uvicorn": [
             "-m",
             "uvicorn",
             "--fd",
-            str(fd),
+            "{fd}",
             "--log-level",
             "warning",
             "--loop",
@@ -281,17 +333,17 @@ def serve_product(
         ],
     }[server]
     if processes > 1:
-        command = ["-m", "eunice.serve", "--fd", str(fd)]
+        command = ["-m", "eunice.serve", "--fd", "{fd}"]
     started = [
         subprocess.Popen(
-            [sys.executable, *command],
+            [sys.executable, *(part.format(fd=listener.fileno()) for part in command)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            pass_fds=(fd,),
+            pass_fds=(listener.fileno(),),
         )
-        for _ in range(processes)
+        for listener in sockets
     ]
     try:
         # Its start (imports, warm-up) took two minutes on a machine shared by many loads.
@@ -307,7 +359,8 @@ def serve_product(
             process.wait()
         raise
     finally:
-        listener.close()  # the servers hold their own copies
+        for listener in sockets:  # the servers hold their own copies
+            listener.close()
     return started, port
 
 
@@ -358,8 +411,18 @@ def main() -> None:
         default=1,
         help="server processes on the one socket, as scripts/run --workers N (above 1: PostgreSQL and Redis)",
     )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        help="split the websocket clients over this many processes, so that the measuring instrument "
+        "keeps up on a busy machine (default: as many as --processes)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.client_processes is None:
+        args.client_processes = args.processes
+    if args.client_processes < 1:
+        parser.error("--client-processes must be at least 1")
     if args.processes > 1 and not (
         os.environ.get("REDIS_URL") and os.environ.get("DATABASE_URL", "").startswith("postgres")
     ):
@@ -390,14 +453,20 @@ def main() -> None:
         started, cpu_before = time.monotonic(), [cpu_seconds(server.pid) for server in servers]
         model_cpu_before, client_cpu_before = cpu_seconds(model.pid), cpu_seconds(os.getpid())
         try:
-            completed, failures, samples = asyncio.run(run_clients(port, pairs, args.chunks))
+            if args.client_processes > 1:
+                completed, failures, samples, client_cpu, client_rss = clients_in_processes(
+                    port, pairs, args.chunks, args.client_processes
+                )
+            else:
+                completed, failures, samples = asyncio.run(run_clients(port, pairs, args.chunks))
+                client_cpu = cpu_seconds(os.getpid()) - client_cpu_before
+                client_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         finally:
             gc.enable()
         elapsed = time.monotonic() - started
         cpu_each = [cpu_seconds(server.pid) - before for server, before in zip(servers, cpu_before, strict=True)]
         server_cpu = sum(cpu_each)
         model_cpu = cpu_seconds(model.pid) - model_cpu_before
-        client_cpu = cpu_seconds(os.getpid()) - client_cpu_before
         server_rss = [peak_rss_mb(server.pid) for server in servers]
     finally:
         for process in (*servers, model):
@@ -438,7 +507,8 @@ def main() -> None:
         "model_server_cpu_percent": round(100 * model_cpu / elapsed, 1),
         "server_peak_rss_mb": round(max(server_rss), 1),
         "server_peak_rss_mb_each": [round(rss, 1) for rss in server_rss],
-        "client_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "client_processes": args.client_processes,
+        "client_peak_rss_mb": round(client_rss, 1),
         # Fixed pure-Python work timed before the run (bench/_machine.py): lower is faster.
         "machine_reference_ms": machine_ms,
     }

@@ -40,7 +40,7 @@ from conversations.stops import (
     cut_tool_note,
     with_notice,
 )
-from conversations.turn_reservations import heartbeat
+from conversations.turn_reservations import keep_beating
 from conversations.turns import begin_turn, finish_turn, interrupt_turn
 from conversations.working_set import copy_scope, drop_scope, paged_in
 from llm import LLMContextTooLongError, LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
@@ -125,7 +125,7 @@ async def run_turn(
         mode=mode,
         interactive=interactive,
     )
-    beats = asyncio.ensure_future(heartbeat(conversation.pk, runtime.turn))
+    keep_beating()
     progress = Progress()
     try:
         try:
@@ -145,8 +145,6 @@ async def run_turn(
         # close it as interrupted, keeping the events it recorded and its tool calls.
         await asyncio.shield(in_db_thread(interrupt_turn)(runtime, _interruption(exc), progress.kept()))
         raise
-    finally:
-        beats.cancel()
     runtime.display.send(
         {
             "type": "done",

@@ -137,9 +137,9 @@ def _supervise(workers: int) -> int:
     if refused:
         print(f"eunice.serve: {refused}", file=sys.stderr)
         return 2
-    listener = supervisor.bind(os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8000")))
+    sockets = supervisor.listeners(os.environ.get("HOST", "127.0.0.1"), int(os.environ.get("PORT", "8000")), workers)
     jobs = os.environ.get("EUNICE_JOBS", "1") != "0"
-    return supervisor.Supervisor(workers, listener, jobs=jobs).run()
+    return supervisor.Supervisor(workers, sockets, jobs=jobs).run()
 
 
 def _serve(fd: int | None) -> int:
