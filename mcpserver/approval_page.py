@@ -23,11 +23,13 @@ from django.views.decorators.http import require_http_methods
 
 from conversations import approvals
 from conversations.approvals_api import resume_turn
+from eunice.jsonlimits import loads_bounded
 from registry.approvals import DECIDE_ANY, ApprovalConflict, ApprovalNotFound, find
 from registry.models import ApprovalSource, ApprovalStatus, PendingApproval
 from registry.tenancy import tenant_of
 
 MAX_REASON_CHARS = 1000
+MAX_ARGUMENTS_CHARS = 100_000  # edited arguments, as typed into the page
 
 
 def page_path(approval_id: str) -> str:
@@ -70,9 +72,13 @@ def _decide(request: HttpRequest, row: PendingApproval) -> str:
     arguments = None
     if decision == "edit":
         try:
-            arguments = json.loads(request.POST.get("arguments", ""))
+            arguments = loads_bounded(
+                request.POST.get("arguments", ""), max_bytes=MAX_ARGUMENTS_CHARS, what="arguments"
+            )
         except json.JSONDecodeError as exc:
             return f"arguments: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        except ValueError as exc:  # too long or too deep: the message names the limit
+            return str(exc)
     try:
         card = approvals.decide(
             str(row.pk),

@@ -255,3 +255,18 @@ def test_edited_arguments_that_are_not_json_are_refused_naming_the_field_and_not
     page = asyncio.run(edit())
     assert page.status_code == 400 and "arguments: not valid JSON" in page.text
     assert PendingApproval.objects.get().status == ApprovalStatus.PENDING
+
+
+def test_edited_arguments_nested_past_the_depth_limit_are_refused_naming_the_limit_and_nothing_runs(
+    served, ann, wire_money, settings
+):
+    url = f"/approvals/{ask_through_mcp(served, ann).pk}/"
+    deep = "[" * (settings.JSON_MAX_DEPTH + 5) + "]" * (settings.JSON_MAX_DEPTH + 5)
+
+    async def edit():
+        async with signed_in(f"http://127.0.0.1:{served.port}", "ann") as http:
+            return await decide_on_page(http, url, "edit", arguments=deep)
+
+    page = asyncio.run(edit())
+    assert page.status_code == 400 and "arguments" in page.text and "deep" in page.text
+    assert PendingApproval.objects.get().status == ApprovalStatus.PENDING
