@@ -49,7 +49,7 @@ from llm.roles import create_llm_client_for_role, get_model_for_role
 from llm.tracing import invoke_agent
 from registry.aio import in_db_thread
 from registry.context import Budget
-from registry.surface import Surface, compose_surface, permitted_capabilities, surface_event, touch_used
+from registry.surface import Surface, compose_surface, surface_event, touch_used
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -502,7 +502,7 @@ def _build_request(
         system=SYSTEM_PROMPT,
         tools=tools,
         messages=_with_state(sendable(messages), state_block),
-        capabilities=permitted_capabilities(runtime.registry, runtime.tenant_id, model),
+        capabilities=surface.capabilities,
     )
     return request, surface, size + estimator.chars(state_block)
 

@@ -171,6 +171,9 @@ class Surface:
 
     entries: list[SurfaceEntry]
     cut: list[str]
+    #: The model's native capabilities the surface gave way to (``permitted_capabilities``):
+    #: the request offers exactly these, so surface and request never disagree.
+    capabilities: frozenset[str] = frozenset()
 
 
 def compose(registry: ToolRegistry, tenant_id: str, **kwargs) -> list[SurfaceEntry]:
@@ -198,7 +201,8 @@ def compose_surface(
     the most recently used working-set tools, and says what it cut.
     """
     definitions = registry.definitions()
-    dropped = _capability_dropped(registry, tenant_id, model)
+    capabilities = permitted_capabilities(registry, tenant_id, model)
+    dropped = _capability_dropped(capabilities)
     resident: list[SurfaceEntry] = []
     paged: list[SurfaceEntry] = []
     seen: set[str] = set()
@@ -221,7 +225,7 @@ def compose_surface(
         seen.add(entry.name)
         (paged if entry.reason == "working_set" else resident).append(entry)
     if len(resident) + len(paged) <= MAX_TOOL_SURFACE:
-        return Surface([*resident, *paged], [])
+        return Surface([*resident, *paged], [], capabilities)
     room = max(0, MAX_TOOL_SURFACE - len(resident))
     kept = paged[len(paged) - room :] if room else []
     cut = [e.name for e in resident[MAX_TOOL_SURFACE:]] + [e.name for e in paged[: len(paged) - room]]
@@ -234,7 +238,7 @@ def compose_surface(
         len(cut),
         ", ".join(cut),
     )
-    return Surface([*resident[:MAX_TOOL_SURFACE], *kept], cut)
+    return Surface([*resident[:MAX_TOOL_SURFACE], *kept], cut, capabilities)
 
 
 def assemble_tools(registry: ToolRegistry, tenant_id: str, **kwargs) -> list[dict]:
@@ -259,8 +263,7 @@ def surface_event(surface: Surface) -> dict:
     return event
 
 
-def _capability_dropped(registry: ToolRegistry, tenant_id: str, model: ModelConfig | None) -> set[str]:
-    capabilities = permitted_capabilities(registry, tenant_id, model)
+def _capability_dropped(capabilities: frozenset[str]) -> set[str]:
     if not capabilities:
         return set()
     return {name for name, cap in capability_replacements().items() if cap in capabilities}
