@@ -29,6 +29,7 @@ from registry.context import ToolContext
 from registry.contract import HintException, Ok, measure_schema, uniform_contract
 from registry.declarations import Tool
 from registry.retrieval import ToolDocument
+from tools import skill_shelf
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, vector_tag
 
 if TYPE_CHECKING:
@@ -291,7 +292,7 @@ def _describe_skills(rows: QuerySet) -> list[_Described]:
         if not row.is_usable():  # changed since its approval (a bulk update): not offered
             continue
         item = Item("skill", row.name, f"skill: {row.description}"[:300], f"use_skill {{name: {row.name!r}}}")
-        described.append((as_document(f"skill:{row.pk}", row.name, row.description), item, None, ""))
+        described.append((skill_shelf.document(row), item, None, ""))
     return described
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Max
 
+from registry.retrieval import ToolDocument
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
 from tools.models import Skill
 
@@ -39,8 +40,13 @@ def find(tenant_id: str, query: str, limit: int) -> list[tuple[str, str]]:
     return [by_key[hit.key] for hit in index.search(query, limit, min_similarity=MIN_SIMILARITY)]
 
 
+def document(skill: Skill) -> ToolDocument:
+    """How a skill reads to the search encoders, in this index and in search_catalog's."""
+    return as_document(f"skill:{skill.pk}", skill.name, skill.description)
+
+
 def _build(tenant_id: str) -> tuple:
     skills = [skill for skill in Skill.objects.usable().filter(tenant_id=tenant_id) if skill.is_usable()]
-    documents = [as_document(f"skill:{skill.pk}", skill.name, skill.description) for skill in skills]
+    documents = [document(skill) for skill in skills]
     vectors, _ = embed_missing(documents, {})
     return build_index(documents, vectors), {f"skill:{s.pk}": (s.name, s.description) for s in skills}
