@@ -89,6 +89,7 @@ def lock_down(scratch: str, limits: dict[str, Any], jail: dict[str, Any]) -> dic
         file_bytes=int(limits["file_bytes"]),
         open_files=32,
     )
+    oslayer.exit_at_the_cpu_limit()
     layers: dict[str, Any] = {"fresh_process": True, "rlimits": True, "minimal_root": False}
     if root:
         oslayer.enter_minimal_root(scratch, jail["root_mount"], list(jail["python_dirs"]))

@@ -26,6 +26,7 @@ from typing import Any
 
 from eunice.jsonlimits import JSONTooDeep, loads_bounded
 from registry.sandbox.protocol import (
+    CPU_LIMIT_STATUS,
     FrameTooLarge,
     PeerClosed,
     ProtocolError,
@@ -48,11 +49,13 @@ _MINIMAL_ENV = {
     "NUMEXPR_MAX_THREADS": "1",
 }
 _STATUS_GRACE_SECONDS = 2.0
-# A SIGKILL the zygote did not send comes from the kernel's RLIMIT_CPU when the run
-# has used its CPU seconds; before that, from outside (the OOM killer, an operator).
-_SIGNALS = {signal.SIGXCPU: "os:cpu", signal.SIGKILL: "os:cpu", signal.SIGSEGV: "crash"}
-# rusage samples CPU time at ticks and has read up to ~10% below RLIMIT_CPU's own count
-# on a loaded machine: a run killed past this share of its CPU seconds was the limit.
+_SIGNALS = {signal.SIGXCPU: "os:cpu", signal.SIGSEGV: "crash"}
+# A run reaching its CPU seconds exits with CPU_LIMIT_STATUS on the kernel's
+# SIGXCPU; one that ignored it is SIGKILLed at the hard limit, a grace second later. A
+# SIGKILL the zygote did not send is that hard limit only if the run's accounted CPU
+# reaches this share of its CPU seconds: rusage and RLIMIT_CPU count on different clocks,
+# and on a loaded machine rusage has read a quarter and more below the limit's own count
+# (which is why the warning, not the accounted time, names an ordinary CPU stop).
 _CPU_LIMIT_SHARE = 0.75
 
 
@@ -93,6 +96,7 @@ class _Reports:
         self.layers: dict[str, Any] = {}
         self.killed = ""
         self.signal = 0
+        self.status = 0
         self.cpu_seconds = 0.0
         self.refused = ""
 
@@ -105,6 +109,7 @@ class _Reports:
             self.killed = str(report.get("reason", ""))
         elif op == "exit":
             self.signal = int(report.get("signal", 0))
+            self.status = int(report.get("status", 0))
             self.cpu_seconds = float(report.get("cpu_seconds", 0.0))
             self.started.set()
             self.ended.set()
@@ -367,8 +372,8 @@ class _Conversation:
             )
         if reports.killed == "cancel":
             return RunOutcome(ok=False, stopped_by="cancelled", error="cancelled by the user; the run was killed")
-        layer = _SIGNALS.get(reports.signal, "crash") if reports.ended.is_set() else "crash"
-        if reports.signal == signal.SIGKILL and reports.cpu_seconds < limits.cpu_seconds * _CPU_LIMIT_SHARE:
+        layer = _layer(reports, limits) if reports.ended.is_set() else "crash"
+        if layer == "os:killed":
             return RunOutcome(
                 ok=False,
                 stopped_by="os:killed",
@@ -383,6 +388,15 @@ class _Conversation:
         if reports.signal:
             return RunOutcome(ok=False, stopped_by=layer, error="the tool crashed and was stopped")
         return RunOutcome(ok=False, stopped_by="crash", error="the tool stopped without an answer")
+
+
+def _layer(reports: _Reports, limits: Limits) -> str:
+    """Which layer ended a run that exited without answering, from the zygote's report."""
+    if reports.status == CPU_LIMIT_STATUS:
+        return "os:cpu"
+    if reports.signal == signal.SIGKILL:
+        return "os:cpu" if reports.cpu_seconds >= limits.cpu_seconds * _CPU_LIMIT_SHARE else "os:killed"
+    return _SIGNALS.get(reports.signal, "crash")
 
 
 def _no_constant(name: str) -> Any:

@@ -16,6 +16,8 @@ import os
 import resource
 import signal
 
+from registry.sandbox.protocol import CPU_LIMIT_STATUS
+
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNS = 0x00020000
@@ -27,6 +29,11 @@ RUN_ID_BASE = 600_000
 RUN_ID_SLOTS = 1024
 # Where a run finds its scratch directory inside its own root.
 RUN_SCRATCH = "/scratch"
+# A run that reaches its CPU seconds is warned by the kernel (SIGXCPU) and exits with
+# protocol.CPU_LIMIT_STATUS; one that ignores the warning is killed (SIGKILL) this many CPU
+# seconds later. The warning is what names the CPU limit: a SIGKILL alone cannot say
+# whether the kernel or someone outside sent it.
+CPU_GRACE_SECONDS = 1
 _DEVICES = ("null", "zero", "urandom", "random")
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -100,15 +107,24 @@ def unshare_network() -> bool:
 
 
 def set_limits(*, cpu_seconds: int, memory_bytes: int, file_bytes: int, open_files: int) -> None:
-    """CPU (SIGKILL at the limit: the first process of a PID namespace ignores SIGXCPU),
-    address space, file size, fds."""
+    """CPU (SIGXCPU at the limit, SIGKILL ``CPU_GRACE_SECONDS`` later), address space,
+    file size, fds."""
     vm_now = _vm_size_bytes()
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + CPU_GRACE_SECONDS))
     resource.setrlimit(resource.RLIMIT_AS, (vm_now + memory_bytes, vm_now + memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # enforced once the uid is dropped
+
+
+def exit_at_the_cpu_limit() -> None:
+    """Exit with ``protocol.CPU_LIMIT_STATUS`` on the kernel's SIGXCPU.
+
+    The first process of a PID namespace ignores a signal it has no handler for, so
+    without this one the warning would be lost and only the hard limit's SIGKILL left.
+    """
+    signal.signal(signal.SIGXCPU, lambda _signum, _frame: os._exit(CPU_LIMIT_STATUS))
 
 
 def _vm_size_bytes() -> int:

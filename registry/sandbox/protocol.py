@@ -15,6 +15,9 @@ from typing import Any
 
 _HEADER = struct.Struct("!I")
 MAX_CONTROL_FRAME = 1 << 20
+# The exit status of a run the kernel warned (SIGXCPU) that its CPU seconds are used up:
+# 128 + SIGXCPU, as a shell reports it. The zygote passes it on; the host names the stop.
+CPU_LIMIT_STATUS = 128 + 24
 
 
 class FrameTooLarge(Exception):

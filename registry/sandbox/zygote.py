@@ -14,7 +14,7 @@ Before the run executes any tool code it reports the layers it set up; the
 zygote checks them against the kernel's view (``/proc/<pid>``), lets the run
 continue and tells the host ``{"op": "started", "layers"}``. It reaps
 children, kills runs past their wall-clock limit, wipes their scratch
-directories and reports ``{"op": "exit", "id", "signal", "cpu_seconds"}``.
+directories and reports ``{"op": "exit", "id", "signal", "status", "cpu_seconds"}``.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class Zygote:
         return {
             "zygote_jailed": self.jailed,
             "fresh_process": True,
-            "rlimits": _cpu_limit(pid) == int(run.limits["cpu_seconds"]),
+            "rlimits": _cpu_limits(pid) == _expected_cpu_limits(run.limits),
             "no_new_privs": status.get("NoNewPrivs") == "1",
             "landlock_abi": landlock if isinstance(landlock, int) and 0 <= landlock <= oslayer.landlock_abi() else 0,
             "uid": uid,
@@ -225,6 +225,7 @@ class Zygote:
                     "op": "exit",
                     "id": run.run_id,
                     "signal": signum,
+                    "status": os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0,
                     "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
                 }
             )
@@ -258,13 +259,20 @@ def _namespaces(pid: int) -> dict[str, str]:
     return found
 
 
-def _cpu_limit(pid: int) -> int:
+def _cpu_limits(pid: int) -> tuple[int, int]:
+    """The run's RLIMIT_CPU (soft, hard) as the kernel shows it; (-1, -1) if unreadable."""
     try:
         with open(f"/proc/{pid}/limits") as limits:
             line = next(line for line in limits if line.startswith("Max cpu time"))
-        return int(line.split()[3])
+        soft, hard = line.split()[3:5]
+        return int(soft), int(hard)
     except (OSError, StopIteration, ValueError):
-        return -1
+        return -1, -1
+
+
+def _expected_cpu_limits(limits: dict) -> tuple[int, int]:
+    cpu = int(limits["cpu_seconds"])
+    return cpu, cpu + oslayer.CPU_GRACE_SECONDS
 
 
 def main() -> None:
