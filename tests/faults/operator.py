@@ -22,18 +22,16 @@ from django.conf import settings
 from django.test import Client
 from websockets.sync.client import connect
 
+from tests.ports import descendants as children
+from tests.ports import free_port, listens
 from tests.test_background_jobs import database_url
+
+__all__ = ["children", "free_port"]  # re-exported for the fault tests
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "var" / "faults"
 START_SECONDS = 120  # generous: start-up on a loaded shared machine has taken over 30 s
 REDIS_SERVER = shutil.which("redis-server")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(predicate: Callable[[], object], timeout: float, interval: float = 0.1):
@@ -45,24 +43,6 @@ def wait_for(predicate: Callable[[], object], timeout: float, interval: float = 
             return value
         time.sleep(interval)
     return None
-
-
-def children(pid: int) -> list[int]:
-    """Every descendant of ``pid`` (from /proc), nearest first."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            parents.setdefault(ppid, []).append(int(entry.name))
-    found, frontier = [], [pid]
-    while frontier:
-        kids = [kid for parent in frontier for kid in parents.get(parent, [])]
-        found += kids
-        frontier = kids
-    return found
 
 
 def alive(pid: int) -> bool:
@@ -145,11 +125,7 @@ class Server(Process):
     def _listening(self) -> bool:
         if self.popen.poll() is not None:
             raise AssertionError(f"the server exited at start-up:\n{self.log()[-3000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-        except OSError:
-            return False
-        return True
+        return listens(self.pid, self.port)  # ours: another test pass may hold a port it was given
 
     @property
     def url(self) -> str:
@@ -217,6 +193,8 @@ class Redis(Process):
             raise AssertionError(f"redis-server did not start:\n{self.log()}")
 
     def _answers(self) -> bool:
+        if not listens(self.pid, self.port):
+            return False
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
                 s.sendall(b"PING\r\n")

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.faults.operator import START_SECONDS, Process, alive, children, environment, free_port, wait_for
+from tests.ports import listens
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
@@ -60,6 +61,12 @@ def accepted_by(pids: list[int], port: int) -> dict[int, int]:
     return counts
 
 
+def two_servers_answer(supervisor: Process, port: int) -> bool:
+    """Both server children are up, and the answer on ``port`` is theirs (another test pass
+    may have been given the same free port)."""
+    return len(servers_under(supervisor.pid)) == 2 and listens(supervisor.pid, port) and healthy(port)
+
+
 def healthy(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/", timeout=5) as response:
@@ -80,9 +87,7 @@ def test_two_workers_serve_one_port_a_dead_one_is_replaced_and_sigterm_stops_the
         environment(REDIS_URL=settings.REDIS_URL, PORT=str(port), EUNICE_JOBS="0"),
     )
     try:
-        assert wait_for(lambda: len(servers_under(supervisor.pid)) == 2 and healthy(port), START_SECONDS, 0.5), (
-            supervisor.log()[-3000:]
-        )
+        assert wait_for(lambda: two_servers_answer(supervisor, port), START_SECONDS, 0.5), supervisor.log()[-3000:]
         first, second = servers_under(supervisor.pid)
 
         subprocess.run(["kill", "-KILL", str(first)], check=True)
@@ -140,9 +145,7 @@ def test_new_connections_are_spread_evenly_even_when_one_process_is_busy_as_they
     )
     opened: list[socket.socket] = []
     try:
-        assert wait_for(lambda: len(servers_under(supervisor.pid)) == 2 and healthy(port), START_SECONDS, 0.5), (
-            supervisor.log()[-3000:]
-        )
+        assert wait_for(lambda: two_servers_answer(supervisor, port), START_SECONDS, 0.5), supervisor.log()[-3000:]
         servers = servers_under(supervisor.pid)
         os.kill(servers[0], signal.SIGSTOP)
         try:

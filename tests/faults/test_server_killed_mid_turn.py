@@ -3,7 +3,6 @@ closed, visible and replayable, and the conversation answers its next message.""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,17 +27,12 @@ from llm.models import ModelConfig
 from llm.scripted import ScriptedMessagesServer
 from registry.models import TenantMembership
 from tests.conftest import TENANT
+from tests.ports import free_port, listens
 from tests.test_background_jobs import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:
@@ -100,11 +94,7 @@ class Server:
         def listening() -> bool:
             if self.process.poll() is not None:
                 pytest.fail(f"the server exited ({self.process.returncode}); see var/fault-server.log")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return True
-            except OSError:
-                return False
+            return listens(self.process.pid, self.port)
 
         wait_for(listening, 120, "the server to listen")  # generous: start-up is slow on a loaded machine
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from registry.mcp import manager as manager_module
 from registry.mcp.naming import tool_name
 from registry.models import MCPServer
 from tests.conftest import TENANT
+from tests.ports import free_port
 
 DEMO = str(Path(__file__).with_name("servers") / "demo.py")
 ROGUE = str(Path(__file__).with_name("servers") / "rogue.py")
@@ -107,12 +107,6 @@ def shift(manager, server: MCPServer, tools: list, *, notify: int = 1) -> None:
 
 def server_id(name: str = "demo", tenant: str = TENANT) -> int:
     return MCPServer.objects.get(name=name, tenant_id=tenant).pk
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

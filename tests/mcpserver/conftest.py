@@ -12,7 +12,7 @@ from rest_framework.authtoken.models import Token
 from mcpserver.models import Bundle
 from registry.models import TenantMembership
 from tests.conftest import OTHER_TENANT, TENANT
-from tests.web.conftest import free_port
+from tests.ports import held_port
 
 MODES = ["legacy", "2026-07-28"]  # the 2025-11-25 handshake with Mcp-Session-Id, and stateless
 
@@ -27,7 +27,8 @@ class Served:
         from mcpserver.endpoint import MCPEndpoint, MCPMount
 
         self.endpoint = MCPEndpoint(**endpoint_options)
-        self.port = free_port()
+        self.listener = held_port()  # held from now on: no other process can be given the port
+        self.port = self.listener.getsockname()[1]
         config = uvicorn.Config(
             MCPMount(get_asgi_application(), self.endpoint),
             host="127.0.0.1",
@@ -36,7 +37,7 @@ class Served:
             lifespan="off",
         )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.listener]}, daemon=True)
 
     def url(self, bundle: str = "") -> str:
         return f"http://127.0.0.1:{self.port}/mcp/{bundle + '/' if bundle else ''}"
@@ -57,6 +58,7 @@ class Served:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(15)
+        self.listener.close()
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
 """The browser tests' fixtures: the product served by daphne, a Chromium page, Ann's
 conversation; and each test's outcome made visible to fixtures (for screenshots on failure)."""
 
+import http.client
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from conversations.models import Conversation
 from registry.models import TenantMembership
 from tests.conftest import TENANT
+from tests.ports import held_port
 from tests.test_background_jobs import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,12 +31,6 @@ FLAGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -66,8 +61,11 @@ def scripted_model(model_env):
 
 @contextmanager
 def serving(extra_env: dict[str, str]):
-    """The real ASGI app under daphne, on the test database; yields its URL."""
-    port = free_port()
+    """The real ASGI app under daphne, on the test database; yields its URL.
+
+    Daphne adopts a socket this process already listens on, so no other process can be
+    given the port in between, and the first answer to a request on it is daphne's.
+    """
     env = {
         **os.environ,
         "DATABASE_URL": database_url(),
@@ -82,31 +80,44 @@ def serving(extra_env: dict[str, str]):
     # which exists, and is nobody else's.
     log_path = Path(settings.VAR_DIR) / "test-server.log"
     log = open(log_path, "w")
+    listener = held_port()
+    port = listener.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "eunice.asgi:application"],
+        [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()), "eunice.asgi:application"],
         cwd=ROOT,
         env=env,
+        pass_fds=(listener.fileno(),),
         stdout=subprocess.DEVNULL,
         stderr=log,
     )
+    listener.close()  # daphne has its own copy
     # Generous: on a loaded shared machine daphne's start-up alone has taken over 30 s.
     deadline = time.monotonic() + 120
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                log.close()
-                pytest.fail(f"the server did not start listening; see {log_path}")
-            time.sleep(0.1)
+    while not answers(port):
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            log.close()
+            pytest.fail(f"the server did not start answering; see {log_path}")
+        time.sleep(0.1)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
         process.wait(timeout=30)
         log.close()
+
+
+def answers(port: int) -> bool:
+    """Whether the server answers an HTTP request (the kernel queues connections on the
+    adopted socket before daphne accepts them, so a connect alone proves nothing)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/login/")
+        return connection.getresponse().status > 0
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
 
 
 @pytest.fixture
