@@ -25,13 +25,17 @@ import argparse
 import asyncio
 import contextlib
 import os
-import socket
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import _django
+
+sys.path.insert(0, str(_django.ROOT))
+from tests.ports import free_port, listens  # noqa: E402 (needs the project on the path)
 
 # bench/mcp.py would shadow the SDK package of that name: keep this directory off the path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
@@ -49,12 +53,6 @@ def add(inputs: dict, context: object) -> str:
     return str(inputs["a"] + inputs["b"])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 # --- the servers (each runs in a process of its own: --serve eunice|raw PORT) -----------
 
 
@@ -67,7 +65,19 @@ def serve_eunice(port: int) -> None:
 
     get_registry().register_handler("bench_add", add, inline=True)
     app = MCPMount(get_asgi_application(), MCPEndpoint())
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    profile_to = os.environ.get("BENCH_PROFILE_TO")
+    if not profile_to:
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        return
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    finally:
+        profiler.disable()
+        profiler.dump_stats(profile_to)
 
 
 def serve_raw(port: int) -> None:
@@ -85,22 +95,20 @@ def serve_raw(port: int) -> None:
     uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
 
 
-def started(kind: str, database: str) -> tuple[subprocess.Popen, str]:
+def started(kind: str, database: str, profile_to: str = "") -> tuple[subprocess.Popen, str]:
     port = free_port()
     # The rate limit is counted on every request (as in production) but set out of the way:
     # a bench client makes far more than the default 600 requests a minute.
     env = {**os.environ, "DATABASE_URL": database, "EUNICE_API_RATE": "100000/s"}
+    if profile_to and kind == "eunice":
+        env["BENCH_PROFILE_TO"] = profile_to
     process = subprocess.Popen([sys.executable, __file__, "--serve", kind, str(port)], env=env)
     deadline = time.monotonic() + 120
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise SystemExit(f"the {kind} server did not start") from None
-            time.sleep(0.1)
+    while not listens(process.pid, port):  # its own listener: another process may hold the port
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise SystemExit(f"the {kind} server did not start")
+        time.sleep(0.1)
     return process, f"http://127.0.0.1:{port}/mcp" + ("/bench/" if kind == "eunice" else "")
 
 
@@ -218,6 +226,13 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--database-url")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="profile Eunice's server process: Python calls per served call and the N costliest functions",
+    )
     parser.add_argument("--serve", nargs=2, metavar=("KIND", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -231,7 +246,8 @@ def main() -> None:
     database = _django.setup(args.database_url, seed=False)
     token = fixtures()
     url = os.environ["DATABASE_URL"]
-    servers = {kind: started(kind, url) for kind in ("raw", "eunice")}
+    profile_to = os.path.join(tempfile.mkdtemp(), "eunice.prof") if args.profile else ""
+    servers = {kind: started(kind, url, profile_to) for kind in ("raw", "eunice")}
     try:
         urls = {kind: target for kind, (_, target) in servers.items()}
         results: dict[str, object] = {"calls": args.calls, "database": database}
@@ -243,9 +259,25 @@ def main() -> None:
             results.update({f"{mode}.{key}": value for key, value in figures.items()})
     finally:
         for process, _ in servers.values():
-            process.terminate()
-            process.wait(10)
+            # SIGINT: uvicorn re-raises the signal it stopped on, and only SIGINT (as
+            # KeyboardInterrupt) lets a profiled server write its profile first.
+            process.send_signal(signal.SIGINT)
+            process.wait(30)
     _django.print_results(results, args.json)
+    if profile_to:
+        print_profile(profile_to, args.profile)
+
+
+def print_profile(path: str, top: int) -> None:
+    """The server's Python calls per served call (a figure load does not move) and its
+    ``top`` costliest functions, cumulative."""
+    import pstats
+
+    stats = pstats.Stats(path)
+    served = sum(calls for (_, _, name), (_, calls, *_rest) in stats.stats.items() if name == "aexecute_tool")
+    total = sum(calls for (_, calls, *_rest) in stats.stats.values())
+    print(f"server: {served} aexecute_tool calls, {total / max(served, 1):,.0f} Python calls per served call")
+    stats.sort_stats("cumulative").print_stats(top)
 
 
 if __name__ == "__main__":
