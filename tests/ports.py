@@ -4,8 +4,10 @@ A port picked by binding to port 0 and closing is free only at that moment: unti
 server the test starts binds it, any other process may be given it. CI runs three test
 passes side by side, each starting servers, so a bare "does something accept on this
 port?" once took another pass's server for ours, and the tests after it were refused.
-Two ways out, as the server allows:
+Three ways out, as the server allows:
 
+- ``free_port()`` picks below the kernel's ephemeral range, which ``bind(0)`` and outgoing
+  connections draw from, so no other process is given it in passing.
 - ``held_port()``: the test binds and listens itself and hands the socket to the server
   (daphne's ``--fd``); the port is never free in between.
 - ``listens(pid, port)``: the process the test started (or one of its children) owns the
@@ -15,15 +17,44 @@ Two ways out, as the server allows:
 from __future__ import annotations
 
 import os
+import random
 import socket
 from pathlib import Path
 
 
 def free_port() -> int:
-    """A port free at this moment (prefer ``held_port`` where the server can adopt a socket)."""
-    with socket.socket() as sock:
+    """A loopback port free at this moment, outside the kernel's ephemeral range.
+
+    The kernel hands out ephemeral ports to every ``bind(0)`` and outgoing connection of
+    every process, so one picked from that range is soon given to someone else; one picked
+    below it is taken only by an explicit choice like this one. Prefer ``held_port`` where
+    the server can adopt a socket.
+    """
+    low, high = _ephemeral_range()
+    choices = range(_LOWEST, low) if low - _LOWEST >= 1000 else range(high + 1, 65536)
+    for _ in range(100):
+        port = _random.choice(choices)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    with socket.socket() as sock:  # a crowded machine: any port the kernel gives
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+_LOWEST = 20000  # below it, the well-known ports of services a machine may run
+_random = random.SystemRandom()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
 
 
 def held_port() -> socket.socket:

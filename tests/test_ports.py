@@ -31,3 +31,10 @@ def test_a_listener_the_started_server_adopted_is_its_own():
         child.kill()
         child.wait()
     assert not listens(child.pid, port)
+
+
+def test_a_picked_port_lies_outside_the_range_the_kernel_hands_out():
+    from tests.ports import _ephemeral_range, free_port
+
+    low, high = _ephemeral_range()
+    assert all(not low <= free_port() <= high for _ in range(20))

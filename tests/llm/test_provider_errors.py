@@ -92,12 +92,12 @@ def test_an_error_event_in_the_middle_of_a_stream_is_typed(scripted, provider_fo
 
 
 def test_an_unreachable_provider_is_a_connection_error():
-    with socket.socket() as sock:  # a port nobody listens on
+    with socket.socket() as sock:  # bound and held, never listening: nobody can answer on it
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    provider = AnthropicProvider(api_key=TEST_KEY, base_url=f"http://127.0.0.1:{port}", max_retries=0)
-    with pytest.raises(LLMConnectionError, match="Could not reach the model provider at 127.0.0.1") as info:
-        provider.complete(request("Hi"))
+        provider = AnthropicProvider(api_key=TEST_KEY, base_url=f"http://127.0.0.1:{port}", max_retries=0)
+        with pytest.raises(LLMConnectionError, match="Could not reach the model provider at 127.0.0.1") as info:
+            provider.complete(request("Hi"))
     assert info.value.retryable is True
 
 
