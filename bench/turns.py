@@ -283,11 +283,13 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def serve_product(
-    model_port: int, server: str = "uvicorn", ws: str = "websockets", processes: int = 1
+    model_port: int, server: str = "uvicorn", ws: str = "websockets", processes: int = 1, profile: str | None = None
 ) -> tuple[list[subprocess.Popen], int]:
     """The product in subprocesses (as scripts/run serves it) against ``model_port``'s model,
     once it answers /health/: (its processes, port). ``processes`` above 1: that many
-    ``eunice.serve --fd`` processes on the one socket, as ``scripts/run --workers`` starts them."""
+    ``eunice.serve --fd`` processes on the one socket, as ``scripts/run --workers`` starts them.
+    ``profile``: run each under cProfile (its event loop's thread), written to that path
+    (with the process's index appended when there are several) when it exits."""
     if processes > 1:  # one socket each, as scripts/run --workers binds them (eunice/supervisor.py)
         from eunice import supervisor
 
@@ -336,14 +338,18 @@ def serve_product(
         command = ["-m", "eunice.serve", "--fd", "{fd}"]
     started = [
         subprocess.Popen(
-            [sys.executable, *(part.format(fd=listener.fileno()) for part in command)],
+            [
+                sys.executable,
+                *(_profiler(profile, n, processes) if profile else []),
+                *(part.format(fd=listener.fileno()) for part in command),
+            ],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(listener.fileno(),),
         )
-        for listener in sockets
+        for n, listener in enumerate(sockets)
     ]
     try:
         # Its start (imports, warm-up) took two minutes on a machine shared by many loads.
@@ -362,6 +368,12 @@ def serve_product(
         for listener in sockets:  # the servers hold their own copies
             listener.close()
     return started, port
+
+
+def _profiler(path: str, index: int, processes: int) -> list[str]:
+    """The arguments that run a server process under cProfile (bench/_profiled.py), written to
+    ``path`` (``path.N`` for process N of several) when the bench stops it."""
+    return [str(ROOT / "bench" / "_profiled.py"), path if processes == 1 else f"{path}.{index}"]
 
 
 def wait_until_serving(process: subprocess.Popen, timeout: float = START_SECONDS) -> None:
@@ -417,6 +429,12 @@ def main() -> None:
         help="split the websocket clients over this many processes, so that the measuring instrument "
         "keeps up on a busy machine (default: as many as --processes)",
     )
+    parser.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="run the server under cProfile and write its profile (pstats) there (PATH.N per process "
+        "with --processes); what is measured then includes the profiler's own cost",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.client_processes is None:
@@ -435,7 +453,7 @@ def main() -> None:
     openai_row = {"provider": provider, "model": "bench-model", "base_url": base_url} if provider else None
     try:
         pairs = prepare(args.conversations, openai_row)
-        servers, port = serve_product(model_port, args.server, args.ws, args.processes)
+        servers, port = serve_product(model_port, args.server, args.ws, args.processes, args.profile)
     except BaseException:
         model.kill()
         model.wait()
