@@ -15,7 +15,8 @@ queryset (no ``select_related``, annotations or extra columns), whose builder us
 each value only as the right-hand side of a comparison (``=``, ``>=``, ``IN``) on a
 text or integer column (a marker that the ORM would change, as ``startswith``
 does, is refused) and builds the same query whatever the values are. Each value
-keeps the type (``str`` or ``int``) it had in the first read.
+keeps the type (``str`` or ``int``) it had in the first read; a read with a value of
+another type (a UUID primary key of a custom user model) goes through the ORM.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class Prepared(Generic[T]):
 
     def __call__(self, *values: str | int) -> list[T]:
         """The rows for ``values``, as the queryset ``build(*values)`` would give them."""
+        if not all(_kind(value) is not None for value in values):
+            return list(self._build(*values))
         compiled = None
         if self._model is not None:
             alias = router.db_for_read(self._model)
@@ -109,12 +112,9 @@ class Prepared(Generic[T]):
 
 
 def _marker(value: str | int) -> str | int:
-    """A stand-in for ``value`` when the query is composed, of its type, found nowhere else."""
-    if isinstance(value, str):
-        return f"\x00prepared-{next(_MARKERS)}\x00"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _INT_MARKERS + next(_MARKERS)
-    raise TypeError(f"a prepared read takes text and integer values, not {type(value).__name__}")
+    """A stand-in for ``value`` (text or an integer) when the query is composed, of its type,
+    found nowhere else."""
+    return f"\x00prepared-{next(_MARKERS)}\x00" if isinstance(value, str) else _INT_MARKERS + next(_MARKERS)
 
 
 def _slots(sql: str, params: Any, markers: list[str | int]) -> tuple[tuple[int, int, type | None], ...]:

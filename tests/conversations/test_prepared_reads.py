@@ -103,5 +103,18 @@ def test_a_value_that_is_not_a_parameter_as_given_is_refused(build):
 def test_reads_it_cannot_give_as_the_orm_would_are_refused():
     with pytest.raises(TypeError, match="plain model instances"):
         Prepared(lambda c: ChatMessage.objects.filter(conversation_id=c).select_related("conversation"))("x")
-    with pytest.raises(TypeError, match="text and integer"):
-        Prepared(lambda t: ChatMessage.objects.filter(created_at__gte=t))(timezone.now() - timedelta(days=1))
+
+
+def test_a_value_of_another_type_is_read_through_the_orm(two_conversations, django_assert_num_queries):
+    built = []
+
+    def build(since):
+        built.append(since)
+        return ChatMessage.objects.filter(created_at__gte=since).order_by("id").values_list("message_id", flat=True)
+
+    read = Prepared(build)
+    for since, count in ((timezone.now() - timedelta(days=1), 5), (timezone.now() + timedelta(days=1), 0)):
+        with django_assert_num_queries(1):
+            rows = read(since)
+        assert rows == list(build(since)) and len(rows) == count
+    assert len(built) == 4  # each read built its queryset (and the test one more each)
