@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -26,6 +28,7 @@ from conversations.effects import effect_to_dict
 from conversations.inserts import insert_rows
 from conversations.models import ChatMessage, Conversation, TurnRecord
 from conversations.runtime import start_run
+from eunice.db.prepared import Prepared
 from eunice.jsonlimits import JSONTooDeep, check_depth
 from registry import approvals
 from registry.context import ToolContext
@@ -163,20 +166,34 @@ def announce(row: PendingApproval) -> None:
         async_to_sync(layer.group_send)(group_name(row.conversation_id), {"type": "conversation.chunk", "chunk": chunk})
 
 
+# A conversation's approvals still pending; composed once (every turn reads it).
+_PENDING: Prepared[PendingApproval] = Prepared(
+    lambda tenant_id, conversation_id: PendingApproval.objects.filter(
+        tenant_id=tenant_id, conversation_id=conversation_id, status=ApprovalStatus.PENDING
+    )
+)
+
+
 def expire_overdue(conversation: Conversation) -> int:
     """Close the conversation's approvals nobody decided in time; each is reported (the model
-    reads that it did not run) and logged. Returns how many."""
-    return expire_overdue_among(
-        PendingApproval.objects.filter(tenant_id=conversation.tenant_id, conversation_id=conversation.pk)
-    )
+    reads that it did not run) and logged. Returns how many. (Its pending rows are few: which
+    are overdue is decided here, so that the read is the same every turn.)"""
+    now = timezone.now()
+    pending = _PENDING(conversation.tenant_id, conversation.pk)
+    return _expire([row for row in pending if row.expires_at <= now], now)
 
 
 def expire_overdue_among(rows: QuerySet[PendingApproval]) -> int:
     """``expire_overdue`` for any set of rows (a REST listing across conversations), so that
     no reader is shown as pending a call whose time is up. Returns how many this process closed."""
     now = timezone.now()
+    return _expire(rows.filter(status=ApprovalStatus.PENDING, expires_at__lte=now), now)
+
+
+def _expire(overdue: Iterable[PendingApproval], now: datetime) -> int:
+    """Close each of the ``overdue`` rows that no other process has; how many this one closed."""
     closed = 0
-    for row in rows.filter(status=ApprovalStatus.PENDING, expires_at__lte=now):
+    for row in overdue:
         taken = PendingApproval.objects.filter(pk=row.pk, status=ApprovalStatus.PENDING).update(
             status=ApprovalStatus.EXPIRED, decided_at=now
         )

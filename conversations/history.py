@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from conversations.models import ChatMessage, Conversation
 from conversations.result_budget import compacted_history
+from eunice.db.prepared import Prepared
+
+_ROWS: Prepared[ChatMessage] = Prepared(
+    lambda conversation_id, leaving_out: (
+        ChatMessage.objects.filter(conversation_id=conversation_id)
+        .exclude(message_id=leaving_out)
+        .order_by("created_at", "id")
+    )
+)
 
 
 def load_history(conversation: Conversation, *, leaving_out: str = "") -> list[dict]:
     """User messages as text; each assistant turn as the messages it added (tool calls included).
-    ``leaving_out`` is the ``message_id`` of a message not to include (the new turn's own)."""
+    ``leaving_out`` is the ``message_id`` of a message not to include (the new turn's own).
+    One query, composed once (every turn reads it)."""
     messages: list[dict] = []
-    rows = ChatMessage.objects.filter(conversation=conversation).exclude(message_id=leaving_out)
-    for message in rows.order_by("created_at", "id"):
+    for message in _ROWS(conversation.pk, leaving_out):
         if message.role == ChatMessage.Role.USER:
             messages.append({"role": "user", "content": [{"type": "text", "text": message.text}]})
         elif message.structured_content:

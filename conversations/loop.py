@@ -43,6 +43,7 @@ from conversations.stops import (
 from conversations.turn_reservations import keep_beating
 from conversations.turns import begin_turn, finish_turn, interrupt_turn
 from conversations.working_set import copy_scope, drop_scope, paged_in
+from eunice.db.prepared import Prepared
 from llm import LLMContextTooLongError, LLMError, LLMRequest, LLMResponse, MessageStop, TextDelta, ThinkingDelta
 from llm.cost import Usage
 from llm.roles import create_llm_client_for_role, get_model_for_role
@@ -395,12 +396,17 @@ async def _call_within_context(
     return None, surface, size
 
 
+_FLAG_AND_PLAN: Prepared[tuple[Any, dict | None]] = Prepared(
+    lambda pk: Conversation.objects.filter(pk=pk).order_by().values_list("cancel_requested_at", "plan")
+)
+
+
 def _next_request(runtime: Runtime, config: Any, messages: list[dict], estimator: TokenEstimator):
     """``_build_request``'s answer, or None when the conversation's cancel flag is
     set (a cancel made in another process). The flag and the plan (as tools
-    left it) are read in one query."""
-    row = Conversation.objects.filter(pk=runtime.conversation.pk).values_list("cancel_requested_at", "plan").first()
-    cancel_requested_at, plan = row or (None, None)
+    left it) are read in one query, composed once (every model call reads it)."""
+    rows = _FLAG_AND_PLAN(runtime.conversation.pk)
+    cancel_requested_at, plan = rows[0] if rows else (None, None)
     if cancel_requested_at is not None:
         return None
     runtime.conversation.plan = plan

@@ -16,6 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations.models import Observation
+from eunice.db.prepared import Prepared
 
 # The kinds of note the model may record; ``policy_violation`` rows are the policies' own.
 NOTE_KINDS: tuple[str, ...] = ("preference", "habit", "expertise", "correction")
@@ -58,13 +59,20 @@ def note_observation(*, tenant_id: str, user_id: str, kind: str, text: str) -> i
     return Observation.objects.filter(**key).values_list("count", flat=True).get()
 
 
-def state_lines(tenant_id: str, user_id: str, limit: int = SHOWN_IN_STATE) -> list[str]:
-    """The person's most reinforced observations, one line each, for the [CURRENT_STATE]
-    block (one query; none without a user)."""
+_SHOWN: Prepared[tuple[str, str, str, int]] = Prepared(
+    lambda tenant_id, user_id: Observation.objects.of_person(tenant_id, user_id).values_list(
+        "kind", "key", "text", "count"
+    )[:SHOWN_IN_STATE]
+)
+
+
+def state_lines(tenant_id: str, user_id: str) -> list[str]:
+    """The person's ``SHOWN_IN_STATE`` most reinforced observations, one line each, for the
+    [CURRENT_STATE] block (one query, composed once: every model call reads it; none
+    without a user)."""
     if not user_id:
         return []
-    rows = Observation.objects.of_person(tenant_id, user_id).values_list("kind", "key", "text", "count")[:limit]
-    return [_line(kind, key, text, count) for kind, key, text, count in rows]
+    return [_line(kind, key, text, count) for kind, key, text, count in _SHOWN(tenant_id, user_id)]
 
 
 def _line(kind: str, key: str, text: str, count: int) -> str:

@@ -25,6 +25,7 @@ from django.conf import settings
 from conversations.prompt import compact_tool_results
 from datacatalog.models import CatalogDataset
 from datacatalog.store import CatalogError
+from eunice.db.prepared import Prepared
 from registry.result import ToolResult
 
 if TYPE_CHECKING:
@@ -113,13 +114,21 @@ def _head(lines: list[str], chars: int) -> str:
     return "\n".join(taken) if taken else (lines[0][:chars] + "…" if lines else "")
 
 
-def held_results(tenant_id: str, conversation_id: str) -> dict[str, str]:
-    """The conversation's handles: dataset name → "TOOL, N tokens". One query."""
-    rows = CatalogDataset.objects.in_conversation(tenant_id, conversation_id).filter(
-        source_detail__startswith=f"{HANDLE_SOURCE}: "
+_HELD: Prepared[tuple[str, str]] = Prepared(
+    lambda tenant_id, conversation_id: (
+        CatalogDataset.objects.in_conversation(tenant_id, conversation_id)
+        .filter(source_detail__startswith=f"{HANDLE_SOURCE}: ")
+        .order_by("created_at")
+        .values_list("name", "source_detail")
     )
+)
+
+
+def held_results(tenant_id: str, conversation_id: str) -> dict[str, str]:
+    """The conversation's handles: dataset name → "TOOL, N tokens". One query, composed
+    once (every turn's first model call reads it)."""
     prefix = len(HANDLE_SOURCE) + 2
-    return {name: detail[prefix:] for name, detail in rows.order_by("created_at").values_list("name", "source_detail")}
+    return {name: detail[prefix:] for name, detail in _HELD(tenant_id, conversation_id)}
 
 
 def compacted_history(messages: list[dict]) -> list[dict]:

@@ -12,6 +12,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from conversations.models import Conversation
+from eunice.db.prepared import Prepared
 
 _tokens: dict[str, set[CancelToken]] = {}
 _calls: dict[tuple[str, str], CallCancel] = {}  # (conversation id, tool_use id) -> a running call's cancel
@@ -148,6 +149,21 @@ class CostTracker:
             self.by_source[source] += cost
 
 
+def _calls_by_outcome(conversation_id: str) -> Any:
+    from registry.models import ToolExecutionLog
+
+    return (
+        ToolExecutionLog.objects.filter(conversation_id=conversation_id)
+        .order_by()
+        .values_list("tool_name", "outcome")
+        .annotate(n=Count("id"))
+    )
+
+
+# The conversation's calls of each tool by outcome; composed once (every turn reads it).
+_CALLS_BY_OUTCOME: Prepared[tuple[str, str, int]] = Prepared(_calls_by_outcome)
+
+
 @dataclass
 class DispatchState:
     """What the dispatcher remembers about one conversation while it runs."""
@@ -164,18 +180,12 @@ class DispatchState:
     def for_conversation(cls, conversation: Conversation) -> DispatchState:
         """State seeded from the conversation's record (its log and failed approaches)."""
         from registry.execlog import writer
-        from registry.models import Outcome, ToolExecutionLog
+        from registry.models import Outcome
 
         writer().flush()
         calls: Counter = Counter()
         succeeded: set[str] = set()
-        by_outcome = (
-            ToolExecutionLog.objects.filter(conversation_id=conversation.pk)
-            .order_by()
-            .values_list("tool_name", "outcome")
-            .annotate(n=Count("id"))
-        )
-        for name, outcome, count in by_outcome:  # one query for both figures
+        for name, outcome, count in _CALLS_BY_OUTCOME(conversation.pk):  # one query for both figures
             calls[name] += count
             if outcome == Outcome.OK:
                 succeeded.add(name)

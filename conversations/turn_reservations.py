@@ -27,10 +27,10 @@ import socket
 import threading
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from conversations import runs
@@ -41,6 +41,7 @@ from conversations.models import (
     ConversationEvent,
     TurnRecord,
 )
+from eunice.db.prepared import Prepared
 
 logger = logging.getLogger("eunice.conversations")
 
@@ -64,6 +65,40 @@ class TurnInProgress(Exception):
         )
 
 
+# Composed once (eunice.db.prepared): every turn reads both.
+_LOCKED_FLAG: Prepared[Any] = Prepared(
+    lambda pk: (
+        Conversation.objects.select_for_update().filter(pk=pk).order_by().values_list("cancel_requested_at", flat=True)
+    )
+)
+_LATEST: Prepared[TurnRecord] = Prepared(
+    lambda pk: TurnRecord.objects.filter(conversation_id=pk).defer("effects").order_by("-turn")[:1]
+)
+_LAST_EVENT_TURN: Prepared[int] = Prepared(  # the highest turn from ``turn`` on that has events
+    lambda pk, turn: (
+        ConversationEvent.objects.filter(conversation_id=pk, turn__gte=turn)
+        .order_by("-turn")
+        .values_list("turn", flat=True)[:1]
+    )
+)
+_LOCK_USER: Prepared[int] = Prepared(
+    lambda user_id: _user_model().objects.select_for_update().filter(pk=user_id).order_by().values_list("pk", flat=True)
+)
+_RUNNING_ELSEWHERE: Prepared[TurnRecord] = Prepared(  # the user's running turns in their other conversations
+    lambda user_id, pk: (
+        TurnRecord.objects.filter(conversation__user_id=user_id, status=TurnRecord.Status.RUNNING)
+        .exclude(conversation_id=pk)
+        .only("conversation_id", "turn", "owner", "heartbeat_at")
+    )
+)
+
+
+def _user_model() -> Any:
+    from django.contrib.auth import get_user_model
+
+    return get_user_model()
+
+
 def reserve_turn(conversation: Conversation) -> int:
     """The number of the turn now reserved for ``conversation``; raises TurnInProgress,
     or ``runs.RunCapReached`` when the user's turns running in any process fill the cap.
@@ -73,10 +108,10 @@ def reserve_turn(conversation: Conversation) -> int:
     conversation's cancel flag (an earlier turn's) is lowered once the turn is
     reserved, never for a message that is refused (the running turn keeps it).
     """
-    locked = Conversation.objects.select_for_update().filter(pk=conversation.pk)
-    flag = locked.values_list("cancel_requested_at", flat=True).first()
+    flags = _LOCKED_FLAG(conversation.pk)
+    flag = flags[0] if flags else None
     # A running turn is always the latest: one query finds both it and the last number.
-    latest = conversation.turns.defer("effects").order_by("-turn").first()
+    latest = next(iter(_LATEST(conversation.pk)), None)
     if latest is not None and latest.status == TurnRecord.Status.RUNNING:
         if is_alive(latest):
             raise TurnInProgress(conversation.pk, latest.turn)
@@ -86,9 +121,9 @@ def reserve_turn(conversation: Conversation) -> int:
     turn = (latest.turn if latest is not None else 0) + 1
     # Turns closed before reservations existed (or broken by them) left events under
     # numbers with no record: never reuse one.
-    orphan = ConversationEvent.objects.filter(conversation=conversation, turn__gte=turn).aggregate(n=Max("turn"))["n"]
-    if orphan is not None:
-        turn = orphan + 1
+    orphans = _LAST_EVENT_TURN(conversation.pk, turn)
+    if orphans:
+        turn = orphans[0] + 1
     insert_rows(
         [
             TurnRecord(
@@ -116,17 +151,12 @@ def _check_run_cap(conversation: Conversation, user_id: int) -> None:
     (their process gone) do not count; they are closed when their conversation is next
     used or at start-up.
     """
-    from django.contrib.auth import get_user_model
     from django.db import connection
 
     cap = settings.EUNICE_MAX_RUNS_PER_USER
     if connection.features.has_select_for_update:  # elsewhere the query would lock nothing
-        get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
-    running = (
-        TurnRecord.objects.filter(conversation__user_id=user_id, status=TurnRecord.Status.RUNNING)
-        .exclude(conversation_id=conversation.pk)  # its own running turn is TurnInProgress
-        .only("conversation_id", "turn", "owner", "heartbeat_at")
-    )
+        _LOCK_USER(user_id)
+    running = _RUNNING_ELSEWHERE(user_id, conversation.pk)  # its own running turn is TurnInProgress
     if sum(1 for record in running if is_alive(record)) >= cap:
         raise runs.RunCapReached
 

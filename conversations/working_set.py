@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from conversations.models import WorkingSetEntry
+from eunice.db.prepared import Prepared
 
 
 class StoredWorkingSets:
@@ -53,8 +54,16 @@ def drop_scope(conversation_id: str, scope: str) -> None:
     WorkingSetEntry.objects.for_scope(conversation_id, scope).delete()
 
 
+_PAGED_IN: Prepared[tuple[str, int]] = Prepared(
+    lambda conversation_id, namespace_id: WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).values_list(
+        "tool_name", "id"
+    )
+)
+
+
 def paged_in(conversation_id: str, namespace_id: str) -> tuple[list[str], list[str]]:
     """The paged-in tool names least recently used first (what the surface cuts by),
-    and in the order they were paged in (the order the model is shown them). One query."""
-    pairs = list(WorkingSetEntry.objects.for_scope(conversation_id, namespace_id).values_list("tool_name", "id"))
+    and in the order they were paged in (the order the model is shown them). One
+    query, composed once (every model call reads it)."""
+    pairs = _PAGED_IN(conversation_id, namespace_id)
     return [name for name, _ in pairs], [name for name, _ in sorted(pairs, key=lambda pair: pair[1])]

@@ -18,10 +18,11 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from eunice.db.prepared import Prepared
 from llm.errors import LLMConfigError, RoleOffline
 from llm.models import API_KEY_VARIABLE, ModelConfig
 from llm.offline import MODEL_NAME as OFFLINE_MODEL
@@ -49,8 +50,18 @@ FALLBACKS: dict[str, str] = {"delegate": "chat", "insight": "chat"}
 
 
 def get_model_for_role(role: str) -> ModelConfig:
-    """The role's active ModelConfig row, else its fallback role's, else the built-in default (unsaved)."""
-    return _chosen(role, list(ModelConfig.objects.filter(role__in=_candidates(role), is_active=True)))
+    """The role's active ModelConfig row, else its fallback role's, else the built-in default (unsaved).
+    One query, composed once per number of candidate roles (every turn reads it)."""
+    candidates = _candidates(role)
+    return _chosen(role, _ACTIVE_ROWS[len(candidates)](*candidates))
+
+
+def _active_rows(*roles: str) -> Any:
+    return ModelConfig.objects.filter(role__in=roles, is_active=True)
+
+
+# The active rows of one role or of a role and its fallback (``_candidates``).
+_ACTIVE_ROWS: dict[int, Prepared[ModelConfig]] = {1: Prepared(_active_rows), 2: Prepared(_active_rows)}
 
 
 async def aget_model_for_role(role: str) -> ModelConfig:

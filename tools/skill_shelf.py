@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from django.db.models import Count, Max
 
+from eunice.db.prepared import Prepared
 from registry.retrieval import ToolDocument
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
 from tools.models import Skill
 
 _INDEXES = IndexCache()
+_RESIDENT: dict[int, Prepared[Skill]] = {}  # by how many rows it checks; composed once (every turn reads it)
 
 
 def clear_cache() -> None:
@@ -22,8 +24,10 @@ def clear_cache() -> None:
 def resident(tenant_id: str, limit: int) -> list[tuple[str, str]]:
     """Up to ``limit`` (name, description) of the tenant's usable skills, by name. Checks at
     most ``2 * limit`` approved rows, so a shelf of stale approvals stays cheap."""
-    approved = Skill.objects.usable().filter(tenant_id=tenant_id)[: 2 * limit]
-    return [(skill.name, skill.description) for skill in approved if skill.is_usable()][:limit]
+    read = _RESIDENT.get(limit)
+    if read is None:
+        read = _RESIDENT[limit] = Prepared(lambda tenant: Skill.objects.usable().filter(tenant_id=tenant)[: 2 * limit])
+    return [(skill.name, skill.description) for skill in read(tenant_id) if skill.is_usable()][:limit]
 
 
 def find(tenant_id: str, query: str, limit: int) -> list[tuple[str, str]]:
