@@ -27,6 +27,7 @@ from django.conf import settings
 from registry.models import ToolStatus, ToolType
 
 if TYPE_CHECKING:
+    from registry.handlers import Handler
     from registry.registry import ToolRegistry
     from registry.snapshot import Definition
 
@@ -71,3 +72,16 @@ def why_unavailable(registry: ToolRegistry, definition: Definition) -> str | Non
         return "it is disabled"
     rule = RULES.get(definition.tool_type)
     return rule(registry, definition) if rule is not None else f"tools of type {definition.tool_type!r} cannot run"
+
+
+def settled(definition: Definition, handler: Handler | None) -> bool:
+    """Whether ``why_unavailable`` says None, and will for as long as the tool's definition
+    and its registered ``handler`` stay these very objects: an approved, enabled MCP tool,
+    or a system tool with a handler that declares no requirement. The registry then skips
+    asking on each call (``ToolRegistry._plan``); a requirement, a missing handler and a
+    custom tool (a deployment flag) are asked every time."""
+    if definition.status != ToolStatus.APPROVED or not definition.enabled:
+        return False
+    if definition.tool_type == ToolType.SYSTEM:
+        return handler is not None and handler.requires is None
+    return definition.tool_type == ToolType.MCP

@@ -217,13 +217,8 @@ def envelope_to_tool_result(envelope: Envelope) -> ToolResult:
     content = render_envelope(envelope)
     if isinstance(envelope, Ok):
         effects = envelope.effects
-        return ToolResult(
-            content=content,
-            cards=cards,
-            cost=effects.cost,
-            datasets=effects.datasets,
-            exports=effects.exports,
-        )
+        # Positional, in ToolResult's field order: a class called with keywords builds a dict of them.
+        return ToolResult(content, cards, effects.cost, effects.datasets, effects.exports)
     if isinstance(envelope, Hint):
         return ToolResult(content=content)
     return ToolResult(content=content, error=envelope.message)
@@ -288,18 +283,23 @@ def _is_async(handler: Handler) -> bool:
 def _build_dispatch(body: Handler, spec: ToolSpec, observer: Observer | None) -> Dispatch:
     """Build the per-call wrapper; everything decidable once is decided here."""
     finish = _finisher(spec, observer)
-    build = _async_dispatch if _is_async(body) else _sync_dispatch
-    dispatch = build(body, spec.name, finish)
+    if _is_async(body):
+        dispatch = _async_dispatch(body, spec.name, finish or _as_is)
+    else:
+        dispatch = _sync_dispatch(body, spec.name, finish)
     functools.update_wrapper(dispatch, body, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
     dispatch.__contract_spec__ = spec  # type: ignore[attr-defined]
     dispatch.__contract_body__ = body  # type: ignore[attr-defined]
     return dispatch
 
 
-def _finisher(spec: ToolSpec, observer: Observer | None) -> Callable[[Envelope], Envelope]:
-    """Validation and reporting for every envelope, reduced to what this spec needs."""
+def _finisher(spec: ToolSpec, observer: Observer | None) -> Callable[[Envelope], Envelope] | None:
+    """Validation and reporting for every envelope, reduced to what this spec needs;
+    None when it needs neither (the wrapper then hands the envelope on as it is)."""
     name = spec.name
     needs_validation = spec.is_tabular or spec.expected_envelopes != ENVELOPE_KINDS
+    if not needs_validation and observer is None:
+        return None
 
     def finish(envelope: Envelope) -> Envelope:
         if needs_validation:
@@ -311,20 +311,27 @@ def _finisher(spec: ToolSpec, observer: Observer | None) -> Callable[[Envelope],
     return finish
 
 
-def _sync_dispatch(body: Handler, name: str, finish: Callable[[Envelope], Envelope]) -> Dispatch:
+def _as_is(envelope: Envelope) -> Envelope:
+    """The finisher of a spec that needs none, where a callable is wanted."""
+    return envelope
+
+
+def _sync_dispatch(body: Handler, name: str, finish: Callable[[Envelope], Envelope] | None) -> Dispatch:
+    settled = finish or _as_is
+
     def dispatch(inputs: dict, context: ToolContext) -> Any:
         try:
             value = body(inputs, context)
             if type(value) is CoroutineType:
                 # A sync-looking callable handed back a coroutine: let the
                 # registry await it like any async handler's result.
-                return _settle(value, name, finish)
+                return _settle(value, name, settled)
             envelope = coerce_return(value)
         except HintException as exc:
             envelope = exc.hint
         except Exception as exc:  # noqa: BLE001 - becomes a typed Err; the traceback goes to the log
             envelope = _failed(name, exc)
-        return finish(envelope)
+        return envelope if finish is None else finish(envelope)
 
     return dispatch
 

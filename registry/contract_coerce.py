@@ -58,7 +58,8 @@ def coerce_return(value: Any) -> Envelope:
     cls = type(value)
     # Cheapest checks first: plain text and ToolResult are the common legacy returns.
     if cls is str:
-        return Ok(rows=1 if value else 0, data=value)
+        # Positional (rows, schema, data): a class called with keywords builds a dict of them.
+        return Ok(1 if value else 0, [], value)
     if cls is ToolResult:
         return from_tool_result(value)
     if cls in _ENVELOPE_TYPES:

@@ -62,7 +62,15 @@ def content_for_data(text: str) -> str:
 
 
 def _render_ok(ok: Ok) -> str:
-    lines = [f"{OK_STATUS} {_count(ok.rows, 'row')}."]
+    rows = ok.rows
+    status = _OK_STATUSES.get(rows) if type(rows) is int else None
+    if status is None:
+        status = f"{OK_STATUS} {_count(rows, 'row')}."
+    data = ok.data
+    if type(data) is str and not ok.schema and not ok.warnings:
+        # Most results: plain text alone (rendered as below, without the list of lines).
+        return f"{status}\n{data}" if data else status
+    lines = [status]
     if ok.schema:
         lines.append(_schema_line(ok.schema))
     lines.extend(f"⚠ {warning.kind}: {warning.message}" for warning in ok.warnings)
@@ -261,3 +269,7 @@ def _json_type(prop: Any) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+# The status line of most results (text: one row, or none), made once: ``{n:,}`` costs.
+_OK_STATUSES = {rows: f"{OK_STATUS} {_count(rows, 'row')}." for rows in (0, 1)}

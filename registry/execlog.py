@@ -15,7 +15,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import DatabaseError, close_old_connections, connection, transaction
@@ -54,8 +54,10 @@ class ExecutionLogWriter:
         self._buffer.append(row)
         if self._thread is None:
             self._start()
-        elif len(self._buffer) >= BATCH_ROWS:
-            self._wake.set()  # a burst: write now rather than at the next tick
+        elif len(self._buffer) >= BATCH_ROWS and not self._wake.is_set():
+            # A burst: write now rather than at the next tick. Once: setting the event
+            # takes its lock, and every row recorded until the writer wakes would pay it.
+            self._wake.set()
 
     def flush(self) -> int:
         """Write every buffered row on the calling thread; returns how many."""
@@ -87,10 +89,13 @@ class ExecutionLogWriter:
             # An interval turned to 0 (rows now written as they come) leaves the thread
             # waiting to be woken: a 0 s wait would spin, holding the GIL, for good.
             self._wake.wait(self.flush_seconds if self.flush_seconds > 0 else None)
-            self._wake.clear()
             try:
                 self.flush()
             finally:
+                # Cleared after the flush, not before: a row recorded while it writes (the
+                # buffer still full) would set it again, for a second flush of a few rows
+                # on a new connection with none of its statements prepared.
+                self._wake.clear()
                 close_old_connections()
 
     def _write(self, rows: list[dict[str, Any]]) -> None:
@@ -146,12 +151,34 @@ def _insert(rows: list[dict[str, Any]]) -> None:
                 for row in values:
                     copy.write_row(row)
             return
-        row_sql = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
-        for start in range(0, len(values), _ROWS_PER_STATEMENT):
-            chunk = values[start : start + _ROWS_PER_STATEMENT]
+        # SQLite's own cursor takes its own placeholders: Django's wrapper would rewrite
+        # every ``%s`` of a 6,000-parameter statement with a regular expression first
+        # (3 µs a row of the 24 the write cost, on a loaded machine).
+        native = connection.vendor == "sqlite"
+        execute = cursor.cursor.execute if native else cursor.execute
+        row_sql = "(" + ", ".join(["?" if native else "%s"] * len(_COLUMNS)) + ")"
+        for start, size in _chunks(len(values)):
+            chunk = values[start : start + size]
             params = [value for row in chunk for value in row]
-            sql = f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([row_sql] * len(chunk))
-            cursor.execute(sql, params)
+            sql = f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([row_sql] * size)
+            execute(sql, params)
+
+
+def _chunks(total: int) -> list[tuple[int, int]]:
+    """``(start, size)`` of each INSERT for ``total`` rows: ``_ROWS_PER_STATEMENT`` at a
+    time, then the rest in powers of two. So a batch of any size takes a statement
+    the connection has prepared before (the driver caches them by their text):
+    preparing a new 500-row statement cost more than writing its rows, and the
+    writer's batches come in every size."""
+    chunks = []
+    start = 0
+    size = _ROWS_PER_STATEMENT
+    while start < total:
+        while size > total - start:
+            size = 1 << ((total - start).bit_length() - 1)  # the largest power of two that fits
+        chunks.append((start, size))
+        start += size
+    return chunks
 
 
 def _values(rows: list[dict[str, Any]]) -> list[tuple]:
@@ -195,6 +222,9 @@ def _datetime_adapter() -> Callable[[datetime], Any]:
 
     if connection.vendor == "sqlite" and settings.USE_TZ:
         zone = connection.timezone
+        if zone is UTC:
+            # The same text without making a naive copy: "+00:00" is the only offset UTC writes.
+            return lambda value: value.astimezone(UTC).isoformat(" ")[:-6]
         return lambda value: str(value.astimezone(zone).replace(tzinfo=None))
     return connection.ops.adapt_datetimefield_value
 

@@ -27,7 +27,7 @@ from django.db import close_old_connections
 
 from eunice.jsonlimits import JSONTooDeep, check_depth
 from eunice.telemetry import state as telemetry
-from registry import aio, availability, gate, usage
+from registry import aio, availability, gate, toolplan, usage
 from registry.context import ToolContext
 from registry.contract import (
     Envelope,
@@ -46,7 +46,8 @@ from registry.models import ToolType
 from registry.result import ToolResult
 from registry.snapshot import Definition, Snapshot, redacted
 from registry.suggest import closest_tools
-from registry.validation import InputError, validator_for
+from registry.toolplan import ToolPlan
+from registry.validation import InputError
 from registry.workers import ToolWorkers
 
 if TYPE_CHECKING:
@@ -84,6 +85,8 @@ class ToolRegistry:
         self._killable: KillableProcesses | None = None
         self._search: ToolSearch | None = None
         self._custom: dict[tuple[str, str], Handler] = {}  # (tool, approved hash) -> handler
+        self._plans: dict[str, ToolPlan] = {}  # tool -> its plan (registry.toolplan), made at its first call
+        self._plans_of: dict[str, Definition] | None = None  # the definitions those plans were made from
         # Bumped whenever a handler comes or goes: what is offered may have changed.
         self.availability_generation = 0
 
@@ -244,7 +247,7 @@ class ToolRegistry:
                 "execute_tool blocks and was called on an event-loop thread; "
                 "use `await registry.aexecute_tool(...)` from async code"
             )
-        call = self._prepare(name, inputs, context)
+        call = self._prepared(name, inputs, context, time.perf_counter(), None, None, None)
         if call.early is not None:
             envelope = call.early
         elif call.span is None:
@@ -357,28 +360,45 @@ class ToolRegistry:
             call.early = self._unknown_tool(name, tenant_id)
             return call
         call.definition = definition
-        why_not = availability.why_unavailable(self, definition)
-        if why_not is not None:
-            call.early = Hint(
-                "schema",
-                f"{name} is unavailable here: {why_not}; it cannot be used now, "
-                "so use another tool (search_tools finds one)",
-            )
-            return call
+        plan = self._plans.get(name)
+        registered = self._handlers.get(name)
+        if plan is None or plan.definition is not definition or plan.registered is not registered:
+            plan = self._plan(name, definition, registered)
+        if not plan.available:
+            why_not = availability.why_unavailable(self, definition)
+            if why_not is not None:
+                call.early = Hint(
+                    "schema",
+                    f"{name} is unavailable here: {why_not}; it cannot be used now, "
+                    "so use another tool (search_tools finds one)",
+                )
+                return call
         try:
             # Before the validator, which (like every consumer of the inputs after it) recurses.
             check_depth(inputs, what="the input")
-            validator_for(definition.input_schema, definition.schema_key)(inputs)
-        except InputError as exc:
-            call.early = _input_hint(definition, exc)
+            plan.check(inputs)
+        except plan.invalid as exc:
+            call.early = _input_hint(definition, plan.explain(exc))
             return call
         except JSONTooDeep as exc:
             call.early = Hint("schema", f"invalid input for {name}: {exc}; pass a flatter object")
             return call
+        if handler is None:
+            handler = plan.handler
         call.handler, why_not = (handler, "") if handler is not None else self._route(definition)
         if call.handler is None:
             call.early = Err(f"tool {name!r} is unavailable: {why_not}", "ToolUnavailable")
         return call
+
+    def _plan(self, name: str, definition: Definition, registered: Handler | None) -> ToolPlan:
+        """A new plan for ``name`` (registry.toolplan), kept for its next calls. The plans
+        of an older set of definitions are dropped with it."""
+        made = toolplan.plan(definition, registered)
+        with self._lock:
+            if self._plans_of is not self._snapshot.by_name:
+                self._plans, self._plans_of = {}, self._snapshot.by_name
+            self._plans[name] = made
+        return made
 
     def _route(self, definition: Definition) -> tuple[Handler | None, str]:
         if definition.tool_type == ToolType.CUSTOM:
@@ -582,7 +602,7 @@ class ToolRegistry:
 
     def _finish(self, call: Call, envelope: Envelope, *, charge: bool = True) -> ToolResult:
         result = envelope_to_tool_result(envelope)
-        if charge:
+        if charge and result.cost:  # (most results cost nothing: no call for them)
             usage.charge(call.context, call.name, result)
         outcome, kind = classify(envelope)
         recorder = call.context.recorder

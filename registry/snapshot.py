@@ -224,7 +224,7 @@ class Snapshot:
     def current(self) -> dict[str, Definition]:
         """The definitions, reloaded first if they may be stale."""
         now = time.monotonic()
-        if self._dirty or now - self._checked_at > _poll_seconds():
+        if self._dirty or now - self._checked_at > hot.registry_poll_seconds:  # (_poll_seconds, inlined)
             self._refresh(now)
         return self.by_name
 

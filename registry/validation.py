@@ -27,7 +27,33 @@ class InputError(ValueError):
         self.expected = expected
 
 
-_cache: dict[str, Validator] = {}
+class Compiled:
+    """A schema's validator in two parts: ``check(data)`` raises ``invalid`` (for a
+    compiled schema, fastjsonschema's own exception, not yet explained), and
+    ``explain`` turns that into the InputError. The dispatch path calls ``check``
+    itself, one call per validation, and explains only a failure; calling the
+    object does both, for everyone else (a ``Validator``)."""
+
+    __slots__ = ("check", "invalid", "explain")
+
+    def __init__(
+        self,
+        check: Callable[[dict], Any],
+        invalid: type[Exception],
+        explain: Callable[[Any], InputError],
+    ) -> None:
+        self.check = check
+        self.invalid = invalid
+        self.explain = explain
+
+    def __call__(self, data: dict) -> None:
+        try:
+            self.check(data)
+        except self.invalid as exc:
+            raise self.explain(exc) from None
+
+
+_cache: dict[str, Compiled] = {}
 _lock = threading.Lock()
 
 
@@ -35,7 +61,7 @@ def schema_key(schema: dict) -> str:
     return hashlib.sha1(json.dumps(schema, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def validator_for(schema: dict, key: str | None = None) -> Validator:
+def validator_for(schema: dict, key: str | None = None) -> Compiled:
     """Return the validator for ``schema``, compiling it on first use only."""
     key = key or schema_key(schema)
     validator = _cache.get(key)
@@ -46,22 +72,24 @@ def validator_for(schema: dict, key: str | None = None) -> Validator:
     return validator
 
 
-def _compile(schema: dict) -> Validator:
+def _compile(schema: dict) -> Compiled:
     try:
         compiled = fastjsonschema.compile(schema, use_formats=False)
     except (fastjsonschema.JsonSchemaDefinitionException, TypeError, ValueError) as exc:
         # Some external (MCP) schemas use features fastjsonschema cannot compile;
         # the reference implementation still validates them correctly, just slower.
         logger.info("falling back to jsonschema for a schema fastjsonschema rejects: %s", exc)
-        return _reference_validator(schema)
+        return Compiled(_reference_validator(schema), InputError, _explained)
 
-    def validate(data: dict) -> None:
-        try:
-            compiled(data)
-        except fastjsonschema.JsonSchemaValueException as exc:
-            raise _explain_fast(exc, schema) from None
+    def explain(exc: fastjsonschema.JsonSchemaValueException) -> InputError:
+        return _explain_fast(exc, schema)
 
-    return validate
+    return Compiled(compiled, fastjsonschema.JsonSchemaValueException, explain)
+
+
+def _explained(exc: InputError) -> InputError:
+    """The reference validator's errors are InputErrors already."""
+    return exc
 
 
 def _reference_validator(schema: dict) -> Validator:

@@ -202,3 +202,35 @@ def test_an_inline_handler_whose_coroutine_overruns_its_timeout_is_an_error(call
     make_tool("forecast", lambda inputs, context: never(), input_schema=SCHEMA, timeout=0.05)
     result = call("forecast", city="Oslo")
     assert result.error is not None and "timed out" in result.content
+
+
+def test_a_handler_registered_again_runs_from_the_next_call(call, make_tool, registry):
+    # The registry keeps what each tool's calls need (registry.toolplan) between calls.
+    make_tool("swap", handlers.echo)
+    assert call("swap").content.endswith("echo {}")
+    registry.register_handler("swap", handlers.boom, inline=True)
+    assert call("swap").error is not None
+
+
+def test_a_requirement_is_checked_on_every_call(call, make_tool, registry):
+    from registry.handlers import requires
+
+    why_not: list[str] = []
+
+    @requires(lambda: why_not[0] if why_not else None)
+    def needy(inputs, context):
+        return "ran"
+
+    make_tool("needy")
+    registry.register_handler("needy", needy, inline=True)
+    assert call("needy").content.endswith("ran")
+    why_not.append("its backend went away")
+    assert "its backend went away" in call("needy").content
+
+
+def test_a_changed_schema_is_enforced_from_the_next_call(call, make_tool):
+    row = make_tool("forecast", handlers.echo, input_schema=SCHEMA)
+    assert call("forecast", city="Oslo").error is None
+    row.input_schema = {**SCHEMA, "required": ["city", "days"]}
+    row.save()
+    assert "days: this field is required (rule: required)" in call("forecast", city="Oslo").content

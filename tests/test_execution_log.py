@@ -169,3 +169,16 @@ def test_a_call_made_while_the_log_is_turned_off_by_a_settings_override_writes_n
     settings.EXECUTION_LOG_ENABLED = True
     call("shout", word="loud")
     assert [row.input_data for row in ToolExecutionLog.objects.all()] == [{"word": "loud"}]
+
+
+@pytest.mark.parametrize("rows", [1, 3, 499, 500, 777, 1337])
+def test_a_batch_of_any_size_is_written_whole_and_in_order(rows):
+    # Written in statements of fixed sizes (registry.execlog._chunks), whatever the batch.
+    writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=10_000)
+    writer._thread = object()  # keep the background thread out of this test
+    for n in range(rows):
+        writer.record(log_row(n))
+    assert writer.flush() == rows
+    assert list(ToolExecutionLog.objects.order_by("id").values_list("tool_name", flat=True)) == [
+        f"t{n}" for n in range(rows)
+    ]
