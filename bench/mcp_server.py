@@ -65,6 +65,8 @@ def serve_eunice(port: int) -> None:
 
     get_registry().register_handler("bench_add", add, inline=True)
     app = MCPMount(get_asgi_application(), MCPEndpoint())
+    # Profiled from here (not with bench/_profiled.py, whose profile would also hold the
+    # imports and the migration check before): only what serving the calls costs.
     profile_to = os.environ.get("BENCH_PROFILE_TO")
     if not profile_to:
         uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")

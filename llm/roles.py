@@ -18,7 +18,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -52,16 +52,13 @@ FALLBACKS: dict[str, str] = {"delegate": "chat", "insight": "chat"}
 def get_model_for_role(role: str) -> ModelConfig:
     """The role's active ModelConfig row, else its fallback role's, else the built-in default (unsaved).
     One query, composed once per number of candidate roles (every turn reads it)."""
-    candidates = _candidates(role)
-    return _chosen(role, _ACTIVE_ROWS[len(candidates)](*candidates))
-
-
-def _active_rows(*roles: str) -> Any:
-    return ModelConfig.objects.filter(role__in=roles, is_active=True)
+    return _chosen(role, _ACTIVE_ROWS(*_candidates(role)))
 
 
 # The active rows of one role or of a role and its fallback (``_candidates``).
-_ACTIVE_ROWS: dict[int, Prepared[ModelConfig]] = {1: Prepared(_active_rows), 2: Prepared(_active_rows)}
+_ACTIVE_ROWS: Prepared[ModelConfig] = Prepared(
+    lambda *roles: ModelConfig.objects.filter(role__in=roles, is_active=True)
+)
 
 
 async def aget_model_for_role(role: str) -> ModelConfig:

@@ -14,7 +14,8 @@ What may be prepared: a ``values_list()`` queryset (flat or not), or a plain mod
 queryset (no ``select_related``, annotations or extra columns), whose builder uses
 each value only as the right-hand side of a comparison (``=``, ``>=``, ``IN``) on a
 text or integer column (a marker that the ORM would change, as ``startswith``
-does, is refused) and builds the same query whatever the values are. Each value
+does, is refused) and builds the same query whatever the values are, for a given
+number of them (``role__in=roles`` is one query per length of ``roles``). Each value
 keeps the type (``str`` or ``int``) it had in the first read; a read with a value of
 another type (a UUID primary key of a custom user model) goes through the ORM.
 """
@@ -59,7 +60,7 @@ class Prepared(Generic[T]):
 
     def __init__(self, build: Callable[..., QuerySet]) -> None:
         self._build = build
-        self._compiled: dict[str, _Compiled] = {}
+        self._compiled: dict[tuple[str, int], _Compiled] = {}  # (database, number of values) -> its query
         self._model: type[Model] | None = None
 
     def __call__(self, *values: str | int) -> list[T]:
@@ -69,7 +70,7 @@ class Prepared(Generic[T]):
         compiled = None
         if self._model is not None:
             alias = router.db_for_read(self._model)
-            compiled = self._compiled.get(alias)
+            compiled = self._compiled.get((alias, len(values)))
         if compiled is None:
             alias, compiled = self._compile(values)
         connection = connections[alias]
@@ -107,7 +108,7 @@ class Prepared(Generic[T]):
         )
         with _lock:
             self._model = queryset.model
-            self._compiled[queryset.db] = compiled
+            self._compiled[queryset.db, len(values)] = compiled
         return queryset.db, compiled
 
 
