@@ -14,6 +14,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from conversations.models import Conversation
+from eunice.db.prepared import PreparedUpdate
 
 TITLE_CHARS = 60  # a title made from a first message; a rename may use the field's 200
 SEARCH_CHARS = 200  # the longest search the list accepts
@@ -26,15 +27,24 @@ def title_from(text: str) -> str:
     return words if len(words) <= TITLE_CHARS else words[: TITLE_CHARS - 1].rstrip() + "…"
 
 
+_MARK_ACTIVE = PreparedUpdate(
+    lambda pk, now, title: (
+        Conversation.objects.filter(pk=pk),
+        {
+            "updated_at": now,
+            "title": models.Case(models.When(title="", then=models.Value(title)), default=models.F("title")),
+        },
+    )
+)
+
+
 def mark_active(conversation: Conversation, message: str) -> None:
     """A message was sent: the conversation moves to the top of the list, and one still
-    untitled is named after this (its first) message. One UPDATE."""
+    untitled is named after this (its first) message. One UPDATE, composed once (every
+    turn makes it before its first chunk)."""
     now = timezone.now()
     title = title_from(message)
-    Conversation.objects.filter(pk=conversation.pk).update(
-        updated_at=now,
-        title=models.Case(models.When(title="", then=models.Value(title)), default=models.F("title")),
-    )
+    _MARK_ACTIVE(conversation.pk, now, title)
     conversation.updated_at = now
     conversation.title = conversation.title or title
 

@@ -8,7 +8,7 @@ A ``Prepared`` read is a queryset built by a function of its values. It is
 compiled once per database with a marker in place of each value; later reads
 put the values where the markers were and convert the columns as the ORM does
 (``from_db_value``: JSON, datetimes on SQLite). The counterpart of
-``conversations.inserts`` for reads.
+``conversations.inserts`` for reads; ``PreparedUpdate`` does the same for an UPDATE.
 
 What may be prepared: a ``values_list()`` queryset (flat or not), or a plain model
 queryset (no ``select_related``, annotations or extra columns), whose builder uses
@@ -26,11 +26,13 @@ import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from django.db import connections, router
+from django.db import connections, router, transaction
 from django.db.models import Model, QuerySet
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
+from django.db.models.sql import UpdateQuery
 
 T = TypeVar("T")
 _MARKERS = itertools.count()
@@ -112,25 +114,102 @@ class Prepared(Generic[T]):
         return queryset.db, compiled
 
 
+class PreparedUpdate:
+    """An UPDATE built by ``build(*values)``: a queryset of one table and the fields it
+    sets (``{name: value or expression}``), composed once per database and number of
+    values, then run with new values; returns how many rows it changed, as
+    ``QuerySet.update`` does (no signals, no ``auto_now``). Values are as for ``Prepared``,
+    and an aware ``datetime`` may also be set on a DateTimeField; a value of another kind
+    (a naive datetime) goes through the ORM."""
+
+    def __init__(self, build: Callable[..., tuple[QuerySet, dict[str, Any]]]) -> None:
+        self._build = build
+        self._compiled: dict[tuple[str, int], tuple[str, tuple[Any, ...], tuple[tuple[int, int, Any], ...]]] = {}
+        self._model: type[Model] | None = None
+
+    def __call__(self, *values: str | int | datetime) -> int:
+        if not all(_update_kind(value) is not None for value in values):
+            queryset, changes = self._build(*values)
+            return queryset.update(**changes)
+        compiled = None
+        if self._model is not None:
+            alias = router.db_for_write(self._model)
+            compiled = self._compiled.get((alias, len(values)))
+        if compiled is None:
+            alias, compiled = self._compile(values)
+        connection = connections[alias]
+        sql, constants, slots = compiled
+        params = list(constants)
+        for position, index, adapt in slots:
+            params[position] = values[index] if adapt is None else adapt(values[index])
+        with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
+
+    def _compile(self, values: tuple[str | int | datetime, ...]) -> tuple[str, Any]:
+        markers = [_update_marker(value) for value in values]
+        queryset, changes = self._build(*markers)
+        alias = router.db_for_write(queryset.model)
+        query: Any = queryset.order_by().query.chain(UpdateQuery)
+        query.add_update_values(changes)
+        if query.related_updates:
+            raise TypeError("a prepared update sets the columns of one table")
+        connection = connections[alias]
+        sql, params = query.get_compiler(alias).as_sql()
+        dates = {n: marker for n, marker in enumerate(markers) if isinstance(marker, datetime)}
+        slots: list[tuple[int, int, Any]] = list(_slots(sql, params, markers, skip=frozenset(dates)))
+        adapt = connection.ops.adapt_datetimefield_value  # what a DateTimeField does to an aware value
+        for n, marker in dates.items():
+            adapted = adapt(marker)
+            found = [position for position, p in enumerate(params) if type(p) is type(adapted) and p == adapted]
+            if len(found) != 1:
+                raise ValueError("each datetime of a prepared update must be a field's new value, used as given")
+            slots.append((found[0], n, adapt))
+        compiled = (sql, tuple(params), tuple(slots))
+        with _lock:
+            self._model = queryset.model
+            self._compiled[alias, len(values)] = compiled
+        return alias, compiled
+
+
+def _update_kind(value: Any) -> type | None:
+    if isinstance(value, datetime):
+        return datetime if value.tzinfo is not None and value.utcoffset() is not None else None
+    return _kind(value)
+
+
+def _update_marker(value: str | int | datetime) -> str | int | datetime:
+    """A stand-in for ``value``, as ``_marker``; for a datetime, an instant of 1970 found nowhere else."""
+    if isinstance(value, datetime):
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=next(_MARKERS) + 1)
+    return _marker(value)
+
+
 def _marker(value: str | int) -> str | int:
     """A stand-in for ``value`` (text or an integer) when the query is composed, of its type,
     found nowhere else."""
     return f"\x00prepared-{next(_MARKERS)}\x00" if isinstance(value, str) else _INT_MARKERS + next(_MARKERS)
 
 
-def _slots(sql: str, params: Any, markers: list[str | int]) -> tuple[tuple[int, int, type | None], ...]:
+def _slots(
+    sql: str,
+    params: Any,
+    markers: list[Any],
+    skip: frozenset[int] = frozenset(),
+) -> tuple[tuple[int, int, type | None], ...]:
     """Where each value goes among the parameters; ValueError when a value is not a
-    parameter of its own (changed by its lookup, inlined, or not used)."""
-    index = {(_kind(marker), marker): n for n, marker in enumerate(markers)}
+    parameter of its own (changed by its lookup, inlined, or not used). The values
+    at the indexes in ``skip`` are placed by the caller."""
+    index = {(_kind(marker), marker): n for n, marker in enumerate(markers) if n not in skip}
     slots = tuple(
         (position, index[_kind(p), p], None if type(p) in (str, int) else type(p))
         for position, p in enumerate(params)
         if _kind(p) is not None and (_kind(p), p) in index
     )
-    texts = [m for m in markers if isinstance(m, str)]
+    texts = [m for n, m in enumerate(markers) if isinstance(m, str) and n not in skip]
     changed = [p for p in params if isinstance(p, str) and (str, p) not in index and any(m in p for m in texts)]
-    inlined = any(str(marker) in sql for marker in markers)
-    if changed or inlined or {n for _, n, _ in slots} != set(range(len(markers))):
+    inlined = any(str(marker) in sql for n, marker in enumerate(markers) if n not in skip)
+    if changed or inlined or {n for _, n, _ in slots} != set(range(len(markers))) - skip:
         raise ValueError("each value of a prepared read must be a parameter of an exact lookup, used as given")
     return slots
 
