@@ -652,6 +652,17 @@ def _record_call(
     )
     store_estimator(runtime.conversation, config.model, estimator)
     runtime.flush_events()
+    if response.stop_reason != "refusal":  # the calls about to be dispatched (a refusal runs none)
+        _touch_called(runtime, response, surface)
+
+
+def _touch_called(runtime: Runtime, response: LLMResponse, surface: Surface) -> None:
+    """Mark the paged-in tools the model has just called as used (evicted last). Only a tool
+    of the working set the surface was read with has a row to touch (the run's scope is its
+    own: nothing else pages tools into it while the model answers), so a call of resident
+    tools writes nothing."""
+    called = [tool.name for tool in response.tool_uses if tool.name in surface.working_set]
+    touch_used(runtime.conversation.pk, runtime.working_set_scope, called)
 
 
 def _offered(provider: Any, entries: list) -> dict[str, str] | None:
@@ -672,8 +683,6 @@ async def _dispatch(
             "decision",
             {"tool": block["name"], "tool_use_id": block["id"], "reasoning": block["input"].get("reasoning")},
         )
-    conversation = runtime.conversation
-    await in_db_thread(touch_used)(conversation.pk, runtime.working_set_scope, [b["name"] for b in blocks])
     results = await dispatch_tool_calls(blocks, runtime, state, offered=offered)
     return {
         "role": "user",

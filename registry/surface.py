@@ -174,6 +174,8 @@ class Surface:
     #: The model's native capabilities the surface gave way to (``permitted_capabilities``):
     #: the request offers exactly these, so surface and request never disagree.
     capabilities: frozenset[str] = frozenset()
+    #: The working set it was composed from (every paged-in name, offered or not).
+    working_set: frozenset[str] = frozenset()
 
 
 def compose(registry: ToolRegistry, tenant_id: str, **kwargs) -> list[SurfaceEntry]:
@@ -225,7 +227,7 @@ def compose_surface(
         seen.add(entry.name)
         (paged if entry.reason == "working_set" else resident).append(entry)
     if len(resident) + len(paged) <= MAX_TOOL_SURFACE:
-        return Surface([*resident, *paged], [], capabilities)
+        return Surface([*resident, *paged], [], capabilities, frozenset(working_set))
     room = max(0, MAX_TOOL_SURFACE - len(resident))
     kept = paged[len(paged) - room :] if room else []
     cut = [e.name for e in resident[MAX_TOOL_SURFACE:]] + [e.name for e in paged[: len(paged) - room]]
@@ -238,7 +240,7 @@ def compose_surface(
         len(cut),
         ", ".join(cut),
     )
-    return Surface([*resident[:MAX_TOOL_SURFACE], *kept], cut, capabilities)
+    return Surface([*resident[:MAX_TOOL_SURFACE], *kept], cut, capabilities, frozenset(working_set))
 
 
 def assemble_tools(registry: ToolRegistry, tenant_id: str, **kwargs) -> list[dict]:
