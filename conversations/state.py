@@ -182,7 +182,7 @@ class DispatchState:
         from registry.execlog import writer
         from registry.models import Outcome
 
-        writer().flush()
+        writer().flush_for(conversation.pk)
         calls: Counter = Counter()
         succeeded: set[str] = set()
         for name, outcome, count in _CALLS_BY_OUTCOME(conversation.pk):  # one query for both figures

@@ -69,6 +69,14 @@ class ExecutionLogWriter:
                 self._write(rows)
             return len(rows)
 
+    def flush_for(self, conversation_id: str) -> int:
+        """``flush`` when a row of ``conversation_id`` is waiting (its calls are counted
+        from the table); else nothing: other conversations' rows wait for the writer,
+        not for this caller. Returns how many rows were written."""
+        if any(row.get("conversation_id") == conversation_id for row in tuple(self._buffer)):
+            return self.flush()
+        return 0
+
     def pending(self) -> int:
         return len(self._buffer)
 

@@ -126,6 +126,17 @@ def test_a_full_buffer_sheds_the_oldest_rows_and_counts_them():
     assert sorted(ToolExecutionLog.objects.values_list("tool_name", flat=True)) == ["t3", "t4"]
 
 
+def test_a_conversations_waiting_rows_are_written_for_it_and_others_left_to_the_writer():
+    # A turn counts its conversation's calls from the table (DispatchState.for_conversation).
+    writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=100)
+    writer._thread = object()  # keep the background thread out of this test
+    writer.record({**log_row(1), "conversation_id": "other"})
+    assert writer.flush_for("mine") == 0 and writer.pending() == 1
+    writer.record({**log_row(2), "conversation_id": "mine"})
+    assert writer.flush_for("mine") == 2  # in order, with the rows before it
+    assert sorted(ToolExecutionLog.objects.values_list("conversation_id", flat=True)) == ["mine", "other"]
+
+
 def test_buffered_rows_are_written_when_the_process_exits(tmp_path):
     database = tmp_path / "exit.sqlite3"
     env = {
