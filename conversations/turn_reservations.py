@@ -31,6 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from conversations import runs
@@ -65,21 +66,24 @@ class TurnInProgress(Exception):
         )
 
 
-# Composed once (eunice.db.prepared): every turn reads both.
-_LOCKED_FLAG: Prepared[Any] = Prepared(
+# Composed once (eunice.db.prepared): every turn reads both. The first is the cancel
+# flag (its row locked where the database locks rows) and, in the same statement, the
+# highest turn that has events.
+_LOCKED_FLAG: Prepared[tuple[Any, int | None]] = Prepared(
     lambda pk: (
-        Conversation.objects.select_for_update().filter(pk=pk).order_by().values_list("cancel_requested_at", flat=True)
+        Conversation.objects.select_for_update()
+        .filter(pk=pk)
+        .order_by()
+        .values_list(
+            "cancel_requested_at",
+            Subquery(
+                ConversationEvent.objects.filter(conversation_id=OuterRef("pk")).order_by("-turn").values("turn")[:1]
+            ),
+        )
     )
 )
 _LATEST: Prepared[TurnRecord] = Prepared(
     lambda pk: TurnRecord.objects.filter(conversation_id=pk).defer("effects").order_by("-turn")[:1]
-)
-_LAST_EVENT_TURN: Prepared[int] = Prepared(  # the highest turn from ``turn`` on that has events
-    lambda pk, turn: (
-        ConversationEvent.objects.filter(conversation_id=pk, turn__gte=turn)
-        .order_by("-turn")
-        .values_list("turn", flat=True)[:1]
-    )
 )
 _LOCK_USER: Prepared[int] = Prepared(
     lambda user_id: _user_model().objects.select_for_update().filter(pk=user_id).order_by().values_list("pk", flat=True)
@@ -109,7 +113,7 @@ def reserve_turn(conversation: Conversation) -> int:
     reserved, never for a message that is refused (the running turn keeps it).
     """
     flags = _LOCKED_FLAG(conversation.pk)
-    flag = flags[0] if flags else None
+    flag, last_event_turn = flags[0] if flags else (None, None)
     # A running turn is always the latest: one query finds both it and the last number.
     latest = next(iter(_LATEST(conversation.pk)), None)
     if latest is not None and latest.status == TurnRecord.Status.RUNNING:
@@ -121,9 +125,8 @@ def reserve_turn(conversation: Conversation) -> int:
     turn = (latest.turn if latest is not None else 0) + 1
     # Turns closed before reservations existed (or broken by them) left events under
     # numbers with no record: never reuse one.
-    orphans = _LAST_EVENT_TURN(conversation.pk, turn)
-    if orphans:
-        turn = orphans[0] + 1
+    if last_event_turn is not None and last_event_turn >= turn:
+        turn = last_event_turn + 1
     insert_rows(
         [
             TurnRecord(
