@@ -124,11 +124,12 @@ async def dispatch_tool_calls(
     """
     results: list[DispatchResult] = []
     gate = TurnGate(runtime, state)
-    for group in await in_db_thread(_groups)(blocks, runtime):
-        # Before the user is shown the calls (in planning): from then on each can be cancelled on its own.
-        cancels = {b["id"]: CallCancel(state.cancel, runtime.conversation.pk, b["id"]) for b in group}
+    groups: list[list[dict]] | None = None  # split in the first group's planning step
+    index = 0
+    while blocks and (groups is None or index < len(groups)):
+        cancels: dict[str, CallCancel] = {}
         try:
-            planned = await in_db_thread(_plan_group)(group, runtime, state, offered)
+            groups, planned = await in_db_thread(_plan_group)(blocks, groups, index, runtime, state, offered, cancels)
             limit = asyncio.Semaphore(max(1, runtime.parallel_limit))
             for item in planned:
                 gate.plan(item.block["id"], item.refusal)
@@ -142,6 +143,7 @@ async def dispatch_tool_calls(
             for cancel in cancels.values():
                 cancel.release()
         results += await in_db_thread(_settle_group)(planned, outcomes, runtime, state)
+        index += 1
     return results
 
 
@@ -161,15 +163,29 @@ def _groups(blocks: list[dict], runtime: Runtime) -> list[list[dict]]:
 
 
 def _plan_group(
-    group: list[dict], runtime: Runtime, state: DispatchState, offered: Mapping[str, str] | None
-) -> list[_Planned]:
-    """Checks made before anything runs, in the model's order; their events are written."""
+    blocks: list[dict],
+    groups: list[list[dict]] | None,
+    index: int,
+    runtime: Runtime,
+    state: DispatchState,
+    offered: Mapping[str, str] | None,
+    cancels: dict[str, CallCancel],
+) -> tuple[list[list[dict]], list[_Planned]]:
+    """The checks of group ``index`` of ``blocks``, made before anything runs, in the model's
+    order; their events are written. ``groups`` None: the blocks are split into groups
+    first, in this same step (one database hop fewer per batch). Returns the groups and
+    the planned calls; each call's cancel goes into ``cancels`` before the user is shown
+    the call, so from then on each can be cancelled on its own."""
+    if groups is None:
+        groups = _groups(blocks, runtime)
+    group = groups[index]
+    cancels.update({b["id"]: CallCancel(state.cancel, runtime.conversation.pk, b["id"]) for b in group})
     planned = [_plan(block, runtime, state, offered) for block in group]
     if offered is not None:
         for item in planned:
             item.surface_reason = offered.get(item.block["name"], "")
     runtime.flush_events()
-    return planned
+    return groups, planned
 
 
 def _plan(block: dict, runtime: Runtime, state: DispatchState, offered: Mapping[str, str] | None) -> _Planned:
