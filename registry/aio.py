@@ -13,6 +13,7 @@ import concurrent.futures
 import functools
 import logging
 import threading
+import types
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -76,10 +77,30 @@ def in_db_thread(func):
     request (with CONN_MAX_AGE=0 it is closed), so no connection outlives it.
     A step whose first statement finds the connection dead runs once more on a
     new one (``reconnecting``).
+
+    The awaitable made for a module's own function is kept and reused (a turn
+    makes several steps, each one's wrapping cost about a fifth of the hop);
+    a closure or a bound method is wrapped on each call, so nothing it holds
+    is kept.
     """
     from channels.db import database_sync_to_async
 
-    return database_sync_to_async(reconnecting(func), thread_sensitive=False, executor=_db_pool())
+    pool = _db_pool()
+    kept = _is_module_function(func)
+    step = _steps.get((func, pool)) if kept else None
+    if step is None:
+        step = database_sync_to_async(reconnecting(func), thread_sensitive=False, executor=pool)
+        if kept:
+            _steps[func, pool] = step
+    return step
+
+
+# (function, pool) -> its awaitable: only module-level functions, so the number is bounded.
+_steps: dict[tuple[Any, concurrent.futures.ThreadPoolExecutor], Any] = {}
+
+
+def _is_module_function(func: Any) -> bool:
+    return isinstance(func, types.FunctionType) and func.__closure__ is None and "<locals>" not in func.__qualname__
 
 
 def reconnecting(func):

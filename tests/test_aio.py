@@ -64,3 +64,14 @@ def test_a_blocked_tool_does_not_hold_up_bookkeeping(settings, registry, make_to
 
     done_meanwhile, result = async_to_sync(tool_and_bookkeeping)()
     assert done_meanwhile == "done" and result.error is None
+
+
+def test_a_module_functions_step_is_made_once_and_a_closures_on_every_call(settings):
+    assert in_db_thread(thread_name) is in_db_thread(thread_name)
+
+    def local() -> str:
+        return "here"
+
+    assert in_db_thread(local) is not in_db_thread(local)  # nothing it holds is kept
+    settings.EUNICE_DB_THREADS = 3  # a pool of another size: a step of its own
+    assert async_to_sync(in_db_thread(thread_name))().startswith("db3")
