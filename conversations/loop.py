@@ -651,9 +651,12 @@ def _record_call(
         ]
     )
     store_estimator(runtime.conversation, config.model, estimator)
-    runtime.flush_events()
-    if response.stop_reason != "refusal":  # the calls about to be dispatched (a refusal runs none)
+    if response.tool_uses and response.stop_reason != "refusal":
+        # Its calls are dispatched next: their planning step writes these events with the
+        # calls' own, in one statement, once the user has been shown the calls.
         _touch_called(runtime, response, surface)
+    else:
+        runtime.flush_events()
 
 
 def _touch_called(runtime: Runtime, response: LLMResponse, surface: Surface) -> None:
