@@ -9,7 +9,16 @@ import zipfile
 import pytest
 
 from eunice.bounded_read import InputTooLarge
-from tools.lib.skill_format import MANIFEST, SkillFolder, SkillFormatError, check_path, from_zip, parse_manifest
+from tools.lib import skill_format
+from tools.lib.skill_format import (
+    MANIFEST,
+    SkillFolder,
+    SkillFormatError,
+    archive_hash,
+    check_path,
+    from_zip,
+    parse_manifest,
+)
 
 SKILL_MD = """---
 name: quarterly-sales-report
@@ -96,6 +105,23 @@ def test_a_folder_round_trips_through_a_zip_named_after_the_skill():
     assert dict(again.files) == FILES
     assert again.content_hash() == SkillFolder(FILES).content_hash()
     assert SkillFolder(FILES).to_zip() == data  # deterministic bytes
+
+
+def test_an_archives_hash_is_worked_out_once_for_the_same_bytes_and_anew_for_changed_ones(monkeypatch):
+    unzipped = []
+    monkeypatch.setattr(skill_format, "from_zip", lambda data: unzipped.append(data) or from_zip(data))
+    monkeypatch.setattr(skill_format, "_archive_hashes", {})
+    data = SkillFolder(FILES).to_zip()
+    assert archive_hash(data) == archive_hash(bytes(data)) == SkillFolder(FILES).content_hash()
+    changed = SkillFolder({**FILES, "assets/chart.json": b'{"mark": "line"}'}).to_zip()
+    assert archive_hash(changed) == from_zip(changed).content_hash() != archive_hash(data)
+    assert unzipped == [data, changed]
+
+
+def test_an_archive_that_breaks_the_format_is_refused_every_time():
+    for _ in range(2):
+        with pytest.raises(SkillFormatError, match="not a zip file"):
+            archive_hash(b"PK\x03\x04 not really")
 
 
 def test_a_zip_with_skill_md_at_its_top_is_read_too():

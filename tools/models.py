@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 
 from tools.lib.primitive_hash import primitive_hash
-from tools.lib.skill_format import SkillFolder, from_zip
+from tools.lib.skill_format import SkillFolder, archive_hash, from_zip
 
 
 class TenantQuerySet(models.QuerySet):
@@ -289,7 +289,7 @@ class Skill(Capability):
         return from_zip(bytes(self.archive))
 
     def compute_hash(self) -> str:
-        return self.folder().content_hash()
+        return archive_hash(bytes(self.archive))
 
 
 class Primitive(Capability):
