@@ -271,14 +271,17 @@ def main() -> None:
 
 
 def print_profile(path: str, top: int) -> None:
-    """The server's Python calls per served call (a figure load does not move) and its
-    ``top`` costliest functions, cumulative."""
+    """The Python calls per served call on the server's event loop (a figure load does not
+    move; work on other threads is not in the profile) and its ``top`` costliest
+    functions, cumulative. Served calls are counted by ``content_blocks``, which the
+    endpoint calls once for each: a coroutine's count (``aexecute_tool``'s) is of its
+    resumptions, which is what a change to the call's trips off the loop changes."""
     import pstats
 
     stats = pstats.Stats(path)
-    served = sum(calls for (_, _, name), (_, calls, *_rest) in stats.stats.items() if name == "aexecute_tool")
+    served = sum(calls for (_, _, name), (_, calls, *_rest) in stats.stats.items() if name == "content_blocks")
     total = sum(calls for (_, calls, *_rest) in stats.stats.values())
-    print(f"server: {served} aexecute_tool calls, {total / max(served, 1):,.0f} Python calls per served call")
+    print(f"server: {served} calls served, {total / max(served, 1):,.0f} Python calls per served call on its loop")
     stats.sort_stats("cumulative").print_stats(top)
 
 

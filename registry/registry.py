@@ -262,10 +262,12 @@ class ToolRegistry:
     async def aexecute_tool(self, name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
         """``execute_tool`` for async callers: nothing blocks the caller's event loop.
 
-        A tool whose handler has an ``on_loop`` twin (an MCP tool) runs on the caller's
-        loop from end to end when preparing it needs no query (``_prepare_here``) and
-        the execution log is buffered: no database thread, no worker thread, only the
-        hop to the session's loop when that is another one (``MCPManager.acall_tool``).
+        A call is prepared right here when that needs no query (``_prepare_here``), else
+        on a database thread. A tool whose handler has an ``on_loop`` twin (an MCP tool)
+        then runs on the caller's loop from end to end when the execution log is
+        buffered: no database thread, no worker thread, only the hop to the session's
+        loop when that is another one (``MCPManager.acall_tool``). A synchronous handler
+        runs on a tool worker, which also finishes the call: one trip off the loop.
         """
         here = self._prepare_here(name, inputs, context)
         call = here if here is not None else await aio.in_db_thread(self._prepare)(name, inputs, context)
@@ -281,7 +283,7 @@ class ToolRegistry:
         elif call.handler is not None and call.handler.is_async:
             envelope = await self._run_async(call)
         else:
-            envelope = await self._run_on_worker(call)
+            return await self._run_on_worker(call)
         return await aio.in_db_thread(self._finish)(call, envelope)
 
     def is_sequential(self, name: str) -> bool:
@@ -307,17 +309,21 @@ class ToolRegistry:
         return self._prepared(name, inputs, context, time.perf_counter(), None, None, None)
 
     def _prepare_here(self, name: str, inputs: dict | None, context: ToolContext) -> Call | None:
-        """``_prepare`` of a call to run on the caller's event loop (its handler has an
-        ``on_loop`` twin), when nothing in it needs a query; None when something might:
-        the definitions or the ruled tools are due a re-check, the caller's gate has not
-        planned the call, or the tool has no handler in this process yet (its server
-        would be connected from its row). Those calls take ``_prepare`` on a DB thread."""
+        """``_prepare`` on the caller's event loop, when nothing in it needs a query; None
+        when something might: the definitions or the ruled tools are due a re-check, the
+        caller's gate has not planned the call, the tool has no handler in this process
+        yet (a custom tool, or an MCP server to connect from its row), its handler
+        declares a requirement (asked on each call), or the tenant may not call it (the
+        answer suggests tools from the search index). Those take ``_prepare`` on a DB thread."""
         started = time.perf_counter()
         snapshot = self._snapshot
         if not snapshot.fresh() or self._system_loaded_for != snapshot.generation:
             return None
         handler = self._handlers.get(name)
-        if handler is None or handler.on_loop is None:
+        if handler is None or handler.requires is not None:
+            return None
+        definition = snapshot.by_name.get(name)
+        if definition is None or not definition.callable_by(context.tenant_id):
             return None
         concerned = gate.concerns_without_a_query(name, context)
         if concerned is None:
@@ -475,26 +481,38 @@ class ToolRegistry:
         except TimeoutError as exc:
             return Err(str(exc), "TimeoutError")
 
-    async def _run_on_worker(self, call: Call) -> Envelope:
-        """A synchronous handler (inline ones too: nothing blocks the event loop) on a tool worker."""
+    async def _run_on_worker(self, call: Call) -> ToolResult:
+        """A synchronous handler (inline ones too: nothing blocks the event loop) on a tool
+        worker, which finishes the call too, straight after the handler (``_Finisher``).
+        A call the caller stops waiting for first (its timeout, the user's cancel) is
+        finished by the caller with the timeout's answer, or not at all when cancelled:
+        never twice, and never the worker's late answer."""
         handler = call.handler
         assert handler is not None
         timeout = self._timeout(handler)
-        future, stop = self._submit(call, timeout)
+        finisher = _Finisher(self, call)
+        future, stop = self._submit(call, timeout, finisher)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except TimeoutError:
+            if not finisher.claim():  # the worker is finishing the call this very moment
+                return await asyncio.wrap_future(future)
             if stop is not None and await asyncio.to_thread(self._stop_child, future, stop):
-                return _killed(timeout)
-            busy = self.workers().abandon(future)
-            if busy is not None:
-                return _no_slot(busy, timeout)
-            return Err(f"timed out after {timeout:g} s", "TimeoutError")
+                envelope = _killed(timeout)
+            else:
+                busy = self.workers().abandon(future)
+                envelope = (
+                    _no_slot(busy, timeout)
+                    if busy is not None
+                    else Err(f"timed out after {timeout:g} s", "TimeoutError")
+                )
         except asyncio.CancelledError:  # the caller stopped waiting (the user's cancel)
+            finisher.claim()  # (a call the worker finished already stays logged as it ran)
             if stop is not None:
                 stop.set()  # a killable call's child is killed within POLL_SECONDS
             self.workers().abandon(future)
             raise
+        return await aio.in_db_thread(self._finish)(call, envelope)
 
     async def _run_on_loop(self, call: Call) -> Envelope:
         """A handler's ``on_loop`` twin awaited right here, once the tool and the tenant each
@@ -541,8 +559,12 @@ class ToolRegistry:
         except TimeoutError:
             return Err(f"timed out after {timeout:g} s", "TimeoutError")
 
-    def _submit(self, call: Call, timeout: float) -> tuple[concurrent.futures.Future, threading.Event | None]:
-        """The call on a tool worker; for a killable handler, also the flag that kills its child."""
+    def _submit(
+        self, call: Call, timeout: float, finisher: _Finisher | None = None
+    ) -> tuple[concurrent.futures.Future, threading.Event | None]:
+        """The call on a tool worker; for a killable handler, also the flag that kills its
+        child. With a ``finisher``, the worker also finishes the call: the future's result
+        is then the ToolResult (None if the caller took the finish over), not the envelope."""
         handler = call.handler
         assert handler is not None
         tool, tenant = call.name, call.context.tenant_id
@@ -552,12 +574,16 @@ class ToolRegistry:
                 from registry import tracing
 
                 run = tracing.on_worker(call.span, _on_worker)
-            return self.workers().submit(tool, tenant, run, handler.func, call.inputs, call.context, timeout), None
+            future = self.workers().submit(
+                tool, tenant, run, handler.func, call.inputs, call.context, timeout, finisher
+            )
+            return future, None
         stop = threading.Event()
         future = self.workers().submit(
             tool,
             tenant,
             _in_child,
+            finisher,
             self.killable_processes(),
             handler.path,
             call.name,
@@ -668,16 +694,49 @@ def _trace(call: Call, result: ToolResult, outcome: str, kind: str | None) -> No
         logger.exception("ending the execute_tool span of %s failed", call.name)
 
 
-def _on_worker(func: HandlerFunc, inputs: dict, context: ToolContext, timeout: float) -> Any:
-    """A handler's call on a worker thread, its connection tidied as for a request."""
+def _on_worker(
+    func: HandlerFunc, inputs: dict, context: ToolContext, timeout: float, finisher: _Finisher | None = None
+) -> Any:
+    """A handler's call on a worker thread, its connection tidied as for a request; with a
+    ``finisher``, the call finished there too (``_Finisher.finish``)."""
     close_old_connections()
     try:
         envelope = func(inputs, context)
         if inspect.iscoroutine(envelope):  # a sync callable that returned a coroutine
             envelope = aio.run_sync(envelope, timeout)
-        return envelope
+        return envelope if finisher is None else finisher.finish(envelope)
     finally:
         close_old_connections()
+
+
+class _Finisher:
+    """Who finishes a call that runs on a tool worker (``ToolRegistry._run_on_worker``):
+    the worker, straight after the handler returns, saving the caller a second trip off
+    its event loop; or the caller, once it has stopped waiting (the call's timeout, the
+    user's cancel). Whichever claims it first does; the other leaves it alone, so a call
+    is rendered, logged and charged once, and a late answer never overwrites the
+    timeout the caller already gave."""
+
+    __slots__ = ("_registry", "_call", "_lock", "_claimed")
+
+    def __init__(self, registry: ToolRegistry, call: Call) -> None:
+        self._registry, self._call = registry, call
+        self._lock = threading.Lock()
+        self._claimed = False
+
+    def claim(self) -> bool:
+        """True for the first to ask, False for everyone after."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    def finish(self, envelope: Envelope) -> ToolResult | None:
+        """The call finished with ``envelope`` (on the worker); None if the caller claimed it."""
+        if not self.claim():
+            return None
+        return aio.reconnecting(self._registry._finish)(self._call, envelope)
 
 
 get_registry: Lazy[ToolRegistry] = Lazy(ToolRegistry)  # the process-wide registry
@@ -705,6 +764,7 @@ async def _settled(future: concurrent.futures.Future) -> None:
 
 
 def _in_child(
+    finisher: _Finisher | None,
     processes: KillableProcesses,
     path: str,
     name: str,
@@ -713,13 +773,22 @@ def _in_child(
     timeout: float,
     stop: threading.Event,
 ) -> Any:
-    """A killable handler's call, sent to a child process by a worker thread (registry.killable)."""
+    """A killable handler's call, sent to a child process by a worker thread (registry.killable);
+    with a ``finisher``, the call finished on that thread too (``_Finisher.finish``)."""
     try:
-        return processes.run(path, name, inputs, context, timeout, stop)
+        envelope = processes.run(path, name, inputs, context, timeout, stop)
     except Killed as exc:
-        if str(exc) == "cancelled":
-            return Err("cancelled; its process was killed", "Cancelled")
-        return Err(f"{name} failed: {exc}", "ToolCrashed")
+        envelope = (
+            Err("cancelled; its process was killed", "Cancelled")
+            if str(exc) == "cancelled"
+            else Err(f"{name} failed: {exc}", "ToolCrashed")
+        )
+    if finisher is None:
+        return envelope
+    try:
+        return finisher.finish(envelope)
+    finally:
+        close_old_connections()  # as after a request: the finish may have queried (a charge)
 
 
 def _killed(timeout: float) -> Err:
