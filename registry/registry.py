@@ -373,16 +373,18 @@ class ToolRegistry:
                     "so use another tool (search_tools finds one)",
                 )
                 return call
-        try:
-            # Before the validator, which (like every consumer of the inputs after it) recurses.
-            check_depth(inputs, what="the input")
-            plan.check(inputs)
-        except plan.invalid as exc:
-            call.early = _input_hint(definition, plan.explain(exc))
-            return call
-        except JSONTooDeep as exc:
-            call.early = Hint("schema", f"invalid input for {name}: {exc}; pass a flatter object")
-            return call
+        accepts = plan.accepts
+        if accepts is None or not accepts(inputs):
+            try:
+                # Before the validator, which (like every consumer of the inputs after it) recurses.
+                check_depth(inputs, what="the input")
+                plan.check(inputs)
+            except plan.invalid as exc:
+                call.early = _input_hint(definition, plan.explain(exc))
+                return call
+            except JSONTooDeep as exc:
+                call.early = Hint("schema", f"invalid input for {name}: {exc}; pass a flatter object")
+                return call
         if handler is None:
             handler = plan.handler
         call.handler, why_not = (handler, "") if handler is not None else self._route(definition)
