@@ -76,6 +76,8 @@ def _make(
     defaults: tuple[tuple[str, Any], ...],
 ) -> Acceptor:
     def accepts(data: dict) -> bool:
+        if type(data) is not dict:
+            return False
         keys = data.keys()
         if not (keys <= allowed and keys >= required):
             return False
@@ -147,24 +149,24 @@ def _is_bound(value: Any) -> bool:
 
 def _strings(spec: dict) -> Check | bool | None:
     """minLength and maxLength, which bind strings only (False: a bound not understood)."""
-    low, high = spec.get("minLength", 0), spec.get("maxLength")
-    if not _is_count(low) or (high is not None and not _is_count(high)):
-        return False
-    if low == 0 and high is None:
+    if "minLength" not in spec and "maxLength" not in spec:
         return None
-    most = float("inf") if high is None else high
+    low, high = spec.get("minLength", 0), spec.get("maxLength", 0)
+    if not _is_count(low) or not _is_count(high):
+        return False
+    most = spec["maxLength"] if "maxLength" in spec else float("inf")
     return lambda value: type(value) is not str or low <= len(value) <= most
 
 
 def _numbers(spec: dict) -> Check | bool | None:
     """minimum, maximum and the exclusive ones (numbers, as in draft 7), which bind
     ints and floats, never booleans (False: a bound not understood)."""
-    bounds = [spec.get(key) for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")]
-    if all(bound is None for bound in bounds):
+    keys = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    if not any(key in spec for key in keys):
         return None
-    if any(bound is not None and not _is_bound(bound) for bound in bounds):
+    if any(key in spec and not _is_bound(spec[key]) for key in keys):
         return False
-    low, high, above, below = bounds
+    low, high, above, below = (spec.get(key) for key in keys)
 
     def within(value: Any) -> bool:
         if type(value) not in (int, float):

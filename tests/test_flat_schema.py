@@ -83,12 +83,18 @@ def test_a_flat_schema_of_scalar_fields_gets_a_quick_yes() -> None:
         {**ADD, "properties": {"a": {"type": "integer", "exclusiveMinimum": True}}},
         {**ADD, "properties": {"a": {"type": "integer", "minimum": "1"}}},
         {**ADD, "properties": {"a": {"type": "string", "minLength": -1}}},
+        {**ADD, "properties": {"a": {"type": "string", "maxLength": None}}},
+        {**ADD, "properties": {"a": {"type": "number", "maximum": None}}},
         {**ADD, "properties": {"a": {"type": "integr"}}},
         {**ADD, "properties": {"a": {"oneOf": [{"type": "integer"}, {"type": "string"}]}}},
     ],
 )
 def test_any_other_schema_gets_no_quick_yes(schema: dict) -> None:
     assert acceptor(schema) is None
+
+
+def test_what_is_not_an_object_gets_no_quick_yes() -> None:
+    assert acceptor(ADD)([("a", 2), ("b", 3)]) is False  # type: ignore[arg-type]
 
 
 def test_a_schema_fastjsonschema_cannot_compile_gets_no_quick_yes() -> None:
