@@ -31,11 +31,31 @@ SUMMARY_CHARS = 500
 BATCH_ROWS = 1000  # a buffer this long is written before the interval is up
 
 
+_COLUMNS = (
+    "tool_name",
+    "tenant_id",
+    "user_id",
+    "conversation_id",
+    "input_data",
+    "output_summary",
+    "success",
+    "outcome",
+    "outcome_kind",
+    "error",
+    "execution_ms",
+    "created_at",
+)
+# One call's row, its values in ``_COLUMNS`` order: the inputs as given (a dict, encoded
+# when written) and an aware ``created_at``. A tuple, not a dict of the names: every
+# call with the log on builds one on the caller's thread and the buffer keeps it.
+LogRow = tuple[str, str, str, str, Any, str, bool, str, str, str, float, datetime]
+
+
 class ExecutionLogWriter:
     def __init__(self, flush_seconds: float, max_buffer: int) -> None:
         self.flush_seconds = flush_seconds
         self.max_buffer = max_buffer
-        self._buffer: deque[dict[str, Any]] = deque()
+        self._buffer: deque[LogRow] = deque()
         self._flush_lock = threading.Lock()
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -44,7 +64,7 @@ class ExecutionLogWriter:
         self.dropped = 0
         self.flushed = threading.Event()  # set after every successful batch (tests wait on it)
 
-    def record(self, row: dict[str, Any]) -> None:
+    def record(self, row: LogRow) -> None:
         """Queue one log row; never raises."""
         if self.flush_seconds <= 0:
             self._write([row])
@@ -101,7 +121,7 @@ class ExecutionLogWriter:
                 self._wake.clear()
                 close_old_connections()
 
-    def _write(self, rows: list[dict[str, Any]]) -> None:
+    def _write(self, rows: list[LogRow]) -> None:
         try:
             # A savepoint: a failed INSERT must not poison a caller's transaction.
             with transaction.atomic():
@@ -117,26 +137,10 @@ class ExecutionLogWriter:
         self.flushed.set()
 
 
-_COLUMNS = (
-    "tool_name",
-    "tenant_id",
-    "user_id",
-    "conversation_id",
-    "input_data",
-    "output_summary",
-    "success",
-    "outcome",
-    "outcome_kind",
-    "error",
-    "execution_ms",
-    "created_at",
-)
-
-
 _ROWS_PER_STATEMENT = 500  # 5,500 parameters: inside every backend's limit
 
 
-def _insert(rows: list[dict[str, Any]]) -> None:
+def _insert(rows: list[LogRow]) -> None:
     """Write ``rows`` with COPY on PostgreSQL and multi-row INSERTs elsewhere.
 
     The ORM's bulk_create costs ~40 µs a row (model construction, field
@@ -186,8 +190,8 @@ def _chunks(total: int) -> list[tuple[int, int]]:
     return chunks
 
 
-def _values(rows: list[dict[str, Any]], *, plain: bool = False) -> list[tuple]:
-    """The column values of ``rows``, in ``_COLUMNS`` order.
+def _values(rows: list[LogRow], *, plain: bool = False) -> list[tuple]:
+    """The column values of ``rows``: the inputs as JSON text and the time as the database takes it.
 
     One encoder and one date adapter serve the whole batch: building a
     JSONEncoder and looking the adapter up again for every row cost more
@@ -202,20 +206,20 @@ def _values(rows: list[dict[str, Any]], *, plain: bool = False) -> list[tuple]:
     truth = int if plain else bool
     return [
         (
-            row["tool_name"],
-            row["tenant_id"],
-            row.get("user_id", ""),
-            row.get("conversation_id", ""),
-            encode(row.get("input_data", {})),
-            row.get("output_summary", ""),
-            truth(row["success"]),
-            str(row.get("outcome", "")),
-            str(row.get("outcome_kind", "")),
-            row.get("error", ""),
-            row["execution_ms"],
-            adapt(row["created_at"]),
+            tool,
+            tenant,
+            user,
+            conversation,
+            encode(inputs),
+            summary,
+            truth(success),
+            str(outcome),
+            str(kind),
+            error,
+            ms,
+            adapt(created),
         )
-        for row in rows
+        for tool, tenant, user, conversation, inputs, summary, success, outcome, kind, error, ms, created in rows
     ]
 
 

@@ -80,16 +80,10 @@ def test_no_rows_are_written_when_the_log_is_turned_off(call, settings):
 
 
 def log_row(n):
+    """A row as the registry records one (registry.execlog.LogRow: the columns in order)."""
     from django.utils import timezone
 
-    return {
-        "tool_name": f"t{n}",
-        "tenant_id": "acme",
-        "input_data": {},
-        "success": True,
-        "execution_ms": 1.0,
-        "created_at": timezone.now(),
-    }
+    return (f"t{n}", "acme", "", "", {}, "", True, "ok", "", "", 1.0, timezone.now())
 
 
 @pytest.mark.django_db(transaction=True)
