@@ -73,10 +73,8 @@ def traced(fn, calls: int) -> float:
         meter_provider.shutdown()
 
 
-def measure(registry, names, calls: int, log) -> dict[str, object]:
-    from django.test import override_settings
-
-    from registry.context import ToolContext
+def install(registry, names) -> None:
+    """A tool row for each of ``names`` (their old rows deleted), and ``add`` as the inline handler of bench_add."""
     from registry.models import ToolDefinition, ToolStatus, ToolType
 
     ToolDefinition.objects.filter(name__in=names).delete()
@@ -90,6 +88,14 @@ def measure(registry, names, calls: int, log) -> dict[str, object]:
             category="bench",
         )
     registry.register_handler("bench_add", add, inline=True)
+
+
+def measure(registry, names, calls: int, log) -> dict[str, object]:
+    from django.test import override_settings
+
+    from registry.context import ToolContext
+
+    install(registry, names)
     registry.register_handler("bench_add_threaded", add, inline=False)
     context = ToolContext(tenant_id="bench", user_id="bench")
     inputs = {"a": 2, "b": 3}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from registry.contract_coerce import coerce_return, err_from_exception, measure, measure_schema
 from registry.contract_counter import EnvelopeCounter, ToolTally, classify
-from registry.contract_render import content_for_data, render_envelope
+from registry.contract_render import content_for_data, render_envelope, render_ok
 from registry.contract_types import (
     ENVELOPE_KINDS,
     HINT_KINDS,
@@ -209,16 +209,16 @@ def envelope_to_tool_result(envelope: Envelope) -> ToolResult:
     Cards past MAX_CARDS_BYTES are left out, with a ``size`` warning the model
     reads. Raises TypeError for a non-envelope.
     """
-    cards: list[dict] = []
-    if isinstance(envelope, Ok) and envelope.effects.cards:
-        cards, left_out = _within_card_budget(envelope.effects.cards)
-        if left_out:
-            envelope = dataclasses.replace(envelope, warnings=[*envelope.warnings, left_out])
-    content = render_envelope(envelope)
     if isinstance(envelope, Ok):
         effects = envelope.effects
+        cards: list[dict] = []
+        if effects.cards:
+            cards, left_out = _within_card_budget(effects.cards)
+            if left_out:
+                envelope = dataclasses.replace(envelope, warnings=[*envelope.warnings, left_out])
         # Positional, in ToolResult's field order: a class called with keywords builds a dict of them.
-        return ToolResult(content, cards, effects.cost, effects.datasets, effects.exports)
+        return ToolResult(render_ok(envelope), cards, effects.cost, effects.datasets, effects.exports)
+    content = render_envelope(envelope)
     if isinstance(envelope, Hint):
         return ToolResult(content=content)
     return ToolResult(content=content, error=envelope.message)

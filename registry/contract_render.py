@@ -40,7 +40,7 @@ _HINT_LAYOUT = {
 def render_envelope(envelope: Envelope) -> str:
     """Return the text the model reads for ``envelope``; raise TypeError for a non-envelope."""
     if isinstance(envelope, Ok):
-        return _render_ok(envelope)
+        return render_ok(envelope)
     if isinstance(envelope, Hint):
         return _render_hint(envelope)
     if isinstance(envelope, Err):
@@ -61,7 +61,8 @@ def content_for_data(text: str) -> str:
     return "" if newline < 0 else text[newline + 1 :]
 
 
-def _render_ok(ok: Ok) -> str:
+def render_ok(ok: Ok) -> str:
+    """The text the model reads for an Ok (``render_envelope`` of one)."""
     rows = ok.rows
     status = _OK_STATUSES.get(rows) if type(rows) is int else None
     if status is None:

@@ -11,11 +11,14 @@ of 0 every row is written at once on the caller's thread. Writing the log never 
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
+import sqlite3
 import threading
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
+from json import encoder as json_encoder
 from typing import Any
 
 from django.db import DatabaseError, close_old_connections, connection, transaction
@@ -28,11 +31,31 @@ SUMMARY_CHARS = 500
 BATCH_ROWS = 1000  # a buffer this long is written before the interval is up
 
 
+_COLUMNS = (
+    "tool_name",
+    "tenant_id",
+    "user_id",
+    "conversation_id",
+    "input_data",
+    "output_summary",
+    "success",
+    "outcome",
+    "outcome_kind",
+    "error",
+    "execution_ms",
+    "created_at",
+)
+# One call's row, its values in ``_COLUMNS`` order: the inputs as given (a dict, encoded
+# when written) and an aware ``created_at``. A tuple, not a dict of the names: every
+# call with the log on builds one on the caller's thread and the buffer keeps it.
+LogRow = tuple[str, str, str, str, Any, str, bool, str, str, str, float, datetime]
+
+
 class ExecutionLogWriter:
     def __init__(self, flush_seconds: float, max_buffer: int) -> None:
         self.flush_seconds = flush_seconds
         self.max_buffer = max_buffer
-        self._buffer: deque[dict[str, Any]] = deque()
+        self._buffer: deque[LogRow] = deque()
         self._flush_lock = threading.Lock()
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -41,7 +64,7 @@ class ExecutionLogWriter:
         self.dropped = 0
         self.flushed = threading.Event()  # set after every successful batch (tests wait on it)
 
-    def record(self, row: dict[str, Any]) -> None:
+    def record(self, row: LogRow) -> None:
         """Queue one log row; never raises."""
         if self.flush_seconds <= 0:
             self._write([row])
@@ -106,7 +129,7 @@ class ExecutionLogWriter:
                 self._wake.clear()
                 close_old_connections()
 
-    def _write(self, rows: list[dict[str, Any]]) -> None:
+    def _write(self, rows: list[LogRow]) -> None:
         try:
             # A savepoint: a failed INSERT must not poison a caller's transaction.
             with transaction.atomic():
@@ -122,26 +145,10 @@ class ExecutionLogWriter:
         self.flushed.set()
 
 
-_COLUMNS = (
-    "tool_name",
-    "tenant_id",
-    "user_id",
-    "conversation_id",
-    "input_data",
-    "output_summary",
-    "success",
-    "outcome",
-    "outcome_kind",
-    "error",
-    "execution_ms",
-    "created_at",
-)
-
-
 _ROWS_PER_STATEMENT = 500  # 5,500 parameters: inside every backend's limit
 
 
-def _insert(rows: list[dict[str, Any]]) -> None:
+def _insert(rows: list[LogRow]) -> None:
     """Write ``rows`` with COPY on PostgreSQL and multi-row INSERTs elsewhere.
 
     The ORM's bulk_create costs ~40 µs a row (model construction, field
@@ -152,7 +159,8 @@ def _insert(rows: list[dict[str, Any]]) -> None:
     ops = connection.ops
     table = ops.quote_name(ToolExecutionLog._meta.db_table)
     columns = ", ".join(ops.quote_name(c) for c in _COLUMNS)
-    values = _values(rows)
+    native = connection.vendor == "sqlite"
+    values = _values(rows, plain=native)
     with connection.cursor() as cursor, connection.wrap_database_errors:
         if connection.vendor == "postgresql":
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
@@ -161,9 +169,10 @@ def _insert(rows: list[dict[str, Any]]) -> None:
             return
         # SQLite's own cursor takes its own placeholders: Django's wrapper would rewrite
         # every ``%s`` of a 6,000-parameter statement with a regular expression first
-        # (3 µs a row of the 24 the write cost, on a loaded machine).
-        native = connection.vendor == "sqlite"
-        execute = cursor.cursor.execute if native else cursor.execute
+        # (3 µs a row of the 24 the write cost, on a loaded machine). Django's
+        # SQLiteCursorWrapper.execute does so too, whatever the placeholders: the
+        # driver's own method (sqlite3.Cursor's) is called on it, past the rewrite.
+        execute = functools.partial(sqlite3.Cursor.execute, cursor.cursor) if native else cursor.execute
         row_sql = "(" + ", ".join(["?" if native else "%s"] * len(_COLUMNS)) + ")"
         for start, size in _chunks(len(values)):
             chunk = values[start : start + size]
@@ -189,34 +198,65 @@ def _chunks(total: int) -> list[tuple[int, int]]:
     return chunks
 
 
-def _values(rows: list[dict[str, Any]]) -> list[tuple]:
-    """The column values of ``rows``, in ``_COLUMNS`` order.
+def _values(rows: list[LogRow], *, plain: bool = False) -> list[tuple]:
+    """The column values of ``rows``: the inputs as JSON text and the time as the database takes it.
 
     One encoder and one date adapter serve the whole batch: building a
     JSONEncoder and looking the adapter up again for every row cost more
     than the INSERT itself (10 µs a row against 8 at 10,000 rows on SQLite).
+    The outcome (an enum) is given as its plain text; ``plain`` (SQLite) gives
+    ``success`` as 1 or 0, what SQLite stores for a bool: its driver binds an
+    exact int, float or str at once, and asks its adapters for anything else,
+    a failed attribute lookup (an exception) a value.
     """
-    from registry.models import LenientJSONEncoder
-
-    encode = LenientJSONEncoder().encode
+    encode = _json_encoder()
     adapt = _datetime_adapter()
+    truth = int if plain else bool
     return [
         (
-            row["tool_name"],
-            row["tenant_id"],
-            row.get("user_id", ""),
-            row.get("conversation_id", ""),
-            encode(row.get("input_data", {})),
-            row.get("output_summary", ""),
-            row["success"],
-            row.get("outcome", ""),
-            row.get("outcome_kind", ""),
-            row.get("error", ""),
-            row["execution_ms"],
-            adapt(row["created_at"]),
+            tool,
+            tenant,
+            user,
+            conversation,
+            encode(inputs),
+            summary,
+            truth(success),
+            str(outcome),
+            str(kind),
+            error,
+            ms,
+            adapt(created),
         )
-        for row in rows
+        for tool, tenant, user, conversation, inputs, summary, success, outcome, kind, error, ms, created in rows
     ]
+
+
+def _json_encoder() -> Callable[[Any], str]:
+    """``LenientJSONEncoder().encode`` for one batch, the same text for every value.
+
+    ``encode`` builds the C encoder anew for every value it is given, about half of
+    its cost on a tool's few inputs; here one is built for the batch. Its circular-
+    reference markers are left as they were after every value it finishes, and a
+    value it cannot finish ends the batch (``_write`` drops it, as before)."""
+    from registry.models import LenientJSONEncoder
+
+    made = LenientJSONEncoder()
+    make_encoder = getattr(json_encoder, "c_make_encoder", None)  # CPython's C encoder (not in typeshed)
+    if make_encoder is None or made.indent is not None:  # encode would not use it either
+        return made.encode
+    strings = json_encoder.encode_basestring_ascii if made.ensure_ascii else json_encoder.encode_basestring
+    chunks = make_encoder(
+        {} if made.check_circular else None,
+        made.default,
+        strings,
+        made.indent,
+        made.key_separator,
+        made.item_separator,
+        made.sort_keys,
+        made.skipkeys,
+        made.allow_nan,
+    )
+    return lambda value: "".join(chunks(value, 0))
 
 
 def _datetime_adapter() -> Callable[[datetime], Any]:
@@ -231,10 +271,30 @@ def _datetime_adapter() -> Callable[[datetime], Any]:
     if connection.vendor == "sqlite" and settings.USE_TZ:
         zone = connection.timezone
         if zone is UTC:
-            # The same text without making a naive copy: "+00:00" is the only offset UTC writes.
-            return lambda value: value.astimezone(UTC).isoformat(" ")[:-6]
+            return _utc_text()
         return lambda value: str(value.astimezone(zone).replace(tzinfo=None))
     return connection.ops.adapt_datetimefield_value
+
+
+def _utc_text() -> Callable[[datetime], str]:
+    """SQLite's text of a time in UTC, for one batch: ``YYYY-MM-DD HH:MM:SS`` and, unless
+    zero, ``.ffffff``. A batch's rows share a few seconds, each formatted once: the
+    whole text of every row cost more than its INSERT's share of the statement."""
+    seconds: dict[float, str] = {}
+
+    def text(value: datetime) -> str:
+        if value.tzinfo is not UTC:
+            # The same text without making a naive copy: "+00:00" is the only offset UTC writes.
+            return value.astimezone(UTC).isoformat(" ")[:-6]
+        # Exact for centuries yet: microseconds / 10**6 rounds to a float well inside the second.
+        second = value.timestamp() // 1
+        whole = seconds.get(second)
+        if whole is None:
+            whole = seconds[second] = datetime.fromtimestamp(second, UTC).isoformat(" ")[:-6]
+        micro = value.microsecond
+        return f"{whole}.{micro:06d}" if micro else whole
+
+    return text
 
 
 def _new_writer() -> ExecutionLogWriter:

@@ -379,16 +379,18 @@ class ToolRegistry:
                     "so use another tool (search_tools finds one)",
                 )
                 return call
-        try:
-            # Before the validator, which (like every consumer of the inputs after it) recurses.
-            check_depth(inputs, what="the input")
-            plan.check(inputs)
-        except plan.invalid as exc:
-            call.early = _input_hint(definition, plan.explain(exc))
-            return call
-        except JSONTooDeep as exc:
-            call.early = Hint("schema", f"invalid input for {name}: {exc}; pass a flatter object")
-            return call
+        accepts = plan.accepts
+        if accepts is None or not accepts(inputs):
+            try:
+                # Before the validator, which (like every consumer of the inputs after it) recurses.
+                check_depth(inputs, what="the input")
+                plan.check(inputs)
+            except plan.invalid as exc:
+                call.early = _input_hint(definition, plan.explain(exc))
+                return call
+            except JSONTooDeep as exc:
+                call.early = Hint("schema", f"invalid input for {name}: {exc}; pass a flatter object")
+                return call
         if handler is None:
             handler = plan.handler
         call.handler, why_not = (handler, "") if handler is not None else self._route(definition)
@@ -643,22 +645,24 @@ class ToolRegistry:
     def _log(self, call: Call, result: ToolResult, outcome: str, kind: str | None) -> None:
         elapsed_ms = (time.perf_counter() - call.started) * 1000.0
         ctx = call.context
+        # A row is a tuple in the log's column order (registry.execlog.LogRow): cheaper to
+        # build, keep in the buffer and write than a dict of the column names.
         writer().record(
-            {
-                "tool_name": call.name[:64],
-                "tenant_id": str(ctx.tenant_id),
-                "user_id": str(ctx.user_id or ""),
-                "conversation_id": str(ctx.conversation_id or ""),
-                "input_data": redacted(call.inputs, call.definition),
-                "output_summary": summarize(result.content),
-                # A Hint is a correction the model can act on, not a failure.
-                "success": outcome != "err",
-                "outcome": outcome,
-                "outcome_kind": kind or "",
-                "error": result.error or "",
-                "execution_ms": elapsed_ms,
-                "created_at": datetime.now(UTC),  # timezone.now(): USE_TZ is on (eunice/settings.py)
-            }
+            (
+                call.name[:64],  # tool_name
+                str(ctx.tenant_id),
+                str(ctx.user_id or ""),
+                str(ctx.conversation_id or ""),
+                redacted(call.inputs, call.definition),  # input_data
+                summarize(result.content),  # output_summary
+                # success: a Hint is a correction the model can act on, not a failure.
+                outcome != "err",
+                outcome,
+                kind or "",  # outcome_kind
+                result.error or "",
+                elapsed_ms,
+                datetime.now(UTC),  # created_at; timezone.now(): USE_TZ is on (eunice/settings.py)
+            )
         )
 
 

@@ -33,6 +33,9 @@ class ToolPlan:
     check: Callable[[dict], Any]  # the compiled validator: raises ``invalid``
     invalid: type[Exception]
     explain: Callable[[Any], InputError]  # ``invalid`` to the InputError the model is told
+    # A flat schema's quick yes, which also stands for the depth check (registry.flat_schema);
+    # None: every call takes the depth check and ``check``.
+    accepts: Callable[[dict], bool] | None
     available: bool  # availability.settled: the tool can run; False: ask on each call
 
 
@@ -48,5 +51,6 @@ def plan(definition: Definition, registered: Handler | None) -> ToolPlan:
         check=validator.check,
         invalid=validator.invalid,
         explain=validator.explain,
+        accepts=validator.accepts,
         available=availability.settled(definition, registered),
     )

@@ -80,16 +80,10 @@ def test_no_rows_are_written_when_the_log_is_turned_off(call, settings):
 
 
 def log_row(n):
+    """A row as the registry records one (registry.execlog.LogRow: the columns in order)."""
     from django.utils import timezone
 
-    return {
-        "tool_name": f"t{n}",
-        "tenant_id": "acme",
-        "input_data": {},
-        "success": True,
-        "execution_ms": 1.0,
-        "created_at": timezone.now(),
-    }
+    return (f"t{n}", "acme", "", "", {}, "", True, "ok", "", "", 1.0, timezone.now())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -171,6 +165,43 @@ def test_a_rows_time_is_stored_as_the_databases_own_adapter_would_store_it():
     now = datetime.now(UTC)
     for moment in (now, now.replace(microsecond=0), now.astimezone(timezone(timedelta(hours=-5)))):
         assert adapt(moment) == connection.ops.adapt_datetimefield_value(moment)
+
+
+def test_every_time_of_a_batch_is_stored_as_the_databases_own_adapter_would_store_it():
+    from datetime import UTC, datetime, timedelta
+
+    from registry.execlog import _datetime_adapter
+
+    adapt = _datetime_adapter()
+    start = datetime(2026, 12, 5, 23, 59, 58, 999_990, tzinfo=UTC)
+    moments = [start + timedelta(microseconds=step * 7) for step in range(600)]  # across two seconds and a day
+    moments += [
+        datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=UTC),
+        datetime(2200, 1, 1, 0, 0, 0, 999_999, tzinfo=UTC),
+    ]
+    assert [adapt(moment) for moment in moments] == [
+        connection.ops.adapt_datetimefield_value(moment) for moment in moments
+    ]
+
+
+def test_the_inputs_of_a_batch_are_stored_as_the_log_fields_encoder_writes_them():
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from registry.execlog import _json_encoder
+    from registry.models import LenientJSONEncoder
+
+    encode = _json_encoder()
+    values = [
+        {"a": 2, "b": 3},
+        {"city": "Zürich", "days": 3.5, "tags": ["x", None, True], "nan": float("nan"), "big": 10**30},
+        {"when": datetime(2026, 12, 5, tzinfo=UTC), "price": Decimal("1.10"), "raw": b"\x00", "set": {1}},
+        {"nested": {"deeper": [{"k": "v"}]}},
+        "plain text",
+        [],
+        {},
+    ]
+    assert [encode(value) for value in values] == [LenientJSONEncoder().encode(value) for value in values]
 
 
 def test_a_call_made_while_the_log_is_turned_off_by_a_settings_override_writes_no_row(call, make_tool, settings):
