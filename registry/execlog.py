@@ -49,6 +49,7 @@ _COLUMNS = (
 # when written) and an aware ``created_at``. A tuple, not a dict of the names: every
 # call with the log on builds one on the caller's thread and the buffer keeps it.
 LogRow = tuple[str, str, str, str, Any, str, bool, str, str, str, float, datetime]
+_CONVERSATION = _COLUMNS.index("conversation_id")
 
 
 class ExecutionLogWriter:
@@ -96,7 +97,7 @@ class ExecutionLogWriter:
         """``flush`` when a row of ``conversation_id`` is waiting (its calls are counted
         from the table); else nothing: other conversations' rows wait for the writer,
         not for this caller. Returns how many rows were written."""
-        if any(row.get("conversation_id") == conversation_id for row in tuple(self._buffer)):
+        if any(row[_CONVERSATION] == conversation_id for row in tuple(self._buffer)):
             return self.flush()
         return 0
 

@@ -79,11 +79,11 @@ def test_no_rows_are_written_when_the_log_is_turned_off(call, settings):
     assert not ToolExecutionLog.objects.exists()
 
 
-def log_row(n):
+def log_row(n, conversation_id=""):
     """A row as the registry records one (registry.execlog.LogRow: the columns in order)."""
     from django.utils import timezone
 
-    return (f"t{n}", "acme", "", "", {}, "", True, "ok", "", "", 1.0, timezone.now())
+    return (f"t{n}", "acme", "", conversation_id, {}, "", True, "ok", "", "", 1.0, timezone.now())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -124,9 +124,9 @@ def test_a_conversations_waiting_rows_are_written_for_it_and_others_left_to_the_
     # A turn counts its conversation's calls from the table (DispatchState.for_conversation).
     writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=100)
     writer._thread = object()  # keep the background thread out of this test
-    writer.record({**log_row(1), "conversation_id": "other"})
+    writer.record(log_row(1, "other"))
     assert writer.flush_for("mine") == 0 and writer.pending() == 1
-    writer.record({**log_row(2), "conversation_id": "mine"})
+    writer.record(log_row(2, "mine"))
     assert writer.flush_for("mine") == 2  # in order, with the rows before it
     assert sorted(ToolExecutionLog.objects.values_list("conversation_id", flat=True)) == ["mine", "other"]
 
