@@ -58,6 +58,13 @@ def fresh_registry(monkeypatch):
     from llm.roles import close_providers
 
     close_providers()
+    # A test that began a turn and never finished it (a dispatcher test drives one turn's
+    # calls) leaves it in this process's running turns: the next test's heartbeat would
+    # find it still running and never stop beating.
+    from conversations import turn_reservations
+
+    with turn_reservations._running_lock:
+        turn_reservations._running_here.clear()
 
 
 @pytest.fixture(autouse=True)
