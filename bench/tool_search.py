@@ -8,9 +8,10 @@ The dataset is `{"catalog": [{id, name, description, input_schema}],
 tool_definitions rows (ids mapped to provider-safe names) in a throwaway
 SQLite database (or DATABASE_URL / --database-url), and every query goes
 through `tools.utility.find_tools` — the ranking `search_tools` returns,
-with its relevance floor and without itself in the results — for an
-all-tenants caller. The catalog is the data set's; `--with-system-tools`
-seeds Eunice's own system tools as well, as extra (never gold) candidates.
+with its relevance floor, without itself and without the chat mode's
+resident tools (which the model already has) — for an all-tenants caller.
+The catalog is the data set's; `--with-system-tools` seeds Eunice's own
+system tools as well, as extra (never gold) candidates.
 
 Metrics (percentages, averaged over queries):
 - R@k: the fraction of a query's gold ids found in the top k, i.e.

@@ -352,6 +352,7 @@ class ToolRegistry:
             from registry import tracing
 
             call.span = tracing.start(call)
+        may_query = definitions is None  # (given: prepared on an event loop, where no query may run)
         if definitions is None:
             definitions = self.definitions()
         if concerned is None:
@@ -362,6 +363,9 @@ class ToolRegistry:
                 call.definition, call.early = definitions.get(name), refusal
                 return call
         definition = definitions.get(name)
+        if (definition is None or not definition.callable_by(tenant_id)) and may_query and self._snapshot.recheck():
+            definitions = self.definitions()
+            definition = definitions.get(name)
         if definition is None or not definition.callable_by(tenant_id):
             call.early = self._unknown_tool(name, tenant_id)
             return call

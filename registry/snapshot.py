@@ -10,6 +10,7 @@ should a push be missed, when a cheap fingerprint query (row count and newest
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -207,12 +208,22 @@ _FIELDS = (
 
 
 class Snapshot:
+    """The live definitions by name (``current``), read again when they may be stale.
+
+    One thread reads at a time. Another that finds them stale meanwhile waits for that
+    read rather than answer from the definitions being replaced: before the first read
+    those are none at all, and a call made then (a server's first requests, while its
+    preload reads the catalog) was told its tool does not exist. A read that fails
+    leaves them due another read.
+    """
+
     def __init__(self) -> None:
         self.by_name: dict[str, Definition] = {}
         self.generation = 0
         self._fingerprint: tuple | None = None
         self._checked_at = float("-inf")
         self._dirty = True
+        self._reading = threading.Lock()
 
     def invalidate(self) -> None:
         self._dirty = True
@@ -221,23 +232,41 @@ class Snapshot:
         """Whether ``current`` would answer now without a query."""
         return not self._dirty and time.monotonic() - self._checked_at <= _poll_seconds()
 
+    def recheck(self) -> bool:
+        """Whether the definitions changed, asked of the database now whatever the poll
+        interval (the fingerprint query; a full read only when it differs). For a call
+        about to be refused for a tool this copy does not have, or not for its caller:
+        the tool may have been added or approved in another process since the last look."""
+        generation = self.generation
+        self._checked_at = float("-inf")
+        self.current()
+        return self.generation != generation
+
     def current(self) -> dict[str, Definition]:
         """The definitions, reloaded first if they may be stale."""
         now = time.monotonic()
         if self._dirty or now - self._checked_at > hot.registry_poll_seconds:  # (_poll_seconds, inlined)
-            self._refresh(now)
+            self._refresh()
         return self.by_name
 
-    def _refresh(self, now: float) -> None:
+    def _refresh(self) -> None:
         from django.db.models import Count, Max
 
-        live = ToolDefinition.objects.live()
-        stats = ToolDefinition.objects.aggregate(n=Count("id"), latest=Max("updated_at"))
-        fingerprint = (stats["n"], stats["latest"])
-        self._checked_at = now
-        if not self._dirty and fingerprint == self._fingerprint:
-            return
-        self._dirty = False
-        self._fingerprint = fingerprint
-        self.by_name = {row["name"]: _definition(row) for row in live.values(*_FIELDS)}
-        self.generation += 1
+        with self._reading:
+            started = time.monotonic()
+            if self.fresh():
+                return  # read by another thread while this one waited
+            dirty, self._dirty = self._dirty, False  # an invalidate() from now on asks for another read
+            try:
+                stats = ToolDefinition.objects.aggregate(n=Count("id"), latest=Max("updated_at"))
+                fingerprint = (stats["n"], stats["latest"])
+                if not dirty and fingerprint == self._fingerprint:
+                    self._checked_at = started
+                    return
+                by_name = {row["name"]: _definition(row) for row in ToolDefinition.objects.live().values(*_FIELDS)}
+            except BaseException:
+                self._dirty = self._dirty or dirty
+                raise
+            self.by_name, self._fingerprint = by_name, fingerprint
+            self.generation += 1
+            self._checked_at = started

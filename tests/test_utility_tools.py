@@ -84,3 +84,44 @@ def test_plan_cannot_touch_another_tenants_conversation(call):
     result = call("plan", context={"conversation_id": theirs.id}, steps=[{"title": "x"}])
     theirs.refresh_from_db()
     assert result.error is not None and theirs.plan == {}
+
+
+@pytest.fixture
+def resident(monkeypatch):
+    """Make the named tools the chat mode's resident floor (offered on every call)."""
+
+    def make(*names):
+        monkeypatch.setattr("registry.surface.resolve_floor_names", lambda: [(n, "usage") for n in names])
+
+    return make
+
+
+def test_search_tools_lists_only_tools_the_model_cannot_call_yet_and_names_the_others(call, make_tool, resident):
+    make_tool("send_email", handlers.echo, description="Send an email message to someone.")
+    make_tool("send_fax", handlers.echo, description="Send a fax message to someone.")
+    resident("send_email")
+    result = call("search_tools", query="send an email message")
+    listed = [line.split(":")[0] for line in result.content.splitlines() if line.startswith("- ")]
+    assert "- send_email" not in listed
+    assert "- send_fax" in listed
+    assert "These match too, and you already have them: send_email." in result.content
+
+
+def test_a_search_that_only_matches_tools_the_model_has_says_so(call, make_tool, resident):
+    make_tool("frobnicate_zorblax", handlers.echo, description="Frobnicate a zorblax.")
+    resident("frobnicate_zorblax")
+    result = call("search_tools", query="frobnicate zorblax")
+    assert result.content.startswith(
+        "⚠ fetch hint: no tools match 'frobnicate zorblax'; of the tools you already have, these match:"
+        " frobnicate_zorblax"
+    )
+
+
+def test_leaving_resident_tools_out_still_fills_the_limit(make_tool, resident, registry):
+    from tools.utility import find_tools
+
+    for n in range(4):
+        make_tool(f"email_tool_{n}", handlers.echo, description=f"Email tool number {n}.")
+    resident("email_tool_0", "email_tool_1")
+    hits = find_tools(registry, "email tool", TENANT, 2)
+    assert [d.name for d, _ in hits] == ["email_tool_2", "email_tool_3"]

@@ -7,12 +7,17 @@ return ``Ok`` and raise ``HintException`` for corrections the model can make.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.conversation_records import conversation_records
 from registry.declarations import Tool
 from tools import skill_shelf
+
+if TYPE_CHECKING:
+    from registry.snapshot import Definition
 
 # The tenant's approved skills a search names beside the tools, at most (tools.skill_shelf).
 SKILLS_SHOWN = 3
@@ -22,12 +27,14 @@ SKILLS_SHOWN = 3
 def search_tools(inputs: dict, context: ToolContext) -> Ok:
     """Find the tools that best match the task and page them into the working set."""
     registry = context.registry
-    hits = find_tools(registry, inputs["query"], context.tenant_id, inputs.get("limit", 5))
+    found = ranked_tools(registry, inputs["query"], context.tenant_id, inputs.get("limit", 5), mode=context.mode)
+    hits = found.hits
     skills = skill_shelf.find(context.tenant_id, inputs["query"], SKILLS_SHOWN)
     if not hits and not skills:
+        held = f"; of the tools you already have, these match: {', '.join(found.held)}" if found.held else ""
         raise HintException(
             "fetch",
-            f"no tools match {inputs['query']!r}",
+            f"no tools match {inputs['query']!r}{held}",
             narrow="describe the task in other, plainer words (what you want done, not how)",
         )
     names = [d.name for d, _ in hits] + (["use_skill"] if skills else [])
@@ -39,15 +46,48 @@ def search_tools(inputs: dict, context: ToolContext) -> Ok:
     if skills:
         lines.append("Skills of this team that fit (use_skill with the name loads its instructions):")
         lines.extend(f"- skill {name}: {description}" for name, description in skills)
+    if found.held:
+        lines.append(f"These match too, and you already have them: {', '.join(found.held)}.")
     if paged is not None:
         lines.append(_paging_note(paged))
     return Ok(rows=len(hits) + len(skills), data="\n".join(lines))
 
 
-def find_tools(registry, query: str, tenant_id: str, limit: int) -> list:
-    """The ranking search_tools returns: best ``limit`` tools, search_tools itself left out."""
-    hits = registry.tool_search().search(query, tenant_id, limit + 1)
-    return [(d, score) for d, score in hits if d.name != "search_tools"][:limit]
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a search found: ``hits``, the best tools not yet offered on every call, with
+    their scores; and ``held``, the names of resident tools (offered on every call of the
+    mode: registry.surface) that matched as well as the hits, which the model has already."""
+
+    hits: list[tuple[Definition, float]]
+    held: list[str]
+
+
+def ranked_tools(registry, query: str, tenant_id: str, limit: int, *, mode: str = "chat") -> Found:
+    """The ranking search_tools returns: the best ``limit`` tools, leaving out search_tools
+    itself and the mode's resident tools. A result slot is worth a tool the model cannot
+    call yet (search_tools says so in its description); the resident ones that match are
+    named, not listed. They are ranked with the rest, then set aside, so leaving them
+    out moves no other tool's score."""
+    from registry.surface import resident_entries
+
+    resident = {entry.name for entry in resident_entries(mode)}
+    hits, held = [], []
+    for definition, score in registry.tool_search().search(query, tenant_id, limit + 1 + len(resident)):
+        if definition.name == "search_tools":
+            continue
+        if definition.name in resident:
+            held.append(definition.name)
+            continue
+        hits.append((definition, score))
+        if len(hits) == limit:
+            break
+    return Found(hits, held)
+
+
+def find_tools(registry, query: str, tenant_id: str, limit: int, *, mode: str = "chat") -> list:
+    """``ranked_tools``' hits: what search_tools lists."""
+    return ranked_tools(registry, query, tenant_id, limit, mode=mode).hits
 
 
 def _page_in(registry, context: ToolContext, names: list[str], query: str):
