@@ -725,27 +725,26 @@ class _Finisher:
     is rendered, logged and charged once, and a late answer never overwrites the
     timeout the caller already gave."""
 
-    __slots__ = ("_registry", "_call", "_lock", "_claimed")
+    __slots__ = ("_registry", "_call", "_once")
 
     def __init__(self, registry: ToolRegistry, call: Call) -> None:
         self._registry, self._call = registry, call
-        self._lock = threading.Lock()
-        self._claimed = False
+        self._once = threading.Lock()  # taken by the first claim, never given back
 
     def claim(self) -> bool:
         """True for the first to ask, False for everyone after."""
-        with self._lock:
-            if self._claimed:
-                return False
-            self._claimed = True
-            return True
+        return self._once.acquire(blocking=False)
 
     def finish(self, envelope: Envelope) -> ToolResult | None:
         """The call finished with ``envelope`` (on the worker); None if the caller claimed it."""
         if not self.claim():
             return None
-        return aio.reconnecting(self._registry._finish)(self._call, envelope)
+        return _finish_reconnecting(self._registry, self._call, envelope)
 
+
+# ``ToolRegistry._finish`` run again on a new connection if its first statement found
+# the old one gone, as a database thread's step is (``aio.in_db_thread``); wrapped once.
+_finish_reconnecting = aio.reconnecting(ToolRegistry._finish)
 
 get_registry: Lazy[ToolRegistry] = Lazy(ToolRegistry)  # the process-wide registry
 

@@ -69,16 +69,10 @@ class Prepared(Generic[T]):
         """The rows for ``values``, as the queryset ``build(*values)`` would give them."""
         if not all(_kind(value) is not None for value in values):
             return list(self._build(*values))
-        compiled = None
-        if self._model is not None:
-            alias = router.db_for_read(self._model)
-            compiled = self._compiled.get((alias, len(values)))
-        if compiled is None:
-            alias, compiled = self._compile(values)
+        found = _known(self._compiled, self._model, router.db_for_read, len(values))
+        alias, compiled = found if found is not None else self._compile(values)
         connection = connections[alias]
-        params = list(compiled.params)
-        for position, index, cast in compiled.slots:
-            params[position] = values[index] if cast is None else cast(values[index])
+        params = _filled(compiled.params, compiled.slots, values)
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
@@ -131,17 +125,10 @@ class PreparedUpdate:
         if not all(_update_kind(value) is not None for value in values):
             queryset, changes = self._build(*values)
             return queryset.update(**changes)
-        compiled = None
-        if self._model is not None:
-            alias = router.db_for_write(self._model)
-            compiled = self._compiled.get((alias, len(values)))
-        if compiled is None:
-            alias, compiled = self._compile(values)
+        found = _known(self._compiled, self._model, router.db_for_write, len(values))
+        alias, (sql, constants, slots) = found if found is not None else self._compile(values)
         connection = connections[alias]
-        sql, constants, slots = compiled
-        params = list(constants)
-        for position, index, adapt in slots:
-            params[position] = values[index] if adapt is None else adapt(values[index])
+        params = _filled(constants, slots, values)
         with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.rowcount
@@ -170,6 +157,23 @@ class PreparedUpdate:
             self._model = queryset.model
             self._compiled[alias, len(values)] = compiled
         return alias, compiled
+
+
+def _known(compiled: dict[tuple[str, int], Any], model: type[Model] | None, route: Callable, count: int) -> Any:
+    """(database, its compiled query) for ``count`` values, when composed already; else None."""
+    if model is None:
+        return None
+    alias = route(model)
+    found = compiled.get((alias, count))
+    return None if found is None else (alias, found)
+
+
+def _filled(constants: tuple[Any, ...], slots: tuple[tuple[int, int, Any], ...], values: tuple[Any, ...]) -> list[Any]:
+    """The parameters: ``constants`` with each value put in its slot, cast or adapted as the ORM would."""
+    params = list(constants)
+    for position, index, cast in slots:
+        params[position] = values[index] if cast is None else cast(values[index])
+    return params
 
 
 def _update_kind(value: Any) -> type | None:
