@@ -134,11 +134,19 @@ async def _pump_stdout(process: Process, sink, status: StdioExit) -> None:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         # Say why before the stream closes: the session fails its pending requests then.
-        with anyio.move_on_after(1.0):
-            await process.wait()
-            await status.stderr_closed.wait()  # its last words, once it has gone
-        code = process.returncode
-        status.end(status.with_stderr("the server process exited" + (f" with code {code}" if code is not None else "")))
+        await _end_with_exit(process, status, "the server process exited")
+
+
+async def _end_with_exit(process: Process, status: StdioExit, otherwise: str) -> None:
+    """End the transport with why the server went: its exit code and its last stderr
+    lines once it has exited (within a second), else ``otherwise``. Both pumps that see
+    it go (stdout closed, stdin refused) ask this, so whichever sees it first, the
+    reason is the server's own, never the pipe's."""
+    with anyio.move_on_after(1.0):
+        await process.wait()
+        await status.stderr_closed.wait()  # its last words, once it has gone
+    code = process.returncode
+    status.end(status.with_stderr(f"the server process exited with code {code}" if code is not None else otherwise))
 
 
 async def _pump_stderr(process: Process, status: StdioExit) -> None:
@@ -166,7 +174,7 @@ async def _pump_stdin(process: Process, source, status: StdioExit) -> None:
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 await process.stdin.send(data.encode() + b"\n")
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        status.end("the server stopped reading its stdin")
+        await _end_with_exit(process, status, "the server stopped reading its stdin")
 
 
 async def _stop(process: Process) -> None:

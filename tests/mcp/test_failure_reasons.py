@@ -93,3 +93,25 @@ def test_a_server_that_writes_much_to_stderr_is_drained_and_keeps_answering(mana
     )
     manager.connect(ServerConfig.from_model(add_server("demo", args=["-c", script])))
     assert "42" in call(mcp("add"), a=20, b=22).content
+
+
+def test_a_server_that_stops_reading_then_exits_shows_its_exit_and_stderr(manager):
+    # It answers the handshake, then closes its stdin: the client's next message finds the
+    # pipe broken while the server is still alive, before its stdout closes.
+    script = (
+        "import json, os, sys, time\n"
+        "request = json.loads(sys.stdin.readline())\n"
+        "answer = {'jsonrpc': '2.0', 'id': request['id'], 'result': {"
+        "'protocolVersion': request['params']['protocolVersion'], 'capabilities': {'tools': {}},"
+        " 'serverInfo': {'name': 'broken', 'version': '1'}}}\n"
+        "print(json.dumps(answer), flush=True)\n"
+        "os.close(0)\n"
+        "time.sleep(0.3)\n"
+        "print('error: the license expired', file=sys.stderr)\n"
+        "sys.exit(4)\n"
+    )
+    with pytest.raises(MCPError) as failed:
+        manager.connect(failing(script))
+    assert "the server process exited with code 4; its last stderr lines:\nerror: the license expired" in str(
+        failed.value
+    )
