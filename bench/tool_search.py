@@ -11,7 +11,11 @@ through `tools.utility.find_tools` — the ranking `search_tools` returns,
 with its relevance floor, without itself and without the chat mode's
 resident tools (which the model already has) — for an all-tenants caller.
 The catalog is the data set's; `--with-system-tools` seeds Eunice's own
-system tools as well, as extra (never gold) candidates.
+system tools as well, as extra (never gold) candidates, and `--leave-out
+a,b,...` then drops some of them again: run with and without an issue's
+tools to see what they alone do to recall. `--per-query PATH` writes each
+query's top 10 as JSON lines (`query`, `gold`, `ranked`), to compare two
+runs query by query.
 
 Metrics (percentages, averaged over queries):
 - R@k: the fraction of a query's gold ids found in the top k, i.e.
@@ -165,7 +169,7 @@ def ndcg_at(ranked: Sequence[str], gold: frozenset[str], k: int) -> float:
     return dcg / ideal
 
 
-def run(tools: Sequence[Tool], queries: Sequence[Query], dataset: str = "") -> Report:
+def run(tools: Sequence[Tool], queries: Sequence[Query], dataset: str = "", per_query: Path | None = None) -> Report:
     """Register ``tools``, run every query through the registry's search, and measure."""
     from registry.models import ToolDefinition
     from registry.registry import ToolRegistry
@@ -188,15 +192,19 @@ def run(tools: Sequence[Tool], queries: Sequence[Query], dataset: str = "") -> R
     load = time.perf_counter() - started
 
     recalls1, recalls5, ndcgs, latencies = [], [], [], []
+    rankings = []
     for query in queries:
         started = time.perf_counter()
         hits = find_tools(registry, query.text, "bench", 10)
         latencies.append((time.perf_counter() - started) * 1000)
         ranked = [ids.get(definition.name, definition.name) for definition, _ in hits]
+        rankings.append({"query": query.text, "gold": sorted(query.gold), "ranked": ranked})
         recalls1.append(recall_at(ranked, query.gold, 1))
         recalls5.append(recall_at(ranked, query.gold, 5))
         ndcgs.append(ndcg_at(ranked, query.gold, 10))
     latencies.sort()
+    if per_query is not None:
+        per_query.write_text("".join(json.dumps(row) + "\n" for row in rankings))
     nonsense = load_nonsense()
     answered = sum(1 for text in nonsense if find_tools(registry, text, "bench", 10))
     embed_ms = []
@@ -243,13 +251,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--with-system-tools", action="store_true", help="seed Eunice's own system tools too, as extra candidates"
     )
+    parser.add_argument(
+        "--leave-out",
+        default="",
+        metavar="NAMES",
+        help="with --with-system-tools: comma-separated system tools not to seed",
+    )
+    parser.add_argument("--per-query", type=Path, metavar="PATH", help="write each query's top 10 as JSON lines")
     args = parser.parse_args(argv)
     _django.setup(args.database_url, seed=args.with_system_tools)
+    left_out = [name for name in args.leave_out.split(",") if name]
+    if left_out:
+        from registry.models import ToolDefinition, ToolType
+
+        seeded = set(
+            ToolDefinition.objects.filter(tool_type=ToolType.SYSTEM, name__in=left_out).values_list("name", flat=True)
+        )
+        unknown = sorted(set(left_out) - seeded)
+        if unknown:
+            parser.error(f"--leave-out: not seeded system tools: {', '.join(unknown)}")
+        ToolDefinition.objects.filter(tool_type=ToolType.SYSTEM, name__in=left_out).delete()
 
     tools = load_catalog(args.dataset)
     if args.scale > len(tools):
         tools = pad_catalog(tools, args.scale)
-    report = run(tools, load_queries(args.dataset), dataset=args.dataset.stem)
+    report = run(tools, load_queries(args.dataset), dataset=args.dataset.stem, per_query=args.per_query)
     if args.json:
         print(json.dumps(asdict(report)))
     else:
