@@ -363,12 +363,12 @@ class ToolRegistry:
                 call.definition, call.early = definitions.get(name), refusal
                 return call
         definition = definitions.get(name)
-        if (definition is None or not definition.callable_by(tenant_id)) and may_query and self._snapshot.recheck():
-            definitions = self.definitions()
-            definition = definitions.get(name)
         if definition is None or not definition.callable_by(tenant_id):
-            call.early = self._unknown_tool(name, tenant_id)
-            return call
+            if may_query and self._snapshot.recheck():
+                definition = self.definitions().get(name)
+            if definition is None or not definition.callable_by(tenant_id):
+                call.early = self._unknown_tool(name, tenant_id)
+                return call
         call.definition = definition
         plan = self._plans.get(name)
         registered = self._handlers.get(name)
