@@ -284,9 +284,15 @@ class ToolExecutionLogQuerySet(models.QuerySet):
 
 
 class ToolExecutionLog(models.Model):
-    """One row per tool call. Written in batches; never updated."""
+    """One row per tool call. Written in batches; never updated.
 
-    tool_name = models.CharField(max_length=64, db_index=True)
+    Indexed for its readers (the conversation's tallies, the staff telemetry page,
+    the admin, load_telemetry, tool_stats, the surface floor's scores): by tenant, by
+    conversation, by time, and by tool and time (``log_tool_time``, which also serves a
+    look-up by tool alone). Every index is written on each of the log's inserts.
+    """
+
+    tool_name = models.CharField(max_length=64)
     tenant_id = models.CharField(max_length=64, db_index=True)
     user_id = models.CharField(max_length=64, blank=True)
     conversation_id = models.CharField(max_length=64, blank=True, db_index=True)
