@@ -211,9 +211,10 @@ def envelope_to_tool_result(envelope: Envelope) -> ToolResult:
     """
     if isinstance(envelope, Ok):
         effects = envelope.effects
-        cards: list[dict] = []
-        if effects.cards:
-            cards, left_out = _within_card_budget(effects.cards)
+        # The Ok's own list, as its datasets and exports are (and its cards when all fit).
+        cards = effects.cards
+        if cards:
+            cards, left_out = _within_card_budget(cards)
             if left_out:
                 envelope = dataclasses.replace(envelope, warnings=[*envelope.warnings, left_out])
         # Positional, in ToolResult's field order: a class called with keywords builds a dict of them.

@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 
 from registry.contract_types import Envelope, EnvelopeKind, Err, Hint, Ok
 
+# The members read once: through their Enum class each read is a lookup in its members,
+# and every dispatched call is classified.
+_OK, _HINT, _ERR = EnvelopeKind.OK, EnvelopeKind.HINT, EnvelopeKind.ERR
+_OK_CLASSIFIED = (_OK, None)
+
 
 def classify(envelope: Envelope) -> tuple[str, str | None]:
     """Return ``("ok", None)``, ``("hint", hint_kind)`` or ``("err", err_kind)``.
@@ -19,11 +24,11 @@ def classify(envelope: Envelope) -> tuple[str, str | None]:
     Raises TypeError for anything that is not an envelope.
     """
     if isinstance(envelope, Ok):
-        return EnvelopeKind.OK, None
+        return _OK_CLASSIFIED
     if isinstance(envelope, Hint):
-        return EnvelopeKind.HINT, envelope.hint_kind
+        return _HINT, envelope.hint_kind
     if isinstance(envelope, Err):
-        return EnvelopeKind.ERR, envelope.err_kind
+        return _ERR, envelope.err_kind
     raise TypeError(f"not a contract envelope: {type(envelope).__name__}")
 
 

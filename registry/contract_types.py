@@ -60,8 +60,16 @@ class Warning:  # noqa: A001 - the contract's own name; shadows the builtin only
     details: dict[str, Any] = field(default_factory=dict)
 
 
+# What an argument left out of Ok's and Effects' own ``__init__`` is: a fresh empty container.
+_FRESH: Any = object()
+
+
 # eq=False: these hold DataFrames, whose ``==`` is elementwise and cannot be truth-tested.
-@dataclass(slots=True, eq=False)
+# init=False: each dispatched call makes an Ok and its Effects, and the generated __init__
+# calls ``list``/``dict``/``Effects`` for every field left out, where a literal ([] or {})
+# is a third cheaper; these do the same with literals. The fields (``dataclasses.fields``,
+# ``replace``) are as declared.
+@dataclass(slots=True, eq=False, init=False)
 class Effects:
     """Side channels the orchestrator (not the model) consumes."""
 
@@ -70,8 +78,20 @@ class Effects:
     exports: dict[str, dict] = field(default_factory=dict)
     cost: float = 0.0
 
+    def __init__(
+        self,
+        cards: list[dict] = _FRESH,
+        datasets: dict[str, Any] = _FRESH,
+        exports: dict[str, dict] = _FRESH,
+        cost: float = 0.0,
+    ) -> None:
+        self.cards = [] if cards is _FRESH else cards
+        self.datasets = {} if datasets is _FRESH else datasets
+        self.exports = {} if exports is _FRESH else exports
+        self.cost = cost
 
-@dataclass(slots=True, eq=False)
+
+@dataclass(slots=True, eq=False, init=False)
 class Ok:
     """A successful result: the payload, its true row count and its measured schema."""
 
@@ -80,6 +100,20 @@ class Ok:
     data: Any = None
     warnings: list[Warning] = field(default_factory=list)
     effects: Effects = field(default_factory=Effects)
+
+    def __init__(
+        self,
+        rows: int,
+        schema: list[ColumnSpec] = _FRESH,
+        data: Any = None,
+        warnings: list[Warning] = _FRESH,
+        effects: Effects = _FRESH,
+    ) -> None:
+        self.rows = rows
+        self.schema = [] if schema is _FRESH else schema
+        self.data = data
+        self.warnings = [] if warnings is _FRESH else warnings
+        self.effects = Effects() if effects is _FRESH else effects
 
 
 @dataclass(slots=True)

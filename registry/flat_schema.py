@@ -64,27 +64,34 @@ def acceptor(schema: Any) -> Acceptor | None:
         rules[name] = rule
         if "default" in spec:
             defaults.append((name, spec["default"]))
-    allowed = frozenset(rules)
-    required = frozenset(schema.get("required", ()))
-    return _make(rules, allowed, required, tuple(defaults))
+    return _make(rules, frozenset(schema.get("required", ())), tuple(defaults))
 
 
 def _make(
     rules: dict[str, tuple[tuple[type, ...], Check | None]],
-    allowed: frozenset[str],
     required: frozenset[str],
     defaults: tuple[tuple[str, Any], ...],
 ) -> Acceptor:
+    # Each field's rule also says whether it is required (1) or not (0): the loop over
+    # the inputs checks every name is a field and counts the required ones given, in
+    # place of two set comparisons of the names (a third of the acceptor's cost).
+    fields = {name: (types, check, int(name in required)) for name, (types, check) in rules.items()}
+    needed = len(required)
+
     def accepts(data: dict) -> bool:
         if type(data) is not dict:
             return False
-        keys = data.keys()
-        if not (keys <= allowed and keys >= required):
-            return False
+        given = 0
         for name, value in data.items():
-            types, check = rules[name]
+            field = fields.get(name)
+            if field is None:
+                return False
+            types, check, counts = field
             if type(value) not in types or (check is not None and not check(value)):
                 return False
+            given += counts
+        if given != needed:  # (names are unique: each required one given, or one is missing)
+            return False
         # Only once the inputs are accepted, in the schema's order, as fastjsonschema does.
         for name, default in defaults:
             if name not in data:

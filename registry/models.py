@@ -284,12 +284,18 @@ class ToolExecutionLogQuerySet(models.QuerySet):
 
 
 class ToolExecutionLog(models.Model):
-    """One row per tool call. Written in batches; never updated."""
+    """One row per tool call. Written in batches; never updated.
 
-    tool_name = models.CharField(max_length=64, db_index=True)
-    tenant_id = models.CharField(max_length=64, db_index=True)
+    Indexed for its readers (the conversation's tallies, the staff telemetry page,
+    the admin, load_telemetry, tool_stats, the surface floor's scores): by tenant, by
+    conversation, by time, and by tool and time (``log_tool_time``, which also serves a
+    look-up by tool alone). Every index is written on each of the log's inserts.
+    """
+
+    tool_name = models.CharField(max_length=64)
+    tenant_id = models.CharField(max_length=64)
     user_id = models.CharField(max_length=64, blank=True)
-    conversation_id = models.CharField(max_length=64, blank=True, db_index=True)
+    conversation_id = models.CharField(max_length=64, blank=True)
     input_data = models.JSONField(default=dict, encoder=LenientJSONEncoder)
     output_summary = models.CharField(max_length=500, blank=True)
     success = models.BooleanField()
@@ -304,7 +310,13 @@ class ToolExecutionLog(models.Model):
     class Meta:
         db_table = "tool_execution_log"
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["tool_name", "created_at"], name="log_tool_time")]
+        # Declared here, not as db_index: on PostgreSQL db_index on a text column adds a
+        # twin index (varchar_pattern_ops, for LIKE 'prefix%') that no reader of the log asks.
+        indexes = [
+            models.Index(fields=["tool_name", "created_at"], name="log_tool_time"),
+            models.Index(fields=["tenant_id"], name="log_tenant"),
+            models.Index(fields=["conversation_id"], name="log_conversation"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool_name} {'ok' if self.success else 'failed'} {self.execution_ms:.1f} ms"

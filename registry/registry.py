@@ -37,7 +37,7 @@ from registry.contract import (
     envelope_to_tool_result,
     wrap_for_dispatch,
 )
-from registry.execlog import summarize, writer
+from registry.execlog import SUMMARY_CHARS, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
 from registry.hot_settings import hot
 from registry.killable import KillableProcesses, Killed
@@ -363,12 +363,12 @@ class ToolRegistry:
                 call.definition, call.early = definitions.get(name), refusal
                 return call
         definition = definitions.get(name)
-        if (definition is None or not definition.callable_by(tenant_id)) and may_query and self._snapshot.recheck():
-            definitions = self.definitions()
-            definition = definitions.get(name)
         if definition is None or not definition.callable_by(tenant_id):
-            call.early = self._unknown_tool(name, tenant_id)
-            return call
+            if may_query and self._snapshot.recheck():
+                definition = self.definitions().get(name)
+            if definition is None or not definition.callable_by(tenant_id):
+                call.early = self._unknown_tool(name, tenant_id)
+                return call
         call.definition = definition
         plan = self._plans.get(name)
         registered = self._handlers.get(name)
@@ -649,6 +649,9 @@ class ToolRegistry:
     def _log(self, call: Call, result: ToolResult, outcome: str, kind: str | None) -> None:
         elapsed_ms = (time.perf_counter() - call.started) * 1000.0
         ctx = call.context
+        inputs, definition = call.inputs, call.definition
+        if definition is not None and definition.secret_inputs:  # (most tools have none: no call for them)
+            inputs = redacted(inputs, definition)
         # A row is a tuple in the log's column order (registry.execlog.LogRow): cheaper to
         # build, keep in the buffer and write than a dict of the column names.
         writer().record(
@@ -657,8 +660,8 @@ class ToolRegistry:
                 str(ctx.tenant_id),
                 str(ctx.user_id or ""),
                 str(ctx.conversation_id or ""),
-                redacted(call.inputs, call.definition),  # input_data
-                summarize(result.content),  # output_summary
+                inputs,  # input_data
+                result.content[:SUMMARY_CHARS],  # output_summary
                 # success: a Hint is a correction the model can act on, not a failure.
                 outcome != "err",
                 outcome,

@@ -71,10 +71,15 @@ class Definition:
     llm_chars: int = field(default=0, compare=False)
 
     def callable_by(self, tenant_id: str) -> bool:
-        return self.status == ToolStatus.APPROVED and self.enabled and self.tenant_id in (tenant_id, ALL_TENANTS)
+        return self.status == _APPROVED and self.enabled and self.tenant_id in (tenant_id, ALL_TENANTS)
 
     def visible_to(self, tenant_id: str) -> bool:
         return self.category != INTERNAL_CATEGORY and self.callable_by(tenant_id)
+
+
+# Read once: a member read through its Enum class (``ToolStatus.APPROVED``) costs a
+# lookup in the class's members on every call, and ``callable_by`` is on every call's path.
+_APPROVED = ToolStatus.APPROVED
 
 
 def llm_schema(name: str, schema: dict) -> dict:
