@@ -1,10 +1,11 @@
 """At 2025-11-25 a call is answered with one JSON body when nothing but its result belongs
-to it, and with an SSE stream when anything else (progress here; an approval's
-elicitation in test_approval_through_elicitation.py) comes first (mcpserver/json_first.py)."""
+to it, and with an SSE stream when anything else comes first (its progress here; an
+approval's elicitation in test_approval_through_elicitation.py) or when it runs past the
+wait; a session that ends under a call answers it at once (mcpserver/json_first.py)."""
 
 import asyncio
 import json
-import time
+import threading
 
 import pytest
 
@@ -26,9 +27,13 @@ def counts_to_three(inputs, context):
     return {"message": "counted to three"}
 
 
-def slow(inputs, context):
-    time.sleep(0.3)
-    return {"message": "took its time"}
+RUNNING, RELEASED = threading.Event(), threading.Event()
+
+
+def runs_until_released(inputs, context):
+    RUNNING.set()
+    RELEASED.wait(10)
+    return {"message": "released"}
 
 
 def said(result) -> str:
@@ -57,8 +62,12 @@ def tools(make_tool):
     schema = {"type": "object", "properties": {"word": {"type": "string"}}}
     make_tool("echo_word", echo, input_schema=schema)
     make_tool("counts_to_three", counts_to_three, inline=False)
-    make_tool("slow", slow, inline=False)
-    bundle("jobs", "echo_word", "counts_to_three", "slow")
+    make_tool("runs_until_released", runs_until_released, inline=False)
+    bundle("jobs", "echo_word", "counts_to_three", "runs_until_released")
+    RUNNING.clear()
+    RELEASED.clear()
+    yield
+    RELEASED.set()
 
 
 def test_a_call_that_sends_nothing_but_its_result_comes_back_as_one_json_body(served, ann, tools):
@@ -102,10 +111,48 @@ def test_a_call_silent_for_longer_than_the_wait_is_streamed_so_its_connection_is
     monkeypatch.setattr(json_first, "SSE_AFTER_SECONDS", 0.05)
     exchanges = Exchanges()
 
+    async def release_once_streamed(response) -> None:
+        if exchanges.of("tools/call") == [SSE]:  # the tool runs until its stream has begun
+            RELEASED.set()
+
+    exchanges.hooks["response"].append(release_once_streamed)
+
     async def use():
         async with client(served.url("jobs"), ann, event_hooks=exchanges.hooks) as mcp:
-            return await mcp.call_tool("slow", {}), await mcp.call_tool("echo_word", {"word": "quick"})
+            return await mcp.call_tool("runs_until_released", {}), await mcp.call_tool("echo_word", {"word": "quick"})
 
-    slow_one, quick_one = asyncio.run(use())
-    assert (said(slow_one), said(quick_one)) == ("took its time", "echo quick")
+    silent, quick = asyncio.run(use())
+    assert (said(silent), said(quick)) == ("released", "echo quick")
     assert exchanges.of("tools/call") == [SSE, JSON]
+
+
+def test_a_call_whose_session_ends_while_it_runs_is_answered_with_an_error_at_once(served, ann, tools):
+    import httpx2
+
+    headers = {"Authorization": f"Bearer {ann}", "Accept": f"{JSON}, {SSE}", "MCP-Protocol-Version": "2025-11-25"}
+
+    async def rpc(http, method: str, params: dict, **more) -> object:
+        body = {"jsonrpc": "2.0", "method": method, "params": params, **more}
+        return await http.post(served.url("jobs"), json=body, headers=headers)
+
+    async def use():
+        async with httpx2.AsyncClient(timeout=30) as http:
+            hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            opened = await rpc(http, "initialize", hello, id=1)
+            headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+            await rpc(http, "notifications/initialized", {})
+            call = asyncio.ensure_future(
+                rpc(http, "tools/call", {"name": "runs_until_released", "arguments": {}}, id=2)
+            )
+            assert await asyncio.to_thread(RUNNING.wait, 10)
+            ended = await http.delete(served.url("jobs"), headers=headers)
+            try:
+                return ended.status_code, await call
+            finally:
+                RELEASED.set()
+
+    ended, answered = asyncio.run(use())
+    assert ended == 200
+    # Not the tool's result (it was still running): the session's end, in one JSON body.
+    assert (answered.status_code, answered.headers["content-type"]) == (500, JSON)
+    assert answered.json()["error"]["message"] == "Session terminated before the request completed"
