@@ -94,35 +94,39 @@ class JSONFirstTransport(StreamableHTTPServerTransport):
         return message
 
     async def _answer(self, message: JSONRPCRequest, request: Request, send: Send) -> None:
-        """Hand the request to the session, then answer with its response in JSON, or
-        with an SSE stream once anything else comes first (or nothing comes for a while)."""
+        """Answer the request with its response in JSON, or with an SSE stream once
+        anything else comes first (or nothing comes for a while)."""
         request_id = str(message.id)
-        protocol_version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, DEFAULT_NEGOTIATED_VERSION)
         streams = anyio.create_memory_object_stream[EventMessage](REQUEST_STREAM_BUFFER_SIZE)
         self._request_streams[request_id] = streams
         try:
-            assert self._read_stream_writer is not None  # connect() runs before any request
-            session_message = self._create_session_message(message, request, request_id, protocol_version)
-            await self._read_stream_writer.send(session_message)
-            first: EventMessage | None = None
-            with anyio.move_on_after(SSE_AFTER_SECONDS):
-                first = await streams[1].receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            # The session ended (DELETE, idle, shutdown) with this request in flight.
-            self._forget(request_id, streams)
-            gone = "Session terminated before the request completed"
-            error = self._create_error_response(gone, HTTPStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR)
-            return await error(request.scope, request.receive, send)
-        try:
-            if first is not None and isinstance(first.message, JSONRPCResponse | JSONRPCError):
-                self._forget(request_id, streams)
-                response = self._create_json_response(first.message)
-                await response(request.scope, request.receive, send)
+            try:
+                first = await self._first_message(message, request, streams[1])
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                # The session ended (DELETE, idle, shutdown) with this request in flight.
+                gone = "Session terminated before the request completed"
+                response = self._create_error_response(gone, HTTPStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR)
             else:
-                await self._stream(request_id, streams[1], request, send, first)
+                if first is None or not isinstance(first.message, JSONRPCResponse | JSONRPCError):
+                    return await self._stream(request_id, streams[1], request, send, first)
+                response = self._create_json_response(first.message)
+            await response(request.scope, request.receive, send)
         finally:
             # Never left registered: the session's router would wait on a stream nobody reads.
             self._forget(request_id, streams)
+
+    async def _first_message(
+        self, message: JSONRPCRequest, request: Request, reader: MemoryObjectReceiveStream[EventMessage]
+    ) -> EventMessage | None:
+        """Hand the request to the session and return the first message routed to it, or
+        None when none comes within ``SSE_AFTER_SECONDS``. Raises anyio's stream errors
+        when the session ends first."""
+        assert self._read_stream_writer is not None  # connect() runs before any request
+        version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, DEFAULT_NEGOTIATED_VERSION)
+        await self._read_stream_writer.send(self._create_session_message(message, request, str(message.id), version))
+        with anyio.move_on_after(SSE_AFTER_SECONDS):
+            return await reader.receive()
+        return None
 
     async def _stream(
         self,
