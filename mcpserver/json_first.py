@@ -56,7 +56,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
 logger = logging.getLogger("eunice.mcpserver")
@@ -77,8 +77,8 @@ class JSONFirstTransport(StreamableHTTPServerTransport):
             await self._answer(message, request, send)
 
     async def _plain_request(self, request: Request) -> JSONRPCRequest | None:
-        """The POST's request if this class answers it, else None (the SDK does, and
-        parses the body again, or refuses it as it does today)."""
+        """The POST's request if this class answers it, else None: the SDK's path takes
+        it (parsing the body again) or refuses it."""
         has_json, has_sse = check_accept_headers(request)
         if self.is_json_response_enabled or self._event_store is not None:
             return None
@@ -87,7 +87,7 @@ class JSONFirstTransport(StreamableHTTPServerTransport):
         try:
             raw = pydantic_core.from_json(await request.body())
             message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
-        except (ValueError, ValidationError):
+        except (ValueError, ValidationError, ClientDisconnect):  # the SDK answers these as it does today
             return None
         if not isinstance(message, JSONRPCRequest) or message.method == "initialize":
             return None
