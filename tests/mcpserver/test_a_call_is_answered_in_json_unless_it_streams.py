@@ -1,7 +1,8 @@
-"""At 2025-11-25 a call is answered with one JSON body when nothing but its result belongs
-to it, and with an SSE stream when anything else comes first (its progress here; an
-approval's elicitation in test_approval_through_elicitation.py) or when it runs past the
-wait; a session that ends under a call answers it at once (mcpserver/json_first.py)."""
+"""A call is answered with one JSON body when nothing but its result belongs to it, and
+with an SSE stream when anything else comes first (its progress here; an approval's
+elicitation in test_approval_through_elicitation.py) or when it runs past the wait; a
+session that ends under a call answers it at once. At 2026-07-28 the SDK does this; at
+2025-11-25 mcpserver/json_first.py."""
 
 import asyncio
 import json
@@ -10,7 +11,7 @@ import threading
 import pytest
 
 from mcpserver import json_first
-from tests.mcpserver.conftest import bundle, client
+from tests.mcpserver.conftest import MODES, bundle, client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,11 +71,12 @@ def tools(make_tool):
     RELEASED.set()
 
 
-def test_a_call_that_sends_nothing_but_its_result_comes_back_as_one_json_body(served, ann, tools):
+@pytest.mark.parametrize("mode", MODES)  # at 2026-07-28 the SDK does it: both alike
+def test_a_call_that_sends_nothing_but_its_result_comes_back_as_one_json_body(served, ann, tools, mode):
     exchanges = Exchanges()
 
     async def use():
-        async with client(served.url("jobs"), ann, event_hooks=exchanges.hooks) as mcp:
+        async with client(served.url("jobs"), ann, mode, event_hooks=exchanges.hooks) as mcp:
             return [await mcp.call_tool("echo_word", {"word": word}) for word in ("one", "two")]
 
     called = asyncio.run(use())
@@ -83,7 +85,8 @@ def test_a_call_that_sends_nothing_but_its_result_comes_back_as_one_json_body(se
     assert exchanges.of("tools/list") == [JSON]  # the client lists to learn the output schemas
 
 
-def test_a_call_with_a_progress_token_streams_its_progress_in_order_before_its_result(served, ann, tools):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_call_with_a_progress_token_streams_its_progress_in_order_before_its_result(served, ann, tools, mode):
     exchanges = Exchanges()
     heard: list[object] = []
 
@@ -91,7 +94,7 @@ def test_a_call_with_a_progress_token_streams_its_progress_in_order_before_its_r
         heard.append((value, total, message))
 
     async def use():
-        async with client(served.url("jobs"), ann, event_hooks=exchanges.hooks) as mcp:
+        async with client(served.url("jobs"), ann, mode, event_hooks=exchanges.hooks) as mcp:
             result = await mcp.call_tool("counts_to_three", {}, progress_callback=progress)
             heard.append(said(result))
 
