@@ -1,7 +1,8 @@
 """Eunice as an MCP server: a tenant's approved tools over streamable HTTP, at /mcp/<bundle>/.
 
 ``MCPEndpoint`` is an ASGI app built on the SDK's low-level ``Server`` and its
-``StreamableHTTPSessionManager``, which speaks both revisions: 2025-11-25 (an
+``StreamableHTTPSessionManager`` (whose sessions answer a call in JSON when nothing else
+comes first: mcpserver/json_first.py), which speaks both revisions: 2025-11-25 (an
 ``initialize`` handshake, then ``Mcp-Session-Id``) and 2026-07-28 (stateless, every
 request carrying its own ``_meta``). Before the SDK sees a request, the endpoint
 
@@ -45,7 +46,6 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -53,6 +53,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from eunice.origins import http_host_and_origin_allowed
 from mcpserver import approval_flow, callers, oauth
+from mcpserver.json_first import JSONFirstSessionManager
 from mcpserver.models import Bundle
 from mcpserver.served import Caller, content_blocks, fingerprint, not_served, served_tools
 from registry import aio
@@ -113,7 +114,7 @@ class MCPEndpoint:
             on_subscriptions_listen=self._listen,
             get_tool_input_schema=_input_schema,
         )
-        self.manager = StreamableHTTPSessionManager(app=self.server, stateless=False)
+        self.manager = JSONFirstSessionManager(app=self.server, stateless=False)
         self._options = NotificationOptions(tools_changed=True)
         self._sessions: dict[tuple[str, str], weakref.WeakSet] = {}
         self._buses: dict[tuple[str, str], tuple[InMemorySubscriptionBus, ListenHandler]] = {}

@@ -89,12 +89,14 @@ def bundle(slug: str, *tools: str, tenant: str = TENANT, **fields) -> Bundle:
 
 
 @asynccontextmanager
-async def client(url: str, token: str, mode: str = "legacy", **options):
-    """The real SDK client over streamable HTTP, with the API token."""
+async def client(url: str, token: str, mode: str = "legacy", *, event_hooks: dict | None = None, **options):
+    """The real SDK client over streamable HTTP, with the API token (and httpx's
+    ``event_hooks``, to see the HTTP exchanges)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=30, event_hooks=event_hooks) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode, **options) as connected:
             yield connected
