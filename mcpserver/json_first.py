@@ -67,7 +67,8 @@ SSE_AFTER_SECONDS = 15.0
 
 class JSONFirstTransport(StreamableHTTPServerTransport):
     """The SDK's session transport, answering a request in JSON when nothing but its
-    response belongs to it (module docstring)."""
+    response belongs to it (module docstring). Methods only, no state of its own: the
+    manager turns the SDK's own instance into one (``JSONFirstSessionManager``)."""
 
     async def _handle_post_request(self, scope: Scope, request: Request, receive: Receive, send: Send) -> None:
         message = await self._plain_request(request)
@@ -79,9 +80,9 @@ class JSONFirstTransport(StreamableHTTPServerTransport):
     async def _plain_request(self, request: Request) -> JSONRPCRequest | None:
         """The POST's request if this class answers it, else None: the SDK's path takes
         it (parsing the body again) or refuses it."""
-        has_json, has_sse = check_accept_headers(request)
         if self.is_json_response_enabled or self._event_store is not None:
             return None
+        has_json, has_sse = check_accept_headers(request)
         if not (has_json and has_sse) or not self._check_content_type(request):
             return None
         try:
@@ -177,18 +178,11 @@ class JSONFirstSessionManager(StreamableHTTPSessionManager):
     """The SDK's session manager, whose sessions answer through ``JSONFirstTransport``."""
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
-        """The SDK admits the session (its limit, its owner) with a transport of its own,
-        not yet connected: replaced here, before any request reaches it, by ours."""
+        """The SDK admits the session (its limit, its owner) with a transport made as it
+        makes every one, not yet connected; it becomes ours before any request reaches it.
+        ``JSONFirstTransport`` adds no state of its own, so the SDK's instance, built with
+        whatever arguments the SDK passes, is kept and only its class changes."""
         admitted = super()._admit_session(requestor)
-        if admitted is None or admitted.mcp_session_id is None:
-            return admitted
-        transport = JSONFirstTransport(
-            mcp_session_id=admitted.mcp_session_id,
-            is_json_response_enabled=self.json_response,
-            event_store=self.event_store,
-            security_settings=self.security_settings,
-            retry_interval=self.retry_interval,
-            idle_timeout=self.session_idle_timeout,
-        )
-        self._server_instances[admitted.mcp_session_id] = transport
-        return transport
+        if admitted is not None:
+            admitted.__class__ = JSONFirstTransport
+        return admitted

@@ -37,7 +37,7 @@ from registry.contract import (
     envelope_to_tool_result,
     wrap_for_dispatch,
 )
-from registry.execlog import SUMMARY_CHARS, writer
+from registry.execlog import summarize, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
 from registry.hot_settings import hot
 from registry.killable import KillableProcesses, Killed
@@ -649,9 +649,6 @@ class ToolRegistry:
     def _log(self, call: Call, result: ToolResult, outcome: str, kind: str | None) -> None:
         elapsed_ms = (time.perf_counter() - call.started) * 1000.0
         ctx = call.context
-        inputs, definition = call.inputs, call.definition
-        if definition is not None and definition.secret_inputs:  # (most tools have none: no call for them)
-            inputs = redacted(inputs, definition)
         # A row is a tuple in the log's column order (registry.execlog.LogRow): cheaper to
         # build, keep in the buffer and write than a dict of the column names.
         writer().record(
@@ -660,8 +657,8 @@ class ToolRegistry:
                 str(ctx.tenant_id),
                 str(ctx.user_id or ""),
                 str(ctx.conversation_id or ""),
-                inputs,  # input_data
-                result.content[:SUMMARY_CHARS],  # output_summary
+                redacted(call.inputs, call.definition),  # input_data
+                summarize(result.content),  # output_summary
                 # success: a Hint is a correction the model can act on, not a failure.
                 outcome != "err",
                 outcome,
