@@ -10,11 +10,20 @@ None when it can:
 * system: its handler was imported and registered (not turned off by a
   feature flag, not failing to import), and what it needs is configured — a
   handler declares that with ``@requires(check)`` next to itself
-  (``web_search`` needs a search backend);
+  (``web_search`` needs a search backend); and, asked for one tenant, what the
+  tool acts on is there — ``@requires_tenant(check)`` (``use_skill`` needs an
+  approved skill of the tenant's, ``call_primitive`` an approved primitive);
 * MCP: its server offers it (a tool that needs a client feature Eunice lacks
   is held by ``registry.mcp.inventory`` and said unsupported); a server this
   process has not connected, or that disconnected, is connected by the call;
 * custom: custom tools are on, and the definition is the one approved.
+
+The tenant's part is asked wherever a tool is offered to a tenant
+(``ToolRegistry.offered_to``: the surface, ``search_tools``, the MCP endpoint's
+list, ``list_tools --tenant``) and on every call of such a tool, which is
+therefore never ``settled``. Its checks answer from a per-tenant cache that the
+app declaring them forgets when what the tenant holds changes, here and in the
+other processes (``tools.holdings``).
 """
 
 from __future__ import annotations
@@ -31,23 +40,26 @@ if TYPE_CHECKING:
     from registry.registry import ToolRegistry
     from registry.snapshot import Definition
 
-Rule = Callable[["ToolRegistry", "Definition"], "str | None"]
+Rule = Callable[["ToolRegistry", "Definition", "str | None"], "str | None"]  # (registry, definition, tenant)
 
 
-def _system(registry: ToolRegistry, definition: Definition) -> str | None:
+def _system(registry: ToolRegistry, definition: Definition, tenant_id: str | None) -> str | None:
     handler = registry.handler(definition.name)
     if handler is None:
         return registry.known_reason(definition.name) or "it has no registered handler"
-    return handler.requires() if handler.requires is not None else None
+    why_not = handler.requires() if handler.requires is not None else None
+    if why_not is None and tenant_id is not None and handler.requires_tenant is not None:
+        return handler.requires_tenant(tenant_id)
+    return why_not
 
 
-def _mcp(registry: ToolRegistry, definition: Definition) -> str | None:
+def _mcp(registry: ToolRegistry, definition: Definition, tenant_id: str | None) -> str | None:
     # An approved row is one its server offers (held tools are not approved); a server
     # not connected in this process, or disconnected, is connected by the call itself.
     return None
 
 
-def _custom(registry: ToolRegistry, definition: Definition) -> str | None:
+def _custom(registry: ToolRegistry, definition: Definition, tenant_id: str | None) -> str | None:
     if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
         return "custom tools are not enabled in this deployment"
     if not definition.approved_hash or definition.current_hash != definition.approved_hash:
@@ -59,8 +71,9 @@ def _custom(registry: ToolRegistry, definition: Definition) -> str | None:
 RULES: dict[str, Rule] = {ToolType.SYSTEM: _system, ToolType.MCP: _mcp, ToolType.CUSTOM: _custom}
 
 
-def why_unavailable(registry: ToolRegistry, definition: Definition) -> str | None:
-    """Why ``definition``'s tool cannot run now (None when it can)."""
+def why_unavailable(registry: ToolRegistry, definition: Definition, tenant_id: str | None = None) -> str | None:
+    """Why ``definition``'s tool cannot run now (None when it can): in this deployment,
+    and with ``tenant_id`` for that tenant too (what it holds)."""
     if definition.status != ToolStatus.APPROVED:
         held = (
             f": {definition.status_message}"
@@ -71,17 +84,20 @@ def why_unavailable(registry: ToolRegistry, definition: Definition) -> str | Non
     if not definition.enabled:
         return "it is disabled"
     rule = RULES.get(definition.tool_type)
-    return rule(registry, definition) if rule is not None else f"tools of type {definition.tool_type!r} cannot run"
+    if rule is None:
+        return f"tools of type {definition.tool_type!r} cannot run"
+    return rule(registry, definition, tenant_id)
 
 
 def settled(definition: Definition, handler: Handler | None) -> bool:
     """Whether ``why_unavailable`` says None, and will for as long as the tool's definition
     and its registered ``handler`` stay these very objects: an approved, enabled MCP tool,
     or a system tool with a handler that declares no requirement. The registry then skips
-    asking on each call (``ToolRegistry._plan``); a requirement, a missing handler and a
-    custom tool (a deployment flag) are asked every time."""
+    asking on each call (``ToolRegistry._plan``); a requirement (of the deployment or of
+    what the calling tenant holds), a missing handler and a custom tool (a deployment
+    flag) are asked every time."""
     if definition.status != ToolStatus.APPROVED or not definition.enabled:
         return False
     if definition.tool_type == ToolType.SYSTEM:
-        return handler is not None and handler.requires is None
+        return handler is not None and handler.requires is None and handler.requires_tenant is None
     return definition.tool_type == ToolType.MCP

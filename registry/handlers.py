@@ -16,6 +16,7 @@ logger = logging.getLogger("eunice.registry")
 
 HandlerFunc = Callable[[dict, "ToolContext"], Any]
 Requirement = Callable[[], "str | None"]  # why the tool cannot run now, or None when it can
+TenantRequirement = Callable[[str], "str | None"]  # why it cannot run for this tenant, or None
 
 
 def requires(check: Requirement) -> Callable[[HandlerFunc], HandlerFunc]:
@@ -28,6 +29,24 @@ def requires(check: Requirement) -> Callable[[HandlerFunc], HandlerFunc]:
 
     def mark(func: HandlerFunc) -> HandlerFunc:
         func.__requires__ = check  # type: ignore[attr-defined]
+        return func
+
+    return mark
+
+
+def requires_tenant(check: TenantRequirement) -> Callable[[HandlerFunc], HandlerFunc]:
+    """Mark a handler as able to run for a tenant only while ``check(tenant_id)`` returns
+    None (else: why not, and what to do about it): a tool that acts on what the tenant
+    holds (its skills, its primitives) and has nothing to act on yet.
+
+    Put it beside ``requires``, above the handler's other decorators. The check is asked
+    whenever the tool might be offered to a tenant (every turn's surface, every search),
+    so it must answer from a cache: the module that declares it keeps that cache, and
+    forgets a tenant's answer when what it holds changes.
+    """
+
+    def mark(func: HandlerFunc) -> HandlerFunc:
+        func.__requires_tenant__ = check  # type: ignore[attr-defined]
         return func
 
     return mark
@@ -57,6 +76,7 @@ class Handler:
     timeout: float | None  # None: the deployment's TOOL_TIMEOUT_SECONDS
     sequential: bool = False  # never runs alongside other calls of the same turn
     requires: Requirement | None = None  # see ``requires``
+    requires_tenant: TenantRequirement | None = None  # see ``requires_tenant``
     on_loop: HandlerFunc | None = None  # an async twin for async callers (see above)
     killable: bool = False
     path: str = ""
@@ -70,6 +90,7 @@ class Handler:
         timeout: float | None = None,
         sequential: bool = False,
         requires: Requirement | None = None,
+        requires_tenant: TenantRequirement | None = None,
         on_loop: HandlerFunc | None = None,
         killable: bool = False,
         path: str = "",
@@ -86,6 +107,7 @@ class Handler:
             timeout=timeout,
             sequential=sequential,
             requires=requires,
+            requires_tenant=requires_tenant,
             on_loop=on_loop,
             killable=killable,
             path=path,

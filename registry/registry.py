@@ -38,7 +38,7 @@ from registry.contract import (
     wrap_for_dispatch,
 )
 from registry.execlog import summarize, writer
-from registry.handlers import Handler, HandlerFunc, HandlerImportError, import_handler
+from registry.handlers import Handler, HandlerFunc, HandlerImportError, TenantRequirement, import_handler
 from registry.hot_settings import hot
 from registry.killable import KillableProcesses, Killed
 from registry.lazy import Lazy
@@ -113,6 +113,7 @@ class ToolRegistry:
             timeout=timeout,
             sequential=sequential,
             requires=_requirement(func),
+            requires_tenant=_tenant_requirement(func),
             on_loop=wrap_for_dispatch(name, on_loop) if on_loop is not None else None,
             killable=killable,
             path=f"{func.__module__}.{func.__qualname__}" if killable else "",
@@ -136,15 +137,22 @@ class ToolRegistry:
         """Why ``name`` has no handler, when the registry was told or found out (else None)."""
         return self._unavailable.get(name)
 
-    def why_unavailable(self, definition: Definition) -> str | None:
-        """Why the tool cannot run now, or None (registry.availability, for every kind of tool)."""
+    def why_unavailable(self, definition: Definition, tenant_id: str | None = None) -> str | None:
+        """Why the tool cannot run now, or None (registry.availability, for every kind of tool);
+        with ``tenant_id``, also for that tenant (what it holds: ``requires_tenant``)."""
         if self._system_loaded_for != self._snapshot.generation:
             self.definitions()  # the system handlers are registered with the definitions
-        return availability.why_unavailable(self, definition)
+        return availability.why_unavailable(self, definition, tenant_id)
 
     def offered_to(self, definition: Definition, tenant_id: str) -> bool:
-        """Whether the tool may be offered to the tenant's model: visible to it, and able to run."""
-        return definition.visible_to(tenant_id) and self.why_unavailable(definition) is None
+        """Whether the tool may be offered to the tenant's model: visible to it, and able to
+        run, for this deployment and for what this tenant holds."""
+        return definition.visible_to(tenant_id) and self.why_unavailable(definition, tenant_id) is None
+
+    def tenant_requirement(self, name: str) -> TenantRequirement | None:
+        """The check of what a tenant must hold for tool ``name`` to run (``requires_tenant``), if any."""
+        handler = self._handlers.get(name)
+        return handler.requires_tenant if handler is not None else None
 
     @property
     def snapshot_generation(self) -> int:
@@ -212,6 +220,7 @@ class ToolRegistry:
             timeout=entry.get("timeout_seconds"),
             sequential=entry.get("sequential", False),
             requires=_requirement(func),
+            requires_tenant=_tenant_requirement(func),
             killable=entry.get("killable", False),
             path=path if entry.get("killable", False) else "",
         )
@@ -313,14 +322,15 @@ class ToolRegistry:
         when something might: the definitions or the ruled tools are due a re-check, the
         caller's gate has not planned the call, the tool has no handler in this process
         yet (a custom tool, or an MCP server to connect from its row), its handler
-        declares a requirement (asked on each call), or the tenant may not call it (the
-        answer suggests tools from the search index). Those take ``_prepare`` on a DB thread."""
+        declares a requirement (asked on each call; what a tenant holds may take a
+        query), or the tenant may not call it (the answer suggests tools from the search
+        index). Those take ``_prepare`` on a DB thread."""
         started = time.perf_counter()
         snapshot = self._snapshot
         if not snapshot.fresh() or self._system_loaded_for != snapshot.generation:
             return None
         handler = self._handlers.get(name)
-        if handler is None or handler.requires is not None:
+        if handler is None or handler.requires is not None or handler.requires_tenant is not None:
             return None
         definition = snapshot.by_name.get(name)
         if definition is None or not definition.callable_by(context.tenant_id):
@@ -375,7 +385,7 @@ class ToolRegistry:
         if plan is None or plan.definition is not definition or plan.registered is not registered:
             plan = self._plan(name, definition, registered)
         if not plan.available:
-            why_not = availability.why_unavailable(self, definition)
+            why_not = availability.why_unavailable(self, definition, tenant_id)
             if why_not is not None:
                 call.early = Hint(
                     "schema",
@@ -681,6 +691,10 @@ def _input_hint(definition: Definition, exc: InputError) -> Hint:
 
 def _requirement(func: HandlerFunc) -> Any:
     return getattr(func, "__requires__", None)
+
+
+def _tenant_requirement(func: HandlerFunc) -> Any:
+    return getattr(func, "__requires_tenant__", None)
 
 
 def _record_envelope(recorder: Any, call: Call, outcome: str, kind: str | None) -> None:

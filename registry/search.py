@@ -21,6 +21,7 @@ from registry.retrieval.documents import PASSAGE_TOKENS
 if TYPE_CHECKING:
     import numpy as np
 
+    from registry.handlers import TenantRequirement
     from registry.registry import ToolRegistry
     from registry.retrieval import ToolSearchIndex
     from registry.snapshot import Definition
@@ -83,8 +84,13 @@ class ToolSearch:
         self._lock = threading.Lock()
         # Who may be offered what, per tenant, for one snapshot of the definitions:
         # checking 2,000 definitions on every search cost ~1.5 ms of a ~10 ms query.
-        self._visible: dict[str, frozenset[str]] = {}
+        # Each tenant's names come with the narrower sets its tenant checks made of them
+        # (by the names they held back), so that a search keeps handing the index the
+        # same frozenset objects, whose masks it keeps.
+        self._visible: dict[str, tuple[frozenset[str], dict[frozenset[str], frozenset[str]]]] = {}
         self._visible_in: tuple[dict[str, Definition], int] | None = None
+        # The tools that also depend on what the tenant holds (``requires_tenant``), with their checks.
+        self._tenant_checks: dict[str, TenantRequirement] = {}
 
     def search(
         self, query: str, tenant_id: str, limit: int, *, min_similarity: float | None = MIN_SIMILARITY
@@ -103,7 +109,9 @@ class ToolSearch:
 
     def _visible_names(self, definitions: dict[str, Definition], tenant_id: str) -> frozenset[str]:
         """The names of the tools ``tenant_id`` may be offered (visible, and able to run:
-        registry.availability), worked out once per snapshot and set of handlers.
+        registry.availability), worked out once per snapshot and set of handlers, less
+        those that what the tenant holds now rules out (``requires_tenant``: asked on
+        every search, each check answering from its own cache).
 
         The registry replaces its definitions dict whenever a tool changes, and
         counts the handlers registered and removed, so the dict's identity and
@@ -114,11 +122,26 @@ class ToolSearch:
             current = self._visible_in
             if current is None or current[0] is not definitions or current[1] != registry.availability_generation:
                 self._visible, self._visible_in = {}, (definitions, registry.availability_generation)
-            names = self._visible.get(tenant_id)
-            if names is None:
-                names = frozenset(name for name, d in definitions.items() if registry.offered_to(d, tenant_id))
-                self._visible[tenant_id] = names
+                self._tenant_checks = {
+                    name: check for name in definitions if (check := registry.tenant_requirement(name)) is not None
+                }
+            kept = self._visible.get(tenant_id)
+            if kept is None:
+                able = frozenset(
+                    name
+                    for name, d in definitions.items()
+                    if d.visible_to(tenant_id) and registry.why_unavailable(d) is None
+                )
+                kept = self._visible[tenant_id] = (able, {})
+            checks = self._tenant_checks
+        names, narrowed = kept
+        held_back = frozenset(name for name, check in checks.items() if name in names and check(tenant_id) is not None)
+        if not held_back:
             return names
+        allowed = narrowed.get(held_back)
+        if allowed is None:
+            allowed = narrowed.setdefault(held_back, names - held_back)
+        return allowed
 
     def _synced(self, definitions: dict[str, Definition]) -> ToolSearchIndex:
         generation = self._registry.snapshot_generation

@@ -6,7 +6,7 @@ from django.db import connection
 from registry.context import ToolContext
 from registry.models import ToolDefinition, ToolType
 from tests import handlers
-from tests.conftest import OTHER_TENANT, text
+from tests.conftest import OTHER_TENANT, TENANT, text
 
 pytestmark = pytest.mark.django_db
 
@@ -226,6 +226,29 @@ def test_a_requirement_is_checked_on_every_call(call, make_tool, registry):
     assert call("needy").content.endswith("ran")
     why_not.append("its backend went away")
     assert "its backend went away" in call("needy").content
+
+
+def test_a_tenant_requirement_is_checked_for_the_calling_tenant_on_every_call(make_tool, registry):
+    from registry.handlers import requires_tenant
+
+    holding: set[str] = {TENANT}
+
+    @requires_tenant(lambda tenant: None if tenant in holding else "this workspace has no widget yet")
+    def widget(inputs, context):
+        return "ran"
+
+    make_tool("widget")
+    registry.register_handler("widget", widget, inline=True)
+
+    def call_as(tenant):
+        return registry.execute_tool("widget", {}, ToolContext(tenant_id=tenant, user_id="u1")).content
+
+    assert call_as(TENANT).endswith("ran")
+    assert "widget is unavailable here: this workspace has no widget yet" in call_as(OTHER_TENANT)
+    holding.discard(TENANT)
+    assert "this workspace has no widget yet" in call_as(TENANT)
+    holding.add(TENANT)
+    assert call_as(TENANT).endswith("ran")
 
 
 def test_a_changed_schema_is_enforced_from_the_next_call(call, make_tool):

@@ -23,7 +23,9 @@ class Command(BaseCommand):
         for row in rows:
             definition = definitions.get(row["name"])
             # registry.availability: the one check that decides whether a tool is offered.
-            row["unavailable"] = registry.why_unavailable(definition) if definition else "it is not loaded"
+            # With --tenant, also what that tenant holds (a skill tool needs one of its skills).
+            why_not = registry.why_unavailable(definition, options["tenant"]) if definition else "it is not loaded"
+            row["unavailable"] = why_not
         if options["json"]:
             self.stdout.write(json.dumps(rows, indent=2))
             return
