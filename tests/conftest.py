@@ -47,11 +47,13 @@ def fresh_registry(monkeypatch):
     """Each test gets its own registry and empty caches: nothing leaks between tests."""
     from registry.surface import clear_capability_cache
     from registry.surface_floor import clear_floor_cache
+    from tools import holdings
 
     fresh = registry_module.ToolRegistry()
     monkeypatch.setattr(registry_module.get_registry, "_value", fresh)
     clear_floor_cache()
     clear_capability_cache()
+    holdings.forget()  # a flushed table sends no signal
     yield fresh
     # Model servers keep connections open, as the real API does: close the
     # shared providers' before the test's server goes away.

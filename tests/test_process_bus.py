@@ -219,3 +219,15 @@ def test_an_answer_given_on_another_processs_socket_resolves_the_question_asked_
         return await asyncio.wait_for(answered, BOUND)
 
     assert asyncio.run(ask_and_wait()) == "Tuesday"
+
+
+def test_a_skill_changed_in_another_process_is_read_again_here_for_its_tenant_only(listening):
+    from tools import holdings
+
+    kept = (time.monotonic() + 3600, holdings.Holdings())
+    holdings._held.update({"acme": kept, "globex": kept})
+
+    publish_from_another_process(holdings.CHANGED, tenant="acme")
+
+    assert wait_until(lambda: "acme" not in holdings._held)
+    assert "globex" in holdings._held

@@ -7,10 +7,13 @@ class ToolsConfig(AppConfig):
 
     def ready(self) -> None:
         from registry import system
+        from tools import holdings
 
         # The registry reaches the catalog only through this port.
         system.install(_Catalog())
         system.install_skills(_Skills())
+        # What each tenant holds, which the skill and primitive tools require (tools.holdings).
+        holdings.listen()
 
 
 class _Skills:

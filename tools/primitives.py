@@ -25,8 +25,10 @@ from registry.builder_llm import BUILDER_ROLE, BuildFailed, model_for, propose
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
+from registry.handlers import requires_tenant
 from registry.sandbox import service
 from tools import capability_actions as actions
+from tools import holdings
 from tools.actors import may
 from tools.lib.closest import not_found
 from tools.models import Primitive
@@ -167,6 +169,7 @@ def create_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
     return Ok(rows=len(results), data=_report(primitive, results))
 
 
+@requires_tenant(holdings.any_primitive)
 @uniform_contract(name="validate_primitive", is_tabular=False)
 def validate_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
     """Run a primitive of this tenant on its stored examples (the report is kept) and on any extra ones."""
@@ -197,6 +200,7 @@ def _primitive(context: ToolContext, name: str) -> Primitive:
     return primitive
 
 
+@requires_tenant(holdings.usable_primitive)
 @uniform_contract(name="call_primitive", is_tabular=False)
 def call_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
     """Run an approved primitive of the caller's tenant on ``inputs``; its output as JSON."""

@@ -20,8 +20,10 @@ from django.core.exceptions import ValidationError
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
+from registry.handlers import requires_tenant
 from registry.sandbox import service
 from tools import capability_actions as actions
+from tools import holdings
 from tools.actors import may
 from tools.lib.closest import not_found
 from tools.lib.skill_format import MANIFEST, Manifest, SkillFolder, SkillFormatError, check_path, render_manifest
@@ -67,6 +69,7 @@ def _find(context: ToolContext, name: str, *, usable: bool) -> Skill:
     return skill
 
 
+@requires_tenant(holdings.usable_skill)
 @uniform_contract(name="use_skill", is_tabular=False)
 def use_skill(inputs: dict, context: ToolContext) -> Ok:
     """No name: the approved skills, one line each. A name: its instructions and its files."""
@@ -133,6 +136,7 @@ def create_skill(inputs: dict, context: ToolContext) -> Ok:
     )
 
 
+@requires_tenant(holdings.any_skill)
 @uniform_contract(name="update_skill", is_tabular=False)
 def update_skill(inputs: dict, context: ToolContext) -> Ok | Err:
     """Change a skill's description, instructions, allowed tools or files; it goes back to review.
@@ -182,6 +186,7 @@ def _file(folder: SkillFolder, path: str) -> bytes:
     return folder.files[path]
 
 
+@requires_tenant(holdings.usable_skill)
 @uniform_contract(name="run_skill_script", is_tabular=False)
 def run_skill_script(inputs: dict, context: ToolContext) -> Any:
     """Run an approved skill's Python script in the sandbox, as a custom tool's code runs."""
@@ -211,6 +216,7 @@ def run_skill_script(inputs: dict, context: ToolContext) -> Any:
     return service.outcome_to_return(outcome)
 
 
+@requires_tenant(holdings.usable_skill)
 @uniform_contract(name="read_skill_asset", is_tabular=False)
 def read_skill_asset(inputs: dict, context: ToolContext) -> Ok:
     """Up to MAX_ASSET_CHARS of one file of an approved skill from ``offset`` (a binary file: its size)."""

@@ -78,6 +78,7 @@ def test_only_staff_make_or_validate_primitives_and_only_with_custom_tools_on(to
     refused = tool("create_primitive", CELSIUS)
     assert refused.content.startswith("✗") and "tools.add_primitive" in refused.content
     assert not Primitive.objects.exists()
+    tool("create_primitive", CELSIUS, staff=True)
     assert "tools.add_primitive" in tool("validate_primitive", {"name": "celsius_to_fahrenheit"}).content
 
 
@@ -96,6 +97,9 @@ def test_validate_primitive_reruns_the_examples_and_tries_extra_ones(tool, custo
 
 def test_another_tenants_primitive_is_not_found(tool, custom_tools_on):
     tool("create_primitive", CELSIUS, staff=True, tenant=OTHER_TENANT)
+    hidden = tool("validate_primitive", {"name": "celsius_to_fahrenheit"}, staff=True)
+    assert "validate_primitive is unavailable here: this workspace has no primitive yet" in hidden.content
+    tool("create_primitive", {**CELSIUS, "name": "celsius_to_kelvin"}, staff=True)
     missing = tool("validate_primitive", {"name": "celsius_to_fahrenheit"}, staff=True)
     assert missing.content.startswith("⚠ fetch hint: name: no primitive named 'celsius_to_fahrenheit' here")
 

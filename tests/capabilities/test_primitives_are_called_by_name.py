@@ -69,6 +69,9 @@ def test_a_primitive_not_approved_as_it_is_is_not_run(approved_primitive, tool, 
 
 def test_another_tenants_primitive_is_not_found(approved_primitive, tool, custom_tools_on):
     approved_primitive(CELSIUS, tenant=OTHER_TENANT)
+    hidden = tool("call_primitive", {"name": "celsius_to_fahrenheit", "inputs": {"celsius": 20}})
+    assert "call_primitive is unavailable here: this workspace has no approved primitive yet" in hidden.content
+    approved_primitive({**CELSIUS, "name": "celsius_to_kelvin"})
     missing = tool("call_primitive", {"name": "celsius_to_fahrenheit", "inputs": {"celsius": 20}})
     assert missing.content.startswith("⚠ fetch hint: name: no primitive named 'celsius_to_fahrenheit' here")
 

@@ -27,7 +27,7 @@ def test_a_skill_the_model_creates_waits_for_a_staff_approval(tool):
     assert skill.status == CapabilityStatus.PENDING and skill.approved_hash == ""
     refused = tool("use_skill", {"name": "weekly-standup-notes"})
     assert refused.content.startswith("⚠ schema hint")
-    assert "waiting for a staff member to approve its current files" in refused.content
+    assert "waits for a staff member to approve its current files" in refused.content
 
 
 def test_an_approved_skill_loads_its_instructions_and_names_its_files(approved_skill, tool):
@@ -77,7 +77,7 @@ def test_an_edit_after_approval_sends_the_skill_back_to_review(approved_skill, t
         "update_skill", {"name": "regional-sales-summary", "files": {"scripts/summarise.py": "result = 'changed'"}}
     )
     assert "waits for a staff member's approval again" in edited.content
-    assert "waiting for a staff member" in tool("use_skill", {"name": "regional-sales-summary"}).content
+    assert "waits for a staff member" in tool("use_skill", {"name": "regional-sales-summary"}).content
     unchanged = tool(
         "update_skill", {"name": "regional-sales-summary", "files": {"scripts/summarise.py": "result = 'changed'"}}
     )
@@ -121,6 +121,9 @@ def test_a_bulk_update_after_approval_does_not_slip_past_it(approved_skill, tool
 def test_another_tenants_skill_is_never_listed_loaded_read_or_run(approved_skill, tool, custom_tools_on):
     approved_skill(tenant=OTHER_TENANT)
     assert "regional-sales-summary" not in tool("use_skill").content
+    assert "use_skill is unavailable here: this workspace has no approved skill yet" in tool("use_skill").content
+    own = FOLDER.files[MANIFEST].replace(b"name: regional-sales-summary", b"name: our-own-summary")
+    approved_skill(SkillFolder({**FOLDER.files, MANIFEST: own}))  # the tools are offered here now
     for name, args in [
         ("use_skill", {}),
         ("read_skill_asset", {"path": "assets/wording.md"}),
@@ -129,7 +132,7 @@ def test_another_tenants_skill_is_never_listed_loaded_read_or_run(approved_skill
     ]:
         refused = tool(name, {"name": "regional-sales-summary", **args})
         assert refused.content.startswith("⚠ fetch hint: no skill named 'regional-sales-summary'"), name
-    assert Skill.objects.get().description.startswith("Summarise units")
+    assert Skill.objects.get(tenant_id=OTHER_TENANT).description.startswith("Summarise units")
 
 
 def test_read_skill_asset_reads_a_file_and_names_the_ones_there(approved_skill, tool):
