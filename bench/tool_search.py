@@ -10,6 +10,9 @@ SQLite database (or DATABASE_URL / --database-url), and every query goes
 through `tools.utility.find_tools` — the ranking `search_tools` returns,
 with its relevance floor, without itself and without the chat mode's
 resident tools (which the model already has) — for an all-tenants caller.
+Its tenant (`bench`) is filtered as any tenant is (`ToolRegistry.offered_to`'s
+checks): it holds no skill or primitive, as a new workspace does, so the
+tools that act on one (`use_skill`, `call_primitive`, …) are not offered.
 The catalog is the data set's; `--with-system-tools` seeds Eunice's own
 system tools as well, as extra (never gold) candidates, and `--leave-out
 a,b,...` then drops some of them again: run with and without an issue's
