@@ -28,3 +28,12 @@ def test_list_tools_shows_every_skill_and_primitive_tool():
     rows = {row["name"]: row for row in json.loads(out.getvalue())}
     for name in CAPABILITY_TOOLS:
         assert rows[name]["unavailable"] is None, name
+
+
+def test_list_tools_for_a_tenant_says_which_tools_wait_for_a_skill_or_primitive():
+    out = StringIO()
+    call_command("list_tools", "--json", "--tenant", "acme", stdout=out)
+    rows = {row["name"]: row for row in json.loads(out.getvalue())}
+    assert rows["use_skill"]["unavailable"].startswith("this workspace has no approved skill yet")
+    assert rows["validate_primitive"]["unavailable"].startswith("this workspace has no primitive yet")
+    assert rows["create_skill"]["unavailable"] is None and rows["create_primitive"]["unavailable"] is None
