@@ -10,7 +10,8 @@ None when it can:
 * system: its handler was imported and registered (not turned off by a
   feature flag, not failing to import), and what it needs is configured — a
   handler declares that with ``@requires(check)`` next to itself
-  (``web_search`` needs a search backend); and, asked for one tenant, what the
+  (``web_search`` needs a search backend; ``create_primitive``, which runs code
+  in the sandbox, needs custom tools on: ``custom_tools_on``); and, asked for one tenant, what the
   tool acts on is there — ``@requires_tenant(check)`` (``use_skill`` needs an
   approved skill of the tenant's, ``call_primitive`` an approved primitive);
 * MCP: its server offers it (a tool that needs a client feature Eunice lacks
@@ -59,9 +60,19 @@ def _mcp(registry: ToolRegistry, definition: Definition, tenant_id: str | None) 
     return None
 
 
-def _custom(registry: ToolRegistry, definition: Definition, tenant_id: str | None) -> str | None:
+def custom_tools_on() -> str | None:
+    """Why code written by users or the builder cannot run here (None when it can): custom
+    tools are off (``EUNICE_CUSTOM_TOOLS``). Every custom tool needs it, and so does every
+    system tool that runs such code in the sandbox or builds it (``@requires``)."""
     if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
-        return "custom tools are not enabled in this deployment"
+        return "custom tools are not enabled in this deployment (EUNICE_CUSTOM_TOOLS)"
+    return None
+
+
+def _custom(registry: ToolRegistry, definition: Definition, tenant_id: str | None) -> str | None:
+    why_not = custom_tools_on()
+    if why_not is not None:
+        return why_not
     if not definition.approved_hash or definition.current_hash != definition.approved_hash:
         # Checked here too, not only in save(): a bulk update bypasses save().
         return "its definition changed since it was approved and awaits review"

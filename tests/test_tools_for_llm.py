@@ -75,9 +75,11 @@ def test_the_visible_to_queryset_matches_what_the_model_is_offered(registry, mak
     make_tool("helper", handlers.echo, category="internal")
     queried = set(ToolDefinition.objects.visible_to(TENANT).values_list("name", flat=True))
     # Less what cannot work here (registry.availability): the tests configure no web search backend,
-    # and the tenant has no skill or primitive for those tools to act on.
+    # custom tools are off (nothing may build or run sandboxed code), and the tenant has no skill
+    # or primitive for those tools to act on.
     waiting = {"use_skill", "read_skill_asset", "run_skill_script", "update_skill", "validate_primitive"}
-    assert queried - {"web_search", "call_primitive", *waiting} == names(registry)
+    sandboxed = {"build_custom_tool", "create_primitive", "call_primitive"}
+    assert queried - {"web_search", *sandboxed, *waiting} == names(registry)
 
 
 def test_schema_properties_reach_the_model_in_the_order_they_were_written(registry, make_tool):

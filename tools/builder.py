@@ -7,12 +7,13 @@ custom-tools feature must be on. Jobs are read only within the caller's tenant.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from registry.availability import custom_tools_on
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
+from registry.handlers import requires
 from registry.models import JobStatus, ToolJob
 from registry.tool_jobs import describe, request_build
 from tools.actors import may
@@ -20,11 +21,11 @@ from tools.actors import may
 BUILD_PERMISSION = "registry.add_tooljob"
 
 
+@requires(custom_tools_on)
 @uniform_contract(name="build_custom_tool", is_tabular=False)
 def build_custom_tool(inputs: dict, context: ToolContext) -> Ok | Err:
-    """Queue a build; returns the job id. Err when the feature is off or the caller may not build."""
-    if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
-        return Err("custom tools are turned off on this server (EUNICE_CUSTOM_TOOLS)", "Disabled")
+    """Queue a build; returns the job id. Err when the caller may not build (with custom tools
+    off the tool is not offered, and a call of it is answered with a Hint: ``@requires``)."""
     if not may(context, BUILD_PERMISSION):
         return Err(f"building a tool needs a staff member or the {BUILD_PERMISSION} permission", "PermissionDenied")
     try:

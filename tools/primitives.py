@@ -18,14 +18,14 @@ import json
 import math
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from registry.availability import custom_tools_on
 from registry.builder_llm import BUILDER_ROLE, BuildFailed, model_for, propose
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
-from registry.handlers import requires_tenant
+from registry.handlers import requires, requires_tenant
 from registry.sandbox import service
 from tools import capability_actions as actions
 from tools import holdings
@@ -51,8 +51,6 @@ EXAMPLES = {
 
 
 def _refusal(context: ToolContext) -> Err | None:
-    if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
-        return Err("primitives run as custom tools do, and custom tools are off here (EUNICE_CUSTOM_TOOLS)", "Disabled")
     if not may(context, CREATE_PERMISSION):
         return Err(
             f"primitives run code: this needs a staff member or the {CREATE_PERMISSION} permission", "PermissionDenied"
@@ -151,6 +149,7 @@ def _extra_line(result: dict) -> str:
     return f"- {json.dumps(result['input'])[:200]}: {outcome[:300]}"
 
 
+@requires(custom_tools_on)
 @uniform_contract(name="create_primitive", is_tabular=False)
 def create_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
     """Store a primitive pending review and validate it on its examples at once."""
@@ -169,6 +168,7 @@ def create_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
     return Ok(rows=len(results), data=_report(primitive, results))
 
 
+@requires(custom_tools_on)
 @requires_tenant(holdings.any_primitive)
 @uniform_contract(name="validate_primitive", is_tabular=False)
 def validate_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
@@ -200,12 +200,11 @@ def _primitive(context: ToolContext, name: str) -> Primitive:
     return primitive
 
 
+@requires(custom_tools_on)
 @requires_tenant(holdings.usable_primitive)
 @uniform_contract(name="call_primitive", is_tabular=False)
 def call_primitive(inputs: dict, context: ToolContext) -> Ok | Err:
     """Run an approved primitive of the caller's tenant on ``inputs``; its output as JSON."""
-    if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
-        return Err("primitives run as custom tools do, and custom tools are off here (EUNICE_CUSTOM_TOOLS)", "Disabled")
     primitive = _primitive(context, inputs["name"])
     if not primitive.is_usable():
         raise HintException(

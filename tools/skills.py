@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from registry.availability import custom_tools_on
 from registry.context import ToolContext
 from registry.contract import Err, HintException, Ok, uniform_contract
 from registry.declarations import Tool
-from registry.handlers import requires_tenant
+from registry.handlers import requires, requires_tenant
 from registry.sandbox import service
 from tools import capability_actions as actions
 from tools import holdings
@@ -186,14 +186,11 @@ def _file(folder: SkillFolder, path: str) -> bytes:
     return folder.files[path]
 
 
+@requires(custom_tools_on)
 @requires_tenant(holdings.usable_skill)
 @uniform_contract(name="run_skill_script", is_tabular=False)
 def run_skill_script(inputs: dict, context: ToolContext) -> Any:
     """Run an approved skill's Python script in the sandbox, as a custom tool's code runs."""
-    if not settings.FEATURE_FLAGS["custom_tools_enabled"]:
-        return Err(
-            "skill scripts run as custom tools do, and custom tools are off here (EUNICE_CUSTOM_TOOLS)", "Disabled"
-        )
     skill = _find(context, inputs["name"], usable=True)
     folder = skill.folder()
     path = inputs["script"]

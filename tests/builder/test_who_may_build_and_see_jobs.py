@@ -35,9 +35,10 @@ def test_a_conversations_capabilities_decide_without_a_lookup(build, custom_tool
     assert allowed.error is None
 
 
-def test_with_custom_tools_off_nothing_is_queued(build, staff):
+def test_with_custom_tools_off_the_tool_is_unavailable_and_nothing_is_queued(build, staff):
     result = build("plus_one", user_id=staff.pk)
-    assert "custom tools are turned off" in result.content and not ToolJob.objects.exists()
+    assert result.content.startswith("⚠ schema hint: build_custom_tool is unavailable here")
+    assert "EUNICE_CUSTOM_TOOLS" in result.content and not ToolJob.objects.exists()
 
 
 def test_a_taken_name_gets_a_hint_not_a_job(build, staff, custom_tools_on):

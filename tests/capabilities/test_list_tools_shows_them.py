@@ -22,7 +22,10 @@ CAPABILITY_TOOLS = (
 )
 
 
-def test_list_tools_shows_every_skill_and_primitive_tool():
+RUNS_CODE = ("run_skill_script", "create_primitive", "validate_primitive", "call_primitive")
+
+
+def test_list_tools_shows_every_skill_and_primitive_tool(custom_tools_on):
     out = StringIO()
     call_command("list_tools", "--json", stdout=out)
     rows = {row["name"]: row for row in json.loads(out.getvalue())}
@@ -30,7 +33,16 @@ def test_list_tools_shows_every_skill_and_primitive_tool():
         assert rows[name]["unavailable"] is None, name
 
 
-def test_list_tools_for_a_tenant_says_which_tools_wait_for_a_skill_or_primitive():
+def test_list_tools_says_the_tools_that_run_code_wait_for_custom_tools():
+    out = StringIO()
+    call_command("list_tools", "--json", stdout=out)
+    rows = {row["name"]: row for row in json.loads(out.getvalue())}
+    for name in RUNS_CODE:
+        assert "EUNICE_CUSTOM_TOOLS" in rows[name]["unavailable"], name
+    assert rows["create_skill"]["unavailable"] is None and rows["use_skill"]["unavailable"] is None
+
+
+def test_list_tools_for_a_tenant_says_which_tools_wait_for_a_skill_or_primitive(custom_tools_on):
     out = StringIO()
     call_command("list_tools", "--json", "--tenant", "acme", stdout=out)
     rows = {row["name"]: row for row in json.loads(out.getvalue())}

@@ -73,7 +73,8 @@ def test_a_bad_schema_or_example_is_a_hint_naming_the_field(tool, custom_tools_o
 
 def test_only_staff_make_or_validate_primitives_and_only_with_custom_tools_on(tool, settings):
     off = tool("create_primitive", CELSIUS, staff=True)
-    assert off.content.startswith("✗") and "EUNICE_CUSTOM_TOOLS" in off.content
+    assert off.content.startswith("⚠ schema hint: create_primitive is unavailable here")
+    assert "EUNICE_CUSTOM_TOOLS" in off.content
     settings.FEATURE_FLAGS = {**settings.FEATURE_FLAGS, "custom_tools_enabled": True}
     refused = tool("create_primitive", CELSIUS)
     assert refused.content.startswith("✗") and "tools.add_primitive" in refused.content

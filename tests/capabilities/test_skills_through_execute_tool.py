@@ -193,7 +193,8 @@ def test_a_script_calls_only_the_tools_the_skill_allows(approved_skill, tool, cu
 def test_only_python_scripts_run_and_only_with_custom_tools_on(approved_skill, tool, settings):
     approved_skill()
     off = tool("run_skill_script", {"name": "regional-sales-summary", "script": "scripts/summarise.py"})
-    assert off.content.startswith("✗") and "EUNICE_CUSTOM_TOOLS" in off.content
+    assert off.content.startswith("⚠ schema hint: run_skill_script is unavailable here")
+    assert "EUNICE_CUSTOM_TOOLS" in off.content
     settings.FEATURE_FLAGS = {**settings.FEATURE_FLAGS, "custom_tools_enabled": True}
     markdown = tool("run_skill_script", {"name": "regional-sales-summary", "script": "assets/wording.md"})
     assert markdown.content.startswith("⚠ schema hint: script: 'assets/wording.md' is not a Python (.py) file")

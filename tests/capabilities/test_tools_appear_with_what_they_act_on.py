@@ -19,7 +19,8 @@ from tools import holdings
 from tools.models import Primitive, Skill
 from tools.utility import find_tools
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Custom tools on: the primitive tools and run_skill_script run code, and are offered only then.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("custom_tools_on")]
 
 SKILL_TOOLS = ("use_skill", "read_skill_asset", "run_skill_script")
 ACTING_TOOLS = (*SKILL_TOOLS, "update_skill", "validate_primitive", "call_primitive")
