@@ -11,15 +11,16 @@ of 0 every row is written at once on the caller's thread. Writing the log never 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import logging
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from json import encoder as json_encoder
-from typing import Any
+from typing import Any, Final
 
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
@@ -49,7 +50,8 @@ _COLUMNS = (
 # when written) and an aware ``created_at``. A tuple, not a dict of the names: every
 # call with the log on builds one on the caller's thread and the buffer keeps it.
 LogRow = tuple[str, str, str, str, Any, str, bool, str, str, str, float, datetime]
-_CONVERSATION = _COLUMNS.index("conversation_id")
+_CONVERSATION: Final = 3  # the index of "conversation_id" (a literal: mypy types the value)
+assert _COLUMNS[_CONVERSATION] == "conversation_id"
 
 
 class ExecutionLogWriter:
@@ -57,7 +59,11 @@ class ExecutionLogWriter:
         self.flush_seconds = flush_seconds
         self.max_buffer = max_buffer
         self._buffer: deque[LogRow] = deque()
-        self._flush_lock = threading.Lock()
+        self._flush_lock = threading.Lock()  # one batch at a time
+        # Guards taking rows out of the buffer and ``_in_flight`` (the conversation ids of
+        # the batch being written), and wakes a turn waiting for that batch to land.
+        self._taking = threading.Condition(threading.Lock())
+        self._in_flight: frozenset[str] = frozenset()
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -84,22 +90,69 @@ class ExecutionLogWriter:
             self._wake.set()
 
     def flush(self) -> int:
-        """Write every buffered row on the calling thread; returns how many."""
+        """Write every buffered row on the calling thread; returns how many. Returns
+        once a batch another thread is writing has landed too."""
         with self._flush_lock:
-            rows = []
-            while self._buffer:
-                rows.append(self._buffer.popleft())
-            if rows:
-                self._write(rows)
+            rows = self._take_all()
+            try:
+                if rows:
+                    self._write(rows)
+            finally:
+                with self._taking:
+                    self._in_flight = frozenset()
+                    self._taking.notify_all()
             return len(rows)
 
-    def flush_for(self, conversation_id: str) -> int:
-        """``flush`` when a row of ``conversation_id`` is waiting (its calls are counted
-        from the table); else nothing: other conversations' rows wait for the writer,
-        not for this caller. Returns how many rows were written."""
-        if any(row[_CONVERSATION] == conversation_id for row in tuple(self._buffer)):
-            return self.flush()
-        return 0
+    def _take_all(self) -> list[LogRow]:
+        """Every buffered row, in order, marked in flight (by conversation) until written."""
+        buffer = self._buffer
+        with self._taking:
+            rows = []
+            while buffer:  # record() appends without a lock: each popleft is atomic
+                rows.append(buffer.popleft())
+            self._in_flight = frozenset([row[_CONVERSATION] for row in rows])
+        return rows
+
+    @contextlib.contextmanager
+    def unwritten(self, conversation_id: str) -> Iterator[list[tuple[str, str]]]:
+        """The ``(tool_name, outcome)`` of each of the conversation's calls not yet in the
+        table, held back from the writer while the caller reads the table, so the two
+        together count every call exactly once (a turn counts its conversation's calls).
+
+        Nothing is written on the caller's thread, and a batch of other conversations'
+        rows being written is not waited for: only a batch holding a row of this
+        conversation is (those rows are neither in the buffer nor yet in the table).
+        Rows recorded after this returns are in neither. The rows held go back to the
+        head of the buffer (they are older than any recorded since) on leaving."""
+        # Always under the lock: the writer empties the buffer before it names the
+        # conversations it took, and a look between the two would see neither.
+        with self._taking:
+            while conversation_id in self._in_flight:
+                self._taking.wait()
+            held = self._take(conversation_id)
+        try:
+            yield [(row[0], row[7]) for row in held]
+        finally:
+            if held:
+                with self._taking:
+                    self._buffer.extendleft(reversed(held))
+
+    def _take(self, conversation_id: str) -> list[LogRow]:
+        """The conversation's buffered rows, taken out in order, the others left in theirs.
+        Called holding ``_taking``: the writer takes no row meanwhile."""
+        buffer = self._buffer
+        if not any(row[_CONVERSATION] == conversation_id for row in tuple(buffer)):
+            return []
+        mine: list[LogRow] = []
+        others: list[LogRow] = []
+        for _ in range(len(buffer)):  # rows recorded meanwhile are left at the tail
+            try:
+                row = buffer.popleft()
+            except IndexError:  # record() shed the oldest rows meanwhile
+                break
+            (mine if row[_CONVERSATION] == conversation_id else others).append(row)
+        buffer.extendleft(reversed(others))
+        return mine
 
     def pending(self) -> int:
         return len(self._buffer)
