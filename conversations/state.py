@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -182,10 +183,14 @@ class DispatchState:
         from registry.execlog import writer
         from registry.models import Outcome
 
-        writer().flush_for(conversation.pk)
+        # The log's rows of this conversation not yet written are counted from memory, held
+        # back from its writer while the table is read: nothing is written (nor waited for)
+        # at turn start unless a batch being written holds one of them.
+        with writer().unwritten(conversation.pk) as unwritten:
+            written = _CALLS_BY_OUTCOME(conversation.pk)  # one query for both figures
         calls: Counter = Counter()
         succeeded: set[str] = set()
-        for name, outcome, count in _CALLS_BY_OUTCOME(conversation.pk):  # one query for both figures
+        for name, outcome, count in itertools.chain(written, ((name, outcome, 1) for name, outcome in unwritten)):
             calls[name] += count
             if outcome == Outcome.OK:
                 succeeded.add(name)

@@ -6,20 +6,23 @@ a daemon thread writes the buffer with one bulk INSERT every
 exit. A hard kill (SIGKILL, power loss) loses at most the rows of the last
 flush interval (or of the last 1,000-row batch, whichever is sooner). With a flush interval
 of 0 every row is written at once on the caller's thread. Writing the log never fails a tool call.
+A turn counts its conversation's rows not yet written from memory (``unwritten``): it writes
+nothing, and waits only for a batch in flight that holds one of them.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import logging
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from json import encoder as json_encoder
-from typing import Any
+from typing import Any, Final
 
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
@@ -49,7 +52,8 @@ _COLUMNS = (
 # when written) and an aware ``created_at``. A tuple, not a dict of the names: every
 # call with the log on builds one on the caller's thread and the buffer keeps it.
 LogRow = tuple[str, str, str, str, Any, str, bool, str, str, str, float, datetime]
-_CONVERSATION = _COLUMNS.index("conversation_id")
+_CONVERSATION: Final = 3  # the index of "conversation_id" (a literal: mypy types the value)
+assert _COLUMNS[_CONVERSATION] == "conversation_id"
 
 
 class ExecutionLogWriter:
@@ -57,7 +61,11 @@ class ExecutionLogWriter:
         self.flush_seconds = flush_seconds
         self.max_buffer = max_buffer
         self._buffer: deque[LogRow] = deque()
-        self._flush_lock = threading.Lock()
+        self._flush_lock = threading.Lock()  # one batch at a time
+        # Guards taking rows out of the buffer and ``_in_flight`` (the conversation ids of
+        # the batch being written), and wakes a turn waiting for that batch to land.
+        self._taking = threading.Condition(threading.Lock())
+        self._in_flight: frozenset[str] = frozenset()
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -84,22 +92,69 @@ class ExecutionLogWriter:
             self._wake.set()
 
     def flush(self) -> int:
-        """Write every buffered row on the calling thread; returns how many."""
+        """Write every buffered row on the calling thread; returns how many. Returns
+        once a batch another thread is writing has landed too."""
         with self._flush_lock:
-            rows = []
-            while self._buffer:
-                rows.append(self._buffer.popleft())
-            if rows:
-                self._write(rows)
+            rows = self._take_all()
+            try:
+                if rows:
+                    self._write(rows)
+            finally:
+                with self._taking:
+                    self._in_flight = frozenset()
+                    self._taking.notify_all()
             return len(rows)
 
-    def flush_for(self, conversation_id: str) -> int:
-        """``flush`` when a row of ``conversation_id`` is waiting (its calls are counted
-        from the table); else nothing: other conversations' rows wait for the writer,
-        not for this caller. Returns how many rows were written."""
-        if any(row[_CONVERSATION] == conversation_id for row in tuple(self._buffer)):
-            return self.flush()
-        return 0
+    def _take_all(self) -> list[LogRow]:
+        """Every buffered row, in order, marked in flight (by conversation) until written."""
+        buffer = self._buffer
+        with self._taking:
+            rows = []
+            while buffer:  # record() appends without a lock: each popleft is atomic
+                rows.append(buffer.popleft())
+            self._in_flight = frozenset([row[_CONVERSATION] for row in rows])
+        return rows
+
+    @contextlib.contextmanager
+    def unwritten(self, conversation_id: str) -> Iterator[list[tuple[str, str]]]:
+        """The ``(tool_name, outcome)`` of each of the conversation's calls not yet in the
+        table, held back from the writer while the caller reads the table, so the two
+        together count every call exactly once (a turn counts its conversation's calls).
+
+        Nothing is written on the caller's thread, and a batch of other conversations'
+        rows being written is not waited for: only a batch holding a row of this
+        conversation is (those rows are neither in the buffer nor yet in the table).
+        Rows recorded after this returns are in neither. The rows held go back to the
+        head of the buffer (they are older than any recorded since) on leaving."""
+        # Always under the lock: the writer empties the buffer before it names the
+        # conversations it took, and a look between the two would see neither.
+        with self._taking:
+            while conversation_id in self._in_flight:
+                self._taking.wait()
+            held = self._take(conversation_id)
+        try:
+            yield [(row[0], row[7]) for row in held]
+        finally:
+            if held:
+                with self._taking:
+                    self._buffer.extendleft(reversed(held))
+
+    def _take(self, conversation_id: str) -> list[LogRow]:
+        """The conversation's buffered rows, taken out in order, the others left in theirs.
+        Called holding ``_taking``: the writer takes no row meanwhile."""
+        buffer = self._buffer
+        if not any(row[_CONVERSATION] == conversation_id for row in tuple(buffer)):
+            return []
+        mine: list[LogRow] = []
+        others: list[LogRow] = []
+        for _ in range(len(buffer)):  # rows recorded meanwhile are left at the tail
+            try:
+                row = buffer.popleft()
+            except IndexError:  # record() shed the oldest rows meanwhile
+                break
+            (mine if row[_CONVERSATION] == conversation_id else others).append(row)
+        buffer.extendleft(reversed(others))
+        return mine
 
     def pending(self) -> int:
         return len(self._buffer)
@@ -131,29 +186,38 @@ class ExecutionLogWriter:
                 close_old_connections()
 
     def _write(self, rows: list[LogRow]) -> None:
+        written = [0]  # rows committed, if the write fails part way (each statement commits)
         try:
-            # A savepoint: a failed INSERT must not poison a caller's transaction.
-            with transaction.atomic():
-                _insert(rows)
+            _insert(rows, written)
         except DatabaseError as exc:
-            self.dropped += len(rows)
-            logger.warning("could not write %d execution log row(s): %s", len(rows), exc)
+            self.dropped += len(rows) - written[0]
+            logger.warning("could not write %d execution log row(s): %s", len(rows) - written[0], exc)
             return
         except Exception:  # the log must never take a tool call down with it
-            self.dropped += len(rows)
-            logger.exception("unexpected error writing %d execution log row(s)", len(rows))
+            self.dropped += len(rows) - written[0]
+            logger.exception("unexpected error writing %d execution log row(s)", len(rows) - written[0])
             return
         self.flushed.set()
 
 
-_ROWS_PER_STATEMENT = 500  # 5,500 parameters: inside every backend's limit
+_ROWS_PER_STATEMENT = 500  # 6,000 parameters: inside SQLite's limit (32,766 since 3.32)
 
 
-def _insert(rows: list[LogRow]) -> None:
-    """Write ``rows`` with COPY on PostgreSQL and multi-row INSERTs elsewhere.
+def _insert(rows: list[LogRow], written: list[int]) -> None:
+    """Write ``rows`` with COPY on PostgreSQL and multi-row INSERTs elsewhere, adding
+    to ``written[0]`` the rows of each statement once it has committed.
 
     The ORM's bulk_create costs ~40 µs a row (model construction, field
     preparation, client-side query building); these paths cost a few.
+
+    Each statement commits by itself (the connection's autocommit) unless a caller's
+    transaction is open, when they run in a savepoint (a failed write must not poison
+    it). No BEGIN and COMMIT of its own: each statement sent is a wait in which the
+    writer thread lets go of the GIL, and getting it back can take a whole switch
+    interval (5 ms) behind a busy thread, as the event loop streaming answers is
+    (bench/log_stall.py). So is each savepoint's. And SQLite takes its write lock at
+    BEGIN (``transaction_mode`` IMMEDIATE): other writers waited while the values were
+    built too; now they are built before, and the lock is held a statement at a time.
     """
     from registry.models import ToolExecutionLog
 
@@ -162,7 +226,9 @@ def _insert(rows: list[LogRow]) -> None:
     columns = ", ".join(ops.quote_name(c) for c in _COLUMNS)
     native = connection.vendor == "sqlite"
     values = _values(rows, plain=native)
-    with connection.cursor() as cursor, connection.wrap_database_errors:
+    savepoint = connection.in_atomic_block
+    own = transaction.atomic() if savepoint else contextlib.nullcontext()
+    with own, connection.cursor() as cursor, connection.wrap_database_errors:
         if connection.vendor == "postgresql":
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                 for row in values:
@@ -180,6 +246,8 @@ def _insert(rows: list[LogRow]) -> None:
             params = [value for row in chunk for value in row]
             sql = f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([row_sql] * size)
             execute(sql, params)
+            if not savepoint:
+                written[0] += size
 
 
 def _chunks(total: int) -> list[tuple[int, int]]:

@@ -2,6 +2,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -120,15 +121,110 @@ def test_a_full_buffer_sheds_the_oldest_rows_and_counts_them():
     assert sorted(ToolExecutionLog.objects.values_list("tool_name", flat=True)) == ["t3", "t4"]
 
 
-def test_a_conversations_waiting_rows_are_written_for_it_and_others_left_to_the_writer():
-    # A turn counts its conversation's calls from the table (DispatchState.for_conversation).
-    writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=100)
-    writer._thread = object()  # keep the background thread out of this test
-    writer.record(log_row(1, "other"))
-    assert writer.flush_for("mine") == 0 and writer.pending() == 1
-    writer.record(log_row(2, "mine"))
-    assert writer.flush_for("mine") == 2  # in order, with the rows before it
-    assert sorted(ToolExecutionLog.objects.values_list("conversation_id", flat=True)) == ["mine", "other"]
+def counted_at_turn_start(conversation_id):
+    """The conversation's calls of each tool, as a turn starting now counts them."""
+    from conversations.models import Conversation
+    from conversations.state import DispatchState
+
+    state = DispatchState.for_conversation(Conversation.objects.get(pk=conversation_id))
+    state.cancel.release()
+    return dict(state.calls_by_tool)
+
+
+@pytest.fixture
+def log(monkeypatch):
+    """The process's log writer for the test, its thread kept out (the test writes its batches),
+    and the conversation "mine"."""
+    from conversations.models import Conversation
+    from registry import execlog
+
+    Conversation.objects.create(id="mine", tenant_id="acme")
+    made = ExecutionLogWriter(flush_seconds=3600, max_buffer=100)
+    made._thread = object()
+    monkeypatch.setattr(execlog.writer, "_value", made)
+    return made
+
+
+class HeldBatch:
+    """A batch written on its own thread that stops inside its INSERT until ``release``."""
+
+    def __init__(self, log, monkeypatch):
+        from registry import execlog
+
+        self.inside, self.released, self.landed = threading.Event(), threading.Event(), threading.Event()
+        insert = execlog._insert
+
+        def held_insert(rows, written):
+            self.inside.set()
+            self.released.wait(30)
+            insert(rows, written)
+
+        monkeypatch.setattr(execlog, "_insert", held_insert)
+        self.thread = threading.Thread(target=self._write, args=(log,))
+        self.thread.start()
+        assert self.inside.wait(10), "the batch never started"
+
+    def _write(self, log):
+        try:
+            log.flush()
+        finally:
+            self.landed.set()
+            connection.close()
+
+    def release(self):
+        self.released.set()
+        self.thread.join(30)
+
+
+def test_a_turn_counts_its_calls_still_in_the_buffer_without_writing_them(log):
+    log.record(log_row(1, "mine"))
+    log.flush()
+    log.record(log_row(2, "mine"))
+    log.record(log_row(3, "other"))
+    assert counted_at_turn_start("mine") == {"t1": 1, "t2": 1}
+    assert log.pending() == 2 and ToolExecutionLog.objects.count() == 1  # left to the writer
+    log.flush()
+    assert counted_at_turn_start("mine") == {"t1": 1, "t2": 1}  # written now, and counted once
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_does_not_wait_for_a_batch_of_other_conversations_rows(log, monkeypatch):
+    for n in range(3):
+        log.record(log_row(n, "other"))
+    batch = HeldBatch(log, monkeypatch)
+    try:
+        log.record(log_row(9, "mine"))
+        assert counted_at_turn_start("mine") == {"t9": 1}
+        assert not batch.landed.is_set()  # the turn did not wait for it
+    finally:
+        batch.release()
+    log.flush()
+    assert counted_at_turn_start("mine") == {"t9": 1}
+    assert ToolExecutionLog.objects.count() == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_waits_for_a_batch_holding_its_own_rows_and_counts_them_once(log, monkeypatch):
+    log.record(log_row(1, "mine"))
+    log.record(log_row(2, "other"))
+    batch = HeldBatch(log, monkeypatch)
+    counted = []
+
+    def turn():
+        try:
+            counted.append(counted_at_turn_start("mine"))
+        finally:
+            connection.close()
+
+    starting = threading.Thread(target=turn)
+    try:
+        starting.start()
+        starting.join(0.3)
+        assert starting.is_alive()  # waiting for the batch: its row is in neither the buffer nor the table
+    finally:
+        batch.release()
+    starting.join(30)
+    assert counted == [{"t1": 1}]
 
 
 def test_buffered_rows_are_written_when_the_process_exits(tmp_path):
@@ -213,7 +309,23 @@ def test_a_call_made_while_the_log_is_turned_off_by_a_settings_override_writes_n
     assert [row.input_data for row in ToolExecutionLog.objects.all()] == [{"word": "loud"}]
 
 
-@pytest.mark.parametrize("rows", [1, 3, 499, 500, 777, 1337])
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_outside_a_callers_transaction_opens_none_of_its_own():
+    # Each statement commits by itself: a BEGIN, a COMMIT or a savepoint would be one more
+    # wait in which the writer thread lets go of the GIL (bench/log_stall.py).
+    from django.test.utils import CaptureQueriesContext
+
+    writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=100)
+    writer._thread = object()  # keep the background thread out of this test
+    for n in range(3):
+        writer.record(log_row(n))
+    with CaptureQueriesContext(connection) as queries:
+        assert writer.flush() == 3
+    assert not [query["sql"] for query in queries if query["sql"].split()[0].upper() in {"BEGIN", "SAVEPOINT"}]
+    assert ToolExecutionLog.objects.count() == 3
+
+
+@pytest.mark.parametrize("rows", [1, 3, 499, 500, 777, 1337, 2100])
 def test_a_batch_of_any_size_is_written_whole_and_in_order(rows):
     # Written in statements of fixed sizes (registry.execlog._chunks), whatever the batch.
     writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=10_000)
