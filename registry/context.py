@@ -9,7 +9,6 @@ are how a tool reaches the conversation without importing it.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
 
 
 _new = object.__new__
+_set = object.__setattr__
 
 
 def no_progress(message: str, fraction: float | None = None) -> None:
@@ -101,12 +101,12 @@ class ToolContext:
     registry: ToolRegistry | None = None
 
     def __post_init__(self) -> None:
-        # A field left at its plain default is read from the class: the instance keeps only
-        # what differs, so that copying it for each call (``for_call``) stays cheap.
-        fields = self.__dict__
-        for name, default in _PLAIN_DEFAULTS:
-            if fields[name] is default:
-                del fields[name]
+        # Every field in one compact dict of the instance's own. ``for_call`` copies it on
+        # every call, and CPython copies such a dict as one block (a dict with entries
+        # deleted, or one still sharing its keys with the class, is copied entry by entry);
+        # and a field found in it is read several times faster than one that falls through
+        # to the class, or than one in a dict that shares its keys.
+        _set(self, "__dict__", dict(self.__dict__))
 
     def for_call(self, registry: ToolRegistry, name: str, reasoning: str | None) -> ToolContext:
         """This context as the registry hands it to ``name``'s handler."""
@@ -116,11 +116,3 @@ class ToolContext:
         fields.update(self.__dict__)
         fields["registry"], fields["tool_name"], fields["reasoning"] = registry, name, reasoning
         return made
-
-
-# Fields whose default is a plain value (not a function: read from the class, that would bind).
-_PLAIN_DEFAULTS = tuple(
-    (f.name, f.default)
-    for f in dataclasses.fields(ToolContext)
-    if f.default is not dataclasses.MISSING and not hasattr(type(f.default), "__get__")
-)

@@ -40,7 +40,7 @@ from registry.contract_types import (
     Warning,
     envelope_kind,
 )
-from registry.result import ToolResult
+from registry.result import ToolResult, succeeded
 
 if TYPE_CHECKING:
     from registry.context import ToolContext
@@ -217,8 +217,7 @@ def envelope_to_tool_result(envelope: Envelope) -> ToolResult:
             cards, left_out = _within_card_budget(cards)
             if left_out:
                 envelope = dataclasses.replace(envelope, warnings=[*envelope.warnings, left_out])
-        # Positional, in ToolResult's field order: a class called with keywords builds a dict of them.
-        return ToolResult(render_ok(envelope), cards, effects.cost, effects.datasets, effects.exports)
+        return succeeded(render_ok(envelope), cards, effects.cost, effects.datasets, effects.exports)
     content = render_envelope(envelope)
     if isinstance(envelope, Hint):
         return ToolResult(content=content)

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from registry.contract_types import ColumnSpec, Effects, Envelope, Err, Hint, Ok
+from registry.contract_types import ColumnSpec, Effects, Envelope, Err, Hint, Ok, text_ok
 from registry.result import ToolResult, looks_legacy
 
 _ENVELOPE_TYPES = (Ok, Hint, Err)
@@ -58,8 +58,7 @@ def coerce_return(value: Any) -> Envelope:
     cls = type(value)
     # Cheapest checks first: plain text and ToolResult are the common legacy returns.
     if cls is str:
-        # Positional (rows, schema, data): a class called with keywords builds a dict of them.
-        return Ok(1 if value else 0, [], value)
+        return text_ok(value)
     if cls is ToolResult:
         return from_tool_result(value)
     if cls in _ENVELOPE_TYPES:

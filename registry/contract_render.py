@@ -64,13 +64,16 @@ def content_for_data(text: str) -> str:
 def render_ok(ok: Ok) -> str:
     """The text the model reads for an Ok (``render_envelope`` of one)."""
     rows = ok.rows
+    data = ok.data
+    if type(data) is str and data and not ok.schema and not ok.warnings:
+        # Most results: text alone (rendered as below, without the list of lines); for
+        # one row or none, the status line and its newline are made once.
+        head = _OK_HEADS.get(rows) if type(rows) is int else None
+        if head is not None:
+            return head + data
     status = _OK_STATUSES.get(rows) if type(rows) is int else None
     if status is None:
         status = f"{OK_STATUS} {_count(rows, 'row')}."
-    data = ok.data
-    if type(data) is str and not ok.schema and not ok.warnings:
-        # Most results: plain text alone (rendered as below, without the list of lines).
-        return f"{status}\n{data}" if data else status
     lines = [status]
     if ok.schema:
         lines.append(_schema_line(ok.schema))
@@ -274,3 +277,4 @@ def _count(n: int, noun: str) -> str:
 
 # The status line of most results (text: one row, or none), made once: ``{n:,}`` costs.
 _OK_STATUSES = {rows: f"{OK_STATUS} {_count(rows, 'row')}." for rows in (0, 1)}
+_OK_HEADS = {rows: f"{status}\n" for rows, status in _OK_STATUSES.items()}

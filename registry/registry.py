@@ -60,7 +60,10 @@ logger = logging.getLogger("eunice.registry")
 KILL_SECONDS = 5.0  # a killable call past its timeout: its child killed and its worker back within this
 
 
-@dataclass(slots=True)
+# init=False: made by ``_call``, on every call's path; a class whose ``__init__`` is Python
+# code costs a second run of the interpreter's loop to build (from C), several times what
+# setting the fields costs.
+@dataclass(slots=True, init=False)
 class Call:
     """One prepared call: everything the run step needs."""
 
@@ -70,8 +73,24 @@ class Call:
     definition: Definition | None
     handler: Handler | None
     started: float
-    early: Envelope | None = None  # set when the call ends before the handler runs
-    span: Span | None = None  # its execute_tool span, while telemetry is on (registry.tracing)
+    early: Envelope | None  # set when the call ends before the handler runs
+    span: Span | None  # its execute_tool span, while telemetry is on (registry.tracing)
+
+
+# Looked up once: CPython 3.11 looks a method of an instance that has its own ``__dict__``
+# (a ToolContext: registry.context) up the slow, unspecialised way on every call.
+_for_call = ToolContext.for_call
+
+
+def _call(name: str, inputs: dict, context: ToolContext, started: float) -> Call:
+    """A call to prepare: no definition, handler, early end or span yet."""
+    call = Call()
+    call.name = name
+    call.inputs = inputs
+    call.context = context
+    call.started = started
+    call.definition = call.handler = call.early = call.span = None
+    return call
 
 
 class ToolRegistry:
@@ -246,26 +265,19 @@ class ToolRegistry:
         Raises RuntimeError when called on a thread that is running an event
         loop: this call blocks, so async code must ``await aexecute_tool``.
         """
-        return self.execute_for_data(name, inputs, context)[0]
+        # Not through execute_for_data: a call less on every call's path.
+        if asyncio._get_running_loop() is not None:
+            raise _blocks_the_loop()
+        call = self._prepared(name, inputs, context, time.perf_counter(), None, None, None)
+        return self._finish(call, self._run_sync(call))
 
     def execute_for_data(self, name: str, inputs: dict | None, context: ToolContext) -> tuple[ToolResult, Envelope]:
         """``execute_tool``, also handing back the envelope the result was rendered from
         (a program's inner ``call`` reads the tool's data from it). Same raises."""
         if asyncio._get_running_loop() is not None:
-            raise RuntimeError(
-                "execute_tool blocks and was called on an event-loop thread; "
-                "use `await registry.aexecute_tool(...)` from async code"
-            )
+            raise _blocks_the_loop()
         call = self._prepared(name, inputs, context, time.perf_counter(), None, None, None)
-        if call.early is not None:
-            envelope = call.early
-        elif call.span is None:
-            envelope = self._run_sync(call)
-        else:
-            from registry import tracing
-
-            with tracing.current(call.span):
-                envelope = self._run_sync(call)
+        envelope = self._run_sync(call)
         return self._finish(call, envelope), envelope
 
     async def aexecute_tool(self, name: str, inputs: dict | None, context: ToolContext) -> ToolResult:
@@ -307,7 +319,7 @@ class ToolRegistry:
         """
         inputs = dict(inputs or {})
         reasoning = inputs.pop("reasoning", None)
-        call = Call(name, inputs, context.for_call(self, name, reasoning), None, None, time.perf_counter())
+        call = _call(name, inputs, context.for_call(self, name, reasoning), time.perf_counter())
         if telemetry.on:
             from registry import tracing
 
@@ -357,7 +369,7 @@ class ToolRegistry:
             raise ValueError("execute_tool needs a context with a tenant_id")
         inputs = dict(inputs or {})
         reasoning = inputs.pop("reasoning", None)
-        call = Call(name, inputs, context.for_call(self, name, reasoning), None, None, started)
+        call = _call(name, inputs, _for_call(context, self, name, reasoning), started)
         if telemetry.on:
             from registry import tracing
 
@@ -472,12 +484,22 @@ class ToolRegistry:
     def _timeout(self, handler: Handler) -> float:
         return handler.timeout or settings.TOOL_TIMEOUT_SECONDS
 
-    def _run_sync(self, call: Call) -> Envelope:
+    def _run_sync(self, call: Call, *, in_span: bool = False) -> Envelope:
+        """The prepared call's envelope on this thread: its early end, or its handler's
+        answer (run within the call's span while telemetry is on)."""
+        if call.early is not None:
+            return call.early
+        if call.span is not None and not in_span:
+            from registry import tracing
+
+            with tracing.current(call.span):
+                return self._run_sync(call, in_span=True)
         handler = call.handler
         assert handler is not None
         try:
             if handler.inline:
-                envelope = handler.func(call.inputs, call.context)
+                func = handler.func  # (read, then called: a call of ``handler.func`` looks it up unspecialised)
+                envelope = func(call.inputs, call.context)
                 if isinstance(envelope, CoroutineType):  # a sync callable that returned a coroutine
                     envelope = aio.run_sync(envelope, self._timeout(handler))
                 return envelope
@@ -646,13 +668,15 @@ class ToolRegistry:
         result = envelope_to_tool_result(envelope)
         if charge and result.cost:  # (most results cost nothing: no call for them)
             usage.charge(call.context, call.name, result)
+        recorder, logged, span = call.context.recorder, hot.execution_log_enabled, call.span
+        if recorder is None and not logged and span is None:
+            return result  # nothing records how the call ended
         outcome, kind = classify(envelope)
-        recorder = call.context.recorder
         if recorder is not None:
             _record_envelope(recorder, call, outcome, kind)
-        if hot.execution_log_enabled:
+        if logged:
             self._log(call, result, outcome, kind)
-        if call.span is not None:
+        if span is not None:
             _trace(call, result, outcome, kind)
         return result
 
@@ -810,6 +834,13 @@ def _in_child(
         return finisher.finish(envelope)
     finally:
         close_old_connections()  # as after a request: the finish may have queried (a charge)
+
+
+def _blocks_the_loop() -> RuntimeError:
+    return RuntimeError(
+        "execute_tool blocks and was called on an event-loop thread; "
+        "use `await registry.aexecute_tool(...)` from async code"
+    )
 
 
 def _killed(timeout: float) -> Err:

@@ -1,4 +1,4 @@
-from registry.result import ToolResult
+from registry.result import ToolResult, succeeded
 
 
 def test_a_tool_result_passes_through_unchanged():
@@ -30,3 +30,12 @@ def test_plain_strings_and_none_are_content():
 
 def test_other_dicts_are_rendered_as_json_for_the_model():
     assert ToolResult.from_any({"temperature": 21}).content == '{"temperature": 21}'
+
+
+def test_a_succeeded_result_is_the_one_its_class_makes_of_the_same_fields():
+    cards, datasets, exports = [{"type": "chart"}], {"t": 1}, {"f": {"path": "x"}}
+    made = succeeded("✓ ok. 1 row.\n5", cards, 0.25, datasets, exports)
+    assert type(made) is ToolResult
+    assert made == ToolResult("✓ ok. 1 row.\n5", cards, 0.25, datasets, exports)
+    assert made.cards is cards and made.datasets is datasets and made.exports is exports
+    assert made.error is None and made.ok

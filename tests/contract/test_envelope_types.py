@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from registry.contract import Hint, HintException, ToolSpec
+from registry.contract import Effects, Hint, HintException, Ok, ToolSpec, Warning
+from registry.contract_types import text_ok
 
 
 def _handler(inputs: dict, context: dict) -> str:
@@ -73,3 +76,23 @@ def test_tool_spec_refuses_unknown_envelope_kinds() -> None:
 def test_tool_spec_refuses_an_empty_set_of_envelope_kinds() -> None:
     with pytest.raises(ValueError, match="non-empty"):
         ToolSpec("t", _handler, is_tabular=False, expected_envelopes=frozenset())
+
+
+@pytest.mark.parametrize("text", ["5", ""])
+def test_a_text_ok_is_the_ok_its_class_makes_of_the_text(text: str) -> None:
+    made, called = text_ok(text), Ok(1 if text else 0, [], text)
+    for field in dataclasses.fields(Ok):
+        if field.name != "effects":
+            assert getattr(made, field.name) == getattr(called, field.name)
+    for field in dataclasses.fields(Effects):
+        assert getattr(made.effects, field.name) == getattr(called.effects, field.name)
+    assert type(made) is Ok and type(made.effects) is Effects
+
+
+def test_text_oks_share_no_container() -> None:
+    first, second = text_ok("a"), text_ok("b")
+    first.warnings.append(Warning("info", "kept"))
+    first.effects.cards.append({"type": "chart"})
+    first.effects.datasets["t"] = 1
+    assert second.warnings == [] and second.effects.cards == [] and second.effects.datasets == {}
+    assert first.schema is not second.schema and first.effects.exports is not second.effects.exports
