@@ -22,6 +22,14 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
 # can always be dropped at the end of the run.
 DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
 
+# A test database is thrown away: on PostgreSQL its commits (thousands a run, and a
+# TRUNCATE of every table after each transactional test) need not wait for the WAL to
+# reach the disk. A crash of PostgreSQL itself could lose the last few; no test
+# survives that anyway. The server processes tests start read these settings too.
+if DATABASES["default"]["ENGINE"] == "eunice.db.postgresql":  # noqa: F405
+    _options = DATABASES["default"]["OPTIONS"]  # noqa: F405
+    _options["options"] = f"{_options.get('options', '')} -c synchronous_commit=off".strip()
+
 # No test may reach a hosted model: whatever the developer's shell holds, the
 # suite starts offline; tests point the provider at the scripted local server.
 ANTHROPIC_API_KEY = ""
