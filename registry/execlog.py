@@ -6,8 +6,6 @@ a daemon thread writes the buffer with one bulk INSERT every
 exit. A hard kill (SIGKILL, power loss) loses at most the rows of the last
 flush interval (or of the last 1,000-row batch, whichever is sooner). With a flush interval
 of 0 every row is written at once on the caller's thread. Writing the log never fails a tool call.
-A turn counts its conversation's rows not yet written from memory (``unwritten``): it writes
-nothing, and waits only for a batch in flight that holds one of them.
 """
 
 from __future__ import annotations
@@ -186,38 +184,29 @@ class ExecutionLogWriter:
                 close_old_connections()
 
     def _write(self, rows: list[LogRow]) -> None:
-        written = [0]  # rows committed, if the write fails part way (each statement commits)
         try:
-            _insert(rows, written)
+            # A savepoint: a failed INSERT must not poison a caller's transaction.
+            with transaction.atomic():
+                _insert(rows)
         except DatabaseError as exc:
-            self.dropped += len(rows) - written[0]
-            logger.warning("could not write %d execution log row(s): %s", len(rows) - written[0], exc)
+            self.dropped += len(rows)
+            logger.warning("could not write %d execution log row(s): %s", len(rows), exc)
             return
         except Exception:  # the log must never take a tool call down with it
-            self.dropped += len(rows) - written[0]
-            logger.exception("unexpected error writing %d execution log row(s)", len(rows) - written[0])
+            self.dropped += len(rows)
+            logger.exception("unexpected error writing %d execution log row(s)", len(rows))
             return
         self.flushed.set()
 
 
-_ROWS_PER_STATEMENT = 500  # 6,000 parameters: inside SQLite's limit (32,766 since 3.32)
+_ROWS_PER_STATEMENT = 500  # 5,500 parameters: inside every backend's limit
 
 
-def _insert(rows: list[LogRow], written: list[int]) -> None:
-    """Write ``rows`` with COPY on PostgreSQL and multi-row INSERTs elsewhere, adding
-    to ``written[0]`` the rows of each statement once it has committed.
+def _insert(rows: list[LogRow]) -> None:
+    """Write ``rows`` with COPY on PostgreSQL and multi-row INSERTs elsewhere.
 
     The ORM's bulk_create costs ~40 µs a row (model construction, field
     preparation, client-side query building); these paths cost a few.
-
-    Each statement commits by itself (the connection's autocommit) unless a caller's
-    transaction is open, when they run in a savepoint (a failed write must not poison
-    it). No BEGIN and COMMIT of its own: each statement sent is a wait in which the
-    writer thread lets go of the GIL, and getting it back can take a whole switch
-    interval (5 ms) behind a busy thread, as the event loop streaming answers is
-    (bench/log_stall.py). So is each savepoint's. And SQLite takes its write lock at
-    BEGIN (``transaction_mode`` IMMEDIATE): other writers waited while the values were
-    built too; now they are built before, and the lock is held a statement at a time.
     """
     from registry.models import ToolExecutionLog
 
@@ -226,9 +215,7 @@ def _insert(rows: list[LogRow], written: list[int]) -> None:
     columns = ", ".join(ops.quote_name(c) for c in _COLUMNS)
     native = connection.vendor == "sqlite"
     values = _values(rows, plain=native)
-    savepoint = connection.in_atomic_block
-    own = transaction.atomic() if savepoint else contextlib.nullcontext()
-    with own, connection.cursor() as cursor, connection.wrap_database_errors:
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         if connection.vendor == "postgresql":
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                 for row in values:
@@ -246,8 +233,6 @@ def _insert(rows: list[LogRow], written: list[int]) -> None:
             params = [value for row in chunk for value in row]
             sql = f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([row_sql] * size)
             execute(sql, params)
-            if not savepoint:
-                written[0] += size
 
 
 def _chunks(total: int) -> list[tuple[int, int]]:
