@@ -50,8 +50,11 @@ _COLUMNS = (
 # when written) and an aware ``created_at``. A tuple, not a dict of the names: every
 # call with the log on builds one on the caller's thread and the buffer keeps it.
 LogRow = tuple[str, str, str, str, Any, str, bool, str, str, str, float, datetime]
-_CONVERSATION: Final = 3  # the index of "conversation_id" (a literal: mypy types the value)
-assert _COLUMNS[_CONVERSATION] == "conversation_id"
+# Indexes of the columns a turn reads from buffered rows (literals: mypy types the values).
+_TOOL: Final = 0
+_CONVERSATION: Final = 3
+_OUTCOME: Final = 7
+assert (_COLUMNS[_TOOL], _COLUMNS[_CONVERSATION], _COLUMNS[_OUTCOME]) == ("tool_name", "conversation_id", "outcome")
 
 
 class ExecutionLogWriter:
@@ -131,7 +134,7 @@ class ExecutionLogWriter:
                 self._taking.wait()
             held = self._take(conversation_id)
         try:
-            yield [(row[0], row[7]) for row in held]
+            yield [(row[_TOOL], row[_OUTCOME]) for row in held]
         finally:
             if held:
                 with self._taking:
