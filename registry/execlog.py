@@ -46,10 +46,13 @@ _COLUMNS = (
     "execution_ms",
     "created_at",
 )
-# One call's row, its values in ``_COLUMNS`` order: the inputs as given (a dict, encoded
-# when written) and an aware ``created_at``. A tuple, not a dict of the names: every
-# call with the log on builds one on the caller's thread and the buffer keeps it.
-LogRow = tuple[str, str, str, str, Any, str, bool, str, str, str, float, datetime]
+# One call's row, its values in ``_COLUMNS`` order: the inputs as JSON text
+# (``encode_inputs``) and an aware ``created_at``. A tuple, not a dict of the names: every
+# call with the log on builds one on the caller's thread and the buffer keeps it. It
+# holds only strings, numbers and a datetime, so the collector stops tracking it at its
+# first young collection: a buffer of 10,000 rows is not walked, nor promoted to the old
+# generation to make its full collections come sooner.
+LogRow = tuple[str, str, str, str, str, str, bool, str, str, str, float, datetime]
 # Indexes of the columns a turn reads from buffered rows (literals: mypy types the values).
 _TOOL: Final = 0
 _CONVERSATION: Final = 3
@@ -256,17 +259,14 @@ def _chunks(total: int) -> list[tuple[int, int]]:
 
 
 def _values(rows: list[LogRow], *, plain: bool = False) -> list[tuple]:
-    """The column values of ``rows``: the inputs as JSON text and the time as the database takes it.
+    """The column values of ``rows``: the time as the database takes it, and with
+    ``plain`` (SQLite) ``success`` as 1 or 0, what SQLite stores for a bool: its driver
+    binds an exact int, float or str at once, and asks its adapters for anything else,
+    a failed attribute lookup (an exception) a value. The rest is as recorded.
 
-    One encoder and one date adapter serve the whole batch: building a
-    JSONEncoder and looking the adapter up again for every row cost more
-    than the INSERT itself (10 µs a row against 8 at 10,000 rows on SQLite).
-    The outcome (an enum) is given as its plain text; ``plain`` (SQLite) gives
-    ``success`` as 1 or 0, what SQLite stores for a bool: its driver binds an
-    exact int, float or str at once, and asks its adapters for anything else,
-    a failed attribute lookup (an exception) a value.
+    One date adapter serves the whole batch: looking it up again for every
+    row cost more than the INSERT itself.
     """
-    encode = _json_encoder()
     adapt = _datetime_adapter()
     truth = int if plain else bool
     return [
@@ -275,11 +275,11 @@ def _values(rows: list[LogRow], *, plain: bool = False) -> list[tuple]:
             tenant,
             user,
             conversation,
-            encode(inputs),
+            inputs,
             summary,
             truth(success),
-            str(outcome),
-            str(kind),
+            outcome,
+            kind,
             error,
             ms,
             adapt(created),
@@ -288,22 +288,38 @@ def _values(rows: list[LogRow], *, plain: bool = False) -> list[tuple]:
     ]
 
 
-def _json_encoder() -> Callable[[Any], str]:
-    """``LenientJSONEncoder().encode`` for one batch, the same text for every value.
+def encode_inputs(inputs: object) -> str:
+    """A call's inputs as the log keeps them: JSON text, values JSON cannot express
+    (sets, bytes, objects) as their repr (``LenientJSONEncoder``). Never raises: inputs
+    the encoder itself cannot take (a key that is not a string or a number, nesting past
+    the recursion limit, a cycle) are kept as ``{"unlogged": "<why>"}``, and the call's
+    row with them. Encoded when the call ends, on the caller's thread, so a bad value
+    loses only its own text, and a caller changing its dict afterwards changes nothing."""
+    global _encode
+    if _encode is None:
+        _encode = _encoder()  # here, not at import: it imports the models
+    try:
+        return _encode(inputs)
+    except Exception as exc:  # noqa: BLE001 - a key, a depth, a cycle, or a repr that raises: the value, not the log
+        return _encode({"unlogged": f"{type(exc).__name__}: {exc}"[:SUMMARY_CHARS]})
 
-    ``encode`` builds the C encoder anew for every value it is given, about half of
-    its cost on a tool's few inputs; here one is built for the batch. Its circular-
-    reference markers are left as they were after every value it finishes, and a
-    value it cannot finish ends the batch (``_write`` drops it, as before)."""
+
+def _encoder() -> Callable[[Any], str]:
+    """``LenientJSONEncoder().encode``, the same text for every value, built once.
+
+    ``encode`` builds CPython's C encoder anew for every value it is given, about half of
+    its cost on a tool's few inputs; this one is built once for the process. It is built
+    without circular-reference markers (a cycle ends in RecursionError, which
+    ``encode_inputs`` catches): markers are state, and threads share this encoder."""
     from registry.models import LenientJSONEncoder
 
-    made = LenientJSONEncoder()
+    made = LenientJSONEncoder(check_circular=False)
     make_encoder = getattr(json_encoder, "c_make_encoder", None)  # CPython's C encoder (not in typeshed)
     if make_encoder is None or made.indent is not None:  # encode would not use it either
         return made.encode
     strings = json_encoder.encode_basestring_ascii if made.ensure_ascii else json_encoder.encode_basestring
     chunks = make_encoder(
-        {} if made.check_circular else None,
+        None,  # no markers (above)
         made.default,
         strings,
         made.indent,
@@ -314,6 +330,9 @@ def _json_encoder() -> Callable[[Any], str]:
         made.allow_nan,
     )
     return lambda value: "".join(chunks(value, 0))
+
+
+_encode: Callable[[Any], str] | None = None
 
 
 def _datetime_adapter() -> Callable[[datetime], Any]:

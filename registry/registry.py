@@ -37,7 +37,7 @@ from registry.contract import (
     envelope_to_tool_result,
     wrap_for_dispatch,
 )
-from registry.execlog import summarize, writer
+from registry.execlog import encode_inputs, summarize, writer
 from registry.handlers import Handler, HandlerFunc, HandlerImportError, TenantRequirement, import_handler
 from registry.hot_settings import hot
 from registry.killable import KillableProcesses, Killed
@@ -691,12 +691,14 @@ class ToolRegistry:
                 str(ctx.tenant_id),
                 str(ctx.user_id or ""),
                 str(ctx.conversation_id or ""),
-                redacted(call.inputs, call.definition),  # input_data
+                encode_inputs(redacted(call.inputs, call.definition)),  # input_data
                 summarize(result.content),  # output_summary
                 # success: a Hint is a correction the model can act on, not a failure.
                 outcome != "err",
-                outcome,
-                kind or "",  # outcome_kind
+                # Plain text, not the enum members: a row of plain values is one the
+                # collector stops tracking (registry.execlog.LogRow).
+                str(outcome),
+                str(kind or ""),  # outcome_kind
                 result.error or "",
                 elapsed_ms,
                 datetime.now(UTC),  # created_at; timezone.now(): USE_TZ is on (eunice/settings.py)

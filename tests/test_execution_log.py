@@ -5,6 +5,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.db import connection
@@ -61,6 +62,58 @@ def test_inputs_json_cannot_express_are_logged_as_their_repr(registry, make_tool
     assert ToolExecutionLog.objects.get().input_data == {"tags": "{1}"}
 
 
+def test_inputs_json_cannot_encode_lose_only_their_own_text_not_the_batch(registry, make_tool):
+    # Keys JSON cannot express (a tuple) and nesting past the encoder's recursion limit
+    # fail the encoder itself. The call's row is kept, saying why its inputs are not,
+    # and every other row of the batch is written.
+    from registry.execlog import ExecutionLogWriter
+
+    writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=100)
+    writer._thread = object()  # keep the background thread out of this test
+    deep: dict = {}
+    for _ in range(5000):
+        deep = {"d": deep}
+
+    class Unprintable:
+        def __repr__(self):
+            raise RuntimeError("no repr for you")
+
+    make_tool("anything", handlers.echo)
+    context = ToolContext(tenant_id="acme")
+    bad = [{(1, 2): "tuple key"}, deep, {"thing": Unprintable()}]
+    with mock.patch("registry.registry.writer", lambda: writer):
+        for n, inputs in enumerate(bad):
+            registry.execute_tool("anything", {"n": n}, context)
+            registry.execute_tool("anything", inputs, context)
+    assert writer.flush() == 6
+    logged = list(ToolExecutionLog.objects.order_by("id").values_list("input_data", flat=True))
+    assert logged[0::2] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert logged[1] == {"unlogged": "TypeError: keys must be str, int, float, bool or None, not tuple"}
+    assert list(logged[3]) == ["unlogged"] and logged[3]["unlogged"].startswith("RecursionError")
+    assert logged[5] == {"unlogged": "RuntimeError: no repr for you"}
+
+
+def test_a_buffered_row_holds_text_not_the_callers_inputs(registry, make_tool):
+    # The row keeps what the inputs were when the call ended: a caller changing its dict
+    # afterwards does not change the log, and the buffer holds no object the collector walks.
+    import gc
+
+    from registry.execlog import ExecutionLogWriter
+
+    writer = ExecutionLogWriter(flush_seconds=3600, max_buffer=100)
+    writer._thread = object()
+    make_tool("anything", handlers.echo)
+    inputs = {"items": ["a"]}
+    with mock.patch("registry.registry.writer", lambda: writer):
+        registry.execute_tool("anything", inputs, ToolContext(tenant_id="acme"))
+    inputs["items"].append("changed later")
+    (row,) = writer._buffer
+    gc.collect()
+    assert not gc.is_tracked(row)
+    writer.flush()
+    assert ToolExecutionLog.objects.get().input_data == {"items": ["a"]}
+
+
 def test_failing_to_write_the_log_never_fails_the_call(call, make_tool, caplog):
     make_tool("shout", handlers.async_echo)
     with connection.cursor() as cursor:
@@ -84,7 +137,7 @@ def log_row(n, conversation_id=""):
     """A row as the registry records one (registry.execlog.LogRow: the columns in order)."""
     from django.utils import timezone
 
-    return (f"t{n}", "acme", "", conversation_id, {}, "", True, "ok", "", "", 1.0, timezone.now())
+    return (f"t{n}", "acme", "", conversation_id, "{}", "", True, "ok", "", "", 1.0, timezone.now())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -286,10 +339,9 @@ def test_the_inputs_of_a_batch_are_stored_as_the_log_fields_encoder_writes_them(
     from datetime import UTC, datetime
     from decimal import Decimal
 
-    from registry.execlog import _json_encoder
+    from registry.execlog import encode_inputs
     from registry.models import LenientJSONEncoder
 
-    encode = _json_encoder()
     values = [
         {"a": 2, "b": 3},
         {"city": "Zürich", "days": 3.5, "tags": ["x", None, True], "nan": float("nan"), "big": 10**30},
@@ -299,7 +351,7 @@ def test_the_inputs_of_a_batch_are_stored_as_the_log_fields_encoder_writes_them(
         [],
         {},
     ]
-    assert [encode(value) for value in values] == [LenientJSONEncoder().encode(value) for value in values]
+    assert [encode_inputs(value) for value in values] == [LenientJSONEncoder().encode(value) for value in values]
 
 
 def test_a_call_made_while_the_log_is_turned_off_by_a_settings_override_writes_no_row(call, make_tool, settings):
