@@ -25,7 +25,9 @@ def words(text: str) -> set[str]:
 
 
 def closest_tools(registry: ToolRegistry, name: str, tenant_id: str, *, limit: int = 3) -> list[dict]:
-    """Up to ``limit`` tools the tenant may use, ranked by how well they match ``name``.
+    """Up to ``limit`` tools the tenant is offered, ranked by how well they match ``name``:
+    never a tool it could not run here (``ToolRegistry.offered_to``), which would only
+    earn the model a second hint.
 
     Each is ``{label, score, input_schema}``. The score (0-1) blends spelling
     similarity of the names with the tool's rank when the tool-search index is
@@ -36,7 +38,7 @@ def closest_tools(registry: ToolRegistry, name: str, tenant_id: str, *, limit: i
     matcher = difflib.SequenceMatcher(b=name.lower())
     scored = []
     for definition in registry.definitions().values():
-        if not definition.visible_to(tenant_id):
+        if not registry.offered_to(definition, tenant_id):
             continue
         matcher.set_seq1(definition.name.lower())
         spelling = matcher.ratio()

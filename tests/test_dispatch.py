@@ -35,6 +35,17 @@ def test_an_unknown_tool_names_the_closest_tools(call, make_tool):
     assert "  1. weather_forecast (score" in result.content
 
 
+def test_an_unknown_tool_is_never_answered_with_a_tool_that_cannot_run_here(call, settings):
+    # Custom tools are off (the default): build_custom_tool is not offered, so a near
+    # miss of its name must not bring it back as a suggestion. The skill tools wait for
+    # an approved skill this workspace does not have.
+    settings.EUNICE_CUSTOM_TOOLS = False
+    for wrong in ("build_custom_tol", "use_skil"):
+        result = call(wrong)
+        assert result.content.startswith(f"⚠ schema hint: unknown tool {wrong!r}")
+        assert "build_custom_tool" not in result.content and "use_skill" not in result.content
+
+
 def test_an_unknown_tool_names_at_most_three_alternatives(call, make_tool):
     for suffix in "abcde":
         make_tool(f"report_{suffix}", handlers.echo)
