@@ -11,10 +11,13 @@ from django.db.models import Count, Max
 from eunice.db.prepared import Prepared
 from registry.retrieval import ToolDocument
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
+from tools.lib.skill_format import known_archive_hash
 from tools.models import Skill
 
 _INDEXES = IndexCache()
-_RESIDENT: dict[int, Prepared[Skill]] = {}  # by how many rows it checks; composed once (every turn reads it)
+# (pk, name, description, approved_hash, archive_sha256) of a skill approved at some hash
+_Approved = tuple[int, str, str, str, bytes | memoryview]
+_RESIDENT: dict[int, Prepared[_Approved]] = {}  # by how many rows it checks; composed once (every turn reads it)
 
 
 def clear_cache() -> None:
@@ -23,11 +26,34 @@ def clear_cache() -> None:
 
 def resident(tenant_id: str, limit: int) -> list[tuple[str, str]]:
     """Up to ``limit`` (name, description) of the tenant's usable skills, by name. Checks at
-    most ``2 * limit`` approved rows, so a shelf of stale approvals stays cheap."""
+    most ``2 * limit`` approved rows, so a shelf of stale approvals stays cheap.
+
+    Reads each row's ``archive_sha256`` (the database's SHA-256 of the archive as it is
+    now) in place of the archive: a skill whose archive this process has hashed before is
+    checked against its approval without its bytes; any other is read and checked whole
+    (``Skill.is_usable``), which keeps its content hash for the next turn."""
     read = _RESIDENT.get(limit)
     if read is None:
-        read = _RESIDENT[limit] = Prepared(lambda tenant: Skill.objects.usable().filter(tenant_id=tenant)[: 2 * limit])
-    return [(skill.name, skill.description) for skill in read(tenant_id) if skill.is_usable()][:limit]
+        read = _RESIDENT[limit] = Prepared(
+            lambda tenant: (
+                Skill.objects.usable()
+                .filter(tenant_id=tenant)
+                .values_list("pk", "name", "description", "approved_hash", "archive_sha256")[: 2 * limit]
+            )
+        )
+    return [
+        (name, description)
+        for pk, name, description, approved, digest in read(tenant_id)
+        if _approved_as_it_is(pk, approved, digest)
+    ][:limit]
+
+
+def _approved_as_it_is(pk: int, approved_hash: str, digest: bytes | memoryview) -> bool:
+    known = known_archive_hash(bytes(digest))
+    if known is not None:
+        return known == approved_hash
+    skill = Skill.objects.filter(pk=pk).first()
+    return skill is not None and skill.is_usable()
 
 
 def find(tenant_id: str, query: str, limit: int) -> list[tuple[str, str]]:

@@ -229,6 +229,12 @@ def archive_hash(data: bytes) -> str:
     return known
 
 
+def known_archive_hash(digest: bytes) -> str | None:
+    """The content hash ``archive_hash`` worked out for the bytes whose SHA-256 is ``digest``,
+    if this process has; None if not."""
+    return _archive_hashes.get(digest)
+
+
 def from_zip(data: bytes) -> SkillFolder:
     """A skill folder from a zip: ``SKILL.md`` at the top or in one top directory named like the skill.
 
