@@ -7,8 +7,10 @@ set-up and the migrations are not counted. With --log the execution log is on an
 writer thread runs: every row is written by one flush at the end, counted too (the
 warm-up's flush has prepared the 500-row statement before). Prints instructions a
 call, rounded down; the few thousand of the two callgrind_control calls are included.
+With --context it counts instead what a turn spends on each tool call's ToolContext
+(``Runtime.tool_context`` of an interactive turn), the same way.
 
-Usage: python bench/dispatch_instructions.py [--calls N] [--log] [--database-url URL]
+Usage: python bench/dispatch_instructions.py [--calls N] [--log | --context] [--database-url URL]
 Needs valgrind (callgrind_control comes with it).
 """
 
@@ -28,22 +30,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--log", action="store_true")
+    parser.add_argument("--context", action="store_true", help="count Runtime.tool_context instead")
     parser.add_argument("--database-url")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inner:
-        _calls(args.calls, args.log, args.database_url)
+        if args.context:
+            _contexts(args.calls, args.database_url)
+        else:
+            _calls(args.calls, args.log, args.database_url)
         return
     command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null"]
     command += [sys.executable, str(Path(__file__).resolve()), "--inner", "--calls", str(args.calls)]
-    command += ["--log"] * args.log + (["--database-url", args.database_url] if args.database_url else [])
+    command += ["--log"] * args.log + ["--context"] * args.context
+    command += ["--database-url", args.database_url] if args.database_url else []
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     collected = re.search(r"Collected : (\d+)", done.stderr)
     if collected is None:
         raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
     total = int(collected.group(1))
     _django.print_results(
-        {"calls": args.calls, "log": args.log, "instructions": total, "instructions_per_call": total // args.calls},
+        {
+            "calls": args.calls,
+            "counted": "Runtime.tool_context" if args.context else "execute_tool",
+            "log": args.log,
+            "instructions": total,
+            "instructions_per_call": total // args.calls,
+        },
         as_json=False,
     )
 
@@ -78,6 +91,27 @@ def _calls(calls: int, log: bool, database_url: str | None) -> None:
     finally:
         ToolExecutionLog.objects.filter(tenant_id="bench").delete()
         ToolDefinition.objects.filter(name="bench_add").delete()
+
+
+def _contexts(calls: int, database_url: str | None) -> None:
+    _django.setup(database_url, seed=False)
+    from django.contrib.auth import get_user_model
+
+    from conversations.models import Conversation
+    from conversations.runtime import start_run
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-context")
+    conversation = Conversation.objects.create(tenant_id="bench", user=user)
+    runtime = start_run(conversation, user=user, turn=1, interactive=True)
+    try:
+        for n in range(1000):
+            runtime.tool_context(f"toolu_{n}", "plan", None, None, "anchor")
+        _instrument("on")
+        for n in range(calls):
+            runtime.tool_context(f"toolu_{n}", "plan", None, None, "anchor")
+        _instrument("off")
+    finally:
+        conversation.delete()
 
 
 def _instrument(state: str) -> None:

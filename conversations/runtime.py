@@ -64,6 +64,10 @@ class Runtime:
     _held: dict[str, str] | None = None
     # The tenant's skills kept resident in the state block, read once per run.
     _skills: list[tuple[str, str]] | None = None
+    # The tool context's fields that every call of the run shares, and what they were
+    # made from (``_shared_context``). Not an __init__ argument: a delegated task's
+    # runtime (``dataclasses.replace`` of its parent's) starts without its parent's.
+    _shared: tuple[tuple, ToolContext] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def tenant_id(self) -> str:
@@ -138,17 +142,38 @@ class Runtime:
         surface_reason: str = "",
     ) -> ToolContext:
         """The context a handler receives (the registry adds reasoning, registry and tool_name)."""
-        return ToolContext(
+        progress = self.progress_reporter(tool_use_id, name)
+        return self._shared_context().for_tool_call(tool_use_id, progress, cancel, gate, surface_reason)
+
+    def _shared_context(self) -> ToolContext:
+        """The fields of ``tool_context`` that are the run's, not the call's: built at the
+        run's first call, and again should any field they are made of be set anew."""
+        # The objects themselves (a dict, the budget, the log) by identity: the context
+        # holds views of them, not copies; the rest compare by value.
+        made_of = (
+            self.conversation,
+            self.user,
+            self.working_set_scope,
+            self.mode,
+            self.capabilities,
+            self.depth,
+            self.budget,
+            self.budget_limit,
+            id(self.datasets),  # the context's view keeps the dict, so no other can take its id
+            self.log,
+            self.interactive,
+        )
+        shared = self._shared
+        if shared is not None and shared[0] == made_of:
+            return shared[1]
+        context = ToolContext(
             tenant_id=self.tenant_id,
             user_id=self.user_id,
             conversation_id=self.conversation.pk,
             namespace_id=self.working_set_scope,
             mode=self.mode,
             capabilities=self.capabilities,
-            tool_use_id=tool_use_id,
             depth=self.depth,
-            progress=self.progress_reporter(tool_use_id, name),
-            cancel=cancel,
             budget=self.budget,
             budget_limit=self.budget_limit,
             datasets=MappingProxyType(self.datasets),
@@ -156,9 +181,9 @@ class Runtime:
             recorder=self.recorder,
             subtasks=Subtasks(self),
             questions=Questions(self) if self.interactive else None,
-            gate=gate,
-            surface_reason=surface_reason,
         )
+        self._shared = (made_of, context)
+        return context
 
 
 def start_run(

@@ -43,7 +43,7 @@ class NoConversation(CatalogError):
     """The call has no conversation of the caller's tenant to hold datasets."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConversationCatalog:
     tenant_id: str
     conversation_id: str

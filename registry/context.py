@@ -108,6 +108,23 @@ class ToolContext:
         # to the class, or than one in a dict that shares its keys.
         _set(self, "__dict__", dict(self.__dict__))
 
+    def for_tool_call(
+        self,
+        tool_use_id: str,
+        progress: ProgressReporter,
+        cancel: CancelSignal | None,
+        gate: CallGate | None,
+        surface_reason: str,
+    ) -> ToolContext:
+        """This context for one tool call of a turn: the turn's fields kept, the call's own set.
+        A copy of one dict where ``ToolContext(...)`` runs ``__init__`` over every field."""
+        fields = dict(self.__dict__)
+        fields["tool_use_id"], fields["progress"], fields["cancel"] = tool_use_id, progress, cancel
+        fields["gate"], fields["surface_reason"] = gate, surface_reason
+        made = _new(ToolContext)
+        _set(made, "__dict__", fields)
+        return made
+
     def for_call(self, registry: ToolRegistry, name: str, reasoning: str | None) -> ToolContext:
         """This context as the registry hands it to ``name``'s handler."""
         # Not dataclasses.replace: that re-runs __init__, and this is on every call's path.

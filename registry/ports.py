@@ -37,8 +37,11 @@ ProgressReporter = Callable[..., None]  # report(message, fraction=None), from a
 class DataCatalog(Protocol):
     """The conversation's datasets, scoped to its tenant."""
 
-    tenant_id: str
-    conversation_id: str
+    @property
+    def tenant_id(self) -> str: ...
+
+    @property
+    def conversation_id(self) -> str: ...
 
     def names(self) -> list[str]: ...
 
