@@ -12,7 +12,10 @@ figure the machine's load does not move) and the N costliest functions (cumulati
 measured turns, on the event loop and on the database threads the turn's
 steps run on (``registry.aio.in_db_thread``).
 
-Usage: python bench/turn_start.py [--turns 50] [--warm 5] [--profile 30] [--json]
+With ``--skills N`` the tenant holds N approved skills, which every model call's state
+block names (``--archive-kb MIN-MAX``: their archives' sizes, as in bench/skill_shelf.py).
+
+Usage: python bench/turn_start.py [--turns 50] [--warm 5] [--profile 30] [--skills N [--archive-kb MIN-MAX]] [--json]
 """
 
 from __future__ import annotations
@@ -115,6 +118,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--warm", type=int, default=5)
     parser.add_argument("--profile", type=int, default=0)
+    parser.add_argument("--skills", type=int, default=0)
+    parser.add_argument("--archive-kb", help="MIN-MAX: the skills' archives spread over this size in KB")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -131,6 +136,10 @@ def main() -> None:
     try:
         database = _django.setup()
         rows = conversations(args.warm + args.turns)
+        if args.skills:
+            from skill_shelf import make_skills
+
+            make_skills(args.skills, args.archive_kb, tenant="bench")
         profiler, threads = cProfile.Profile(), ThreadProfiles()
         if args.profile:
             threads.install()
@@ -157,6 +166,7 @@ def main() -> None:
     results = {
         "database": database,
         "turns": len(measured),
+        "skills": f"{args.skills} ({args.archive_kb or 'tiny'} KB)" if args.skills else 0,
         "first_chunk_kind": measured[0][2],
         "cpu_to_first_chunk_p50_ms": statistics.median(first),
         "cpu_to_first_chunk_min_ms": first[0],
