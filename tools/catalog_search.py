@@ -288,9 +288,8 @@ def _describe_kits(rows: QuerySet) -> list[_Described]:
 
 def _describe_skills(rows: QuerySet) -> list[_Described]:
     described: list[_Described] = []
-    for row in rows.order_by("-updated_at", "-id")[:MAX_PER_KIND]:
-        if not row.is_usable():  # changed since its approval (a bulk update): not offered
-            continue
+    # A row changed since its approval (a bulk update) is left out.
+    for row in skill_shelf.usable(rows.order_by("-updated_at", "-id")[:MAX_PER_KIND]):
         item = Item("skill", row.name, f"skill: {row.description}"[:300], f"use_skill {{name: {row.name!r}}}")
         described.append((skill_shelf.document(row), item, None, ""))
     return described

@@ -6,17 +6,17 @@ ever named; the instructions still come only with ``use_skill``.
 
 from __future__ import annotations
 
-from django.db.models import Count, Max
+from django.db.models import Count, Max, QuerySet
 
 from eunice.db.prepared import Prepared
 from registry.retrieval import ToolDocument
 from tools.lib.hybrid import MIN_SIMILARITY, IndexCache, as_document, build_index, embed_missing
 from tools.lib.skill_format import known_archive_hash
-from tools.models import Skill
+from tools.models import CapabilityStatus, Skill
 
 _INDEXES = IndexCache()
-# (pk, name, description, approved_hash, archive_sha256) of a skill approved at some hash
-_Approved = tuple[int, str, str, str, bytes | memoryview]
+# (pk, name, description, status, approved_hash, archive_sha256) of a skill approved at some hash
+_Approved = tuple[int, str, str, str, str, bytes | memoryview]
 _RESIDENT: dict[int, Prepared[_Approved]] = {}  # by how many rows it checks; composed once (every turn reads it)
 
 
@@ -38,17 +38,31 @@ def resident(tenant_id: str, limit: int) -> list[tuple[str, str]]:
             lambda tenant: (
                 Skill.objects.usable()
                 .filter(tenant_id=tenant)
-                .values_list("pk", "name", "description", "approved_hash", "archive_sha256")[: 2 * limit]
+                .values_list("pk", "name", "description", "status", "approved_hash", "archive_sha256")[: 2 * limit]
             )
         )
     return [
         (name, description)
-        for pk, name, description, approved, digest in read(tenant_id)
-        if _approved_as_it_is(pk, approved, digest)
+        for pk, name, description, status, approved, digest in read(tenant_id)
+        if _approved_as_it_is(pk, status, approved, digest)
     ][:limit]
 
 
-def _approved_as_it_is(pk: int, approved_hash: str, digest: bytes | memoryview) -> bool:
+def usable(rows: QuerySet[Skill]) -> list[Skill]:
+    """The skills among ``rows`` usable as they are now, like ``Skill.is_usable`` but read
+    without their archives (``archive`` deferred), as ``resident`` checks them."""
+    return [
+        skill
+        for skill in rows.defer("archive")
+        if _approved_as_it_is(skill.pk, skill.status, skill.approved_hash, skill.archive_sha256)
+    ]
+
+
+def _approved_as_it_is(pk: int, status: str, approved_hash: str, digest: bytes | memoryview) -> bool:
+    """``Skill.is_usable`` of the row ``pk`` from these of its columns, by the content hash
+    this process worked out for the archive's bytes; the row read whole if there is none."""
+    if status != CapabilityStatus.APPROVED or not approved_hash:
+        return False
     known = known_archive_hash(bytes(digest))
     if known is not None:
         return known == approved_hash
@@ -76,7 +90,7 @@ def document(skill: Skill) -> ToolDocument:
 
 
 def _build(tenant_id: str) -> tuple:
-    skills = [skill for skill in Skill.objects.usable().filter(tenant_id=tenant_id) if skill.is_usable()]
+    skills = usable(Skill.objects.usable().filter(tenant_id=tenant_id))
     documents = [document(skill) for skill in skills]
     vectors, _ = embed_missing(documents, {})
     return build_index(documents, vectors), {f"skill:{s.pk}": (s.name, s.description) for s in skills}

@@ -23,7 +23,7 @@ from registry.declarations import Tool
 from registry.handlers import requires, requires_tenant
 from registry.sandbox import service
 from tools import capability_actions as actions
-from tools import holdings
+from tools import holdings, skill_shelf
 from tools.actors import may
 from tools.lib.closest import not_found
 from tools.lib.skill_format import MANIFEST, Manifest, SkillFolder, SkillFormatError, check_path, render_manifest
@@ -75,7 +75,7 @@ def use_skill(inputs: dict, context: ToolContext) -> Ok:
     """No name: the approved skills, one line each. A name: its instructions and its files."""
     name = inputs.get("name")
     if not name:
-        usable = [skill for skill in Skill.objects.usable().filter(tenant_id=context.tenant_id) if skill.is_usable()]
+        usable = skill_shelf.usable(Skill.objects.usable().filter(tenant_id=context.tenant_id))
         if not usable:
             return Ok(rows=0, data="No approved skills yet. create_skill writes one; a staff member approves it.")
         lines = [f"- {skill.name}: {skill.description}" for skill in usable]

@@ -86,3 +86,20 @@ def test_no_client_can_set_the_archives_digest(approved):
             cursor.execute("UPDATE skills SET archive_sha256 = %s WHERE id = %s", [forged, approved.pk])
     assert bytes(Skill.objects.values_list("archive_sha256", flat=True).get(pk=approved.pk)) == stored
     assert stored == hashlib.sha256(FOLDER.to_zip()).digest()
+
+
+def test_the_other_lists_of_usable_skills_are_checked_the_same_way(approved):
+    every = Skill.objects.filter(tenant_id=TENANT)
+    assert [skill.name for skill in skill_shelf.usable(every)] == [approved.name]
+    with CaptureQueriesContext(connection) as queries:
+        assert [skill.name for skill in skill_shelf.usable(every)] == [approved.name]
+    assert len(queries) == 1 and '"archive"' not in queries[0]["sql"]
+    Skill.objects.filter(pk=approved.pk).update(archive=CHANGED.to_zip())
+    assert skill_shelf.usable(every) == []
+
+
+def test_a_skill_sent_back_to_review_waits_even_with_its_approved_files_again(approved):
+    actions.update_skill(approved, folder=CHANGED, actor="model")
+    Skill.objects.filter(pk=approved.pk).update(archive=FOLDER.to_zip())  # the approved bytes, still pending
+    assert skill_shelf.usable(Skill.objects.filter(tenant_id=TENANT)) == []
+    assert not Skill.objects.get(pk=approved.pk).is_usable()
