@@ -6,6 +6,8 @@ a daemon thread writes the buffer with one bulk INSERT every
 exit. A hard kill (SIGKILL, power loss) loses at most the rows of the last
 flush interval (or of the last 1,000-row batch, whichever is sooner). With a flush interval
 of 0 every row is written at once on the caller's thread. Writing the log never fails a tool call.
+A turn counts its conversation's rows not yet written from memory (``unwritten``): it writes
+nothing, and waits only for a batch in flight that holds one of them.
 """
 
 from __future__ import annotations
@@ -205,7 +207,7 @@ class ExecutionLogWriter:
         self.flushed.set()
 
 
-_ROWS_PER_STATEMENT = 500  # 5,500 parameters: inside every backend's limit
+_ROWS_PER_STATEMENT = 500  # 6,000 parameters: inside SQLite's limit (32,766 since 3.32)
 
 
 def _insert(rows: list[LogRow]) -> None:
