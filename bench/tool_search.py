@@ -36,6 +36,10 @@ Metrics (percentages, averaged over queries):
 - nonsense_answered: how many of the requests in bench/nonsense_queries.txt
   (keyboard mashing, invented words) still return a tool; the relevance
   floor should keep this at or near zero whatever the ranking does.
+- technical_read: how many of the real requests in bench/technical_queries.txt
+  (file formats, jargon: "convert xlsx to csv") the floor reads as meaningful,
+  so that tools close in meaning are returned, not only those sharing a word;
+  the other side of nonsense_answered, and it depends on the catalog's words.
 
 `--scale N` pads the catalog to N tools with copies of its tools under new
 ids, to measure latency at that size. The copies have the same text as the
@@ -58,6 +62,7 @@ import _django
 from _machine import reference_ms
 
 NONSENSE = Path(__file__).with_name("nonsense_queries.txt")
+TECHNICAL = Path(__file__).with_name("technical_queries.txt")
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,8 @@ class Report:
     model_load_s: float
     nonsense_answered: int = 0
     nonsense_queries: int = 0
+    technical_read: int = 0
+    technical_queries: int = 0
     machine_reference_ms: float = 0.0
 
 
@@ -104,8 +111,8 @@ def load_queries(path: Path) -> list[Query]:
     return [Query(q["query"], frozenset(q["gold"])) for q in data["queries"]]
 
 
-def load_nonsense(path: Path = NONSENSE) -> list[str]:
-    """The nonsense requests, one a line; blank lines and `#` comments skipped."""
+def load_requests(path: Path) -> list[str]:
+    """Requests one a line; blank lines and `#` comments skipped."""
     lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
     return [line for line in lines if line and not line.startswith("#")]
 
@@ -208,8 +215,11 @@ def run(tools: Sequence[Tool], queries: Sequence[Query], dataset: str = "", per_
     latencies.sort()
     if per_query is not None:
         per_query.write_text("".join(json.dumps(row) + "\n" for row in rankings))
-    nonsense = load_nonsense()
+    nonsense = load_requests(NONSENSE)
     answered = sum(1 for text in nonsense if find_tools(registry, text, "bench", 10))
+    technical = load_requests(TECHNICAL)
+    index = registry.tool_search()._synced(registry.definitions())
+    read = sum(1 for text in technical if index.reads(text))
     embed_ms = []
     for query in queries[:200]:
         started = time.perf_counter()
@@ -241,6 +251,8 @@ def run(tools: Sequence[Tool], queries: Sequence[Query], dataset: str = "", per_
         model_load_s=round(model_load, 2),
         nonsense_answered=answered,
         nonsense_queries=len(nonsense),
+        technical_read=read,
+        technical_queries=len(technical),
         machine_reference_ms=reference_ms(),
     )
 
@@ -286,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{report.dataset}: {report.tools} tools, {report.queries} queries\n"
             f"  R@1 {report.r1:.1f}  R@5 {report.r5:.1f}  nDCG@10 {report.ndcg10:.1f}\n"
             f"  nonsense requests answered with a tool: {report.nonsense_answered} of {report.nonsense_queries}\n"
+            f"  technical requests read as meaningful: {report.technical_read} of {report.technical_queries}\n"
             f"  query p50 {report.p50_ms:.2f} ms  p95 {report.p95_ms:.2f} ms"
             f"  (embedding the query p50 {report.embed_p50_ms:.2f} ms)\n"
             f"  build {report.build_s:.2f} s (embedding and storing every tool; model load"

@@ -14,6 +14,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -76,9 +77,10 @@ class Embedder:
                     cls._default = cls()
         return cls._default
 
-    def reads(self, text: str) -> bool:
+    def reads(self, text: str, *, vocabulary: Callable[[str], bool] | None = None) -> bool:
         """Whether the encoders can find meaning in `text`: most of its words are
-        ones MiniLM or the multilingual encoder knows whole.
+        ones MiniLM or the multilingual encoder knows whole, or that `vocabulary`
+        holds.
 
         Keyboard mashing and invented words break into word pieces whose
         vectors sit close to every short text: their cosine to some tool
@@ -88,11 +90,21 @@ class Embedder:
         (Chinese, accented Latin) counts as read, since neither vocabulary
         splits such words the way it splits invented ones. A text with no
         words at all (emoji, punctuation) is not read.
+
+        Neither encoder holds much technical vocabulary whole ("csv",
+        "xlsx", "spreadsheet", "histogram", "parquet" are all pieces), so a
+        search passes the words of the tools its caller may see as
+        `vocabulary` (called with a lower-cased word): a word a tool's
+        description uses is a real word wherever that tool is offered.
         """
         words = [word for word in _LETTERS.findall(text.lower()) if word not in STOPWORDS][:_WORDS_JUDGED]
         if not words:
             return False
-        known = sum(1 for word in words if not word.isascii() or self._knows(word))
+        known = sum(
+            1
+            for word in words
+            if not word.isascii() or self._knows(word) or (vocabulary is not None and vocabulary(word))
+        )
         return known >= READABLE_SHARE * len(words)
 
     def _knows(self, word: str) -> bool:

@@ -190,8 +190,9 @@ class ToolSearchIndex:
         `min_similarity`, a tool that shares no term with the query must also
         reach that cosine similarity to be returned at all: dense retrieval
         ranks every tool, however unrelated, and "nothing fits" is an answer.
-        A query the encoders cannot read (mostly invented words:
-        `Embedder.reads`) then returns only tools that share a term with it.
+        A query the encoders cannot read (mostly words that neither encoder
+        nor any allowed tool's text holds: `Embedder.reads`) then returns only
+        tools that share a term with it.
         Raises `ValueError` if `k` < 1 or `query` is blank, `TypeError` if
         `allowed` is a single string rather than a collection of keys.
         """
@@ -204,13 +205,13 @@ class ToolSearchIndex:
             raise TypeError("allowed must be a collection of keys or a predicate, not a str")
         query_vector = self.embedder.embed_query(query_passage(query))
         query_terms = tokenize(query)
-        readable = min_similarity is None or self.embedder.reads(query)
         with self._lock:
             size = len(self._keys)
             eligible = self._eligible(allowed, size)
             count = int(eligible.sum())
             if count == 0:
                 return []
+            readable = min_similarity is None or self._reads(query, eligible)
             with _blas.limit(limits=1, user_api="blas"):
                 dense = self._vectors[:size] @ query_vector
             lexical = self._lexical.scores(query_terms, size)
@@ -226,7 +227,24 @@ class ToolSearchIndex:
             top = top[np.argsort(-fused[top], kind="stable")]
             return [SearchHit(self._keys[slot], float(fused[slot])) for slot in top]
 
+    def reads(self, query: str, allowed: Allowed = None) -> bool:
+        """Whether `search` with a floor lets closeness in meaning count for `query`
+        when searching among the `allowed` tools (see `_reads`)."""
+        with self._lock:
+            return self._reads(query, self._eligible(allowed, len(self._keys)))
+
     # -- internals --------------------------------------------------------
+
+    def _reads(self, query: str, eligible: np.ndarray) -> bool:
+        """`Embedder.reads`, with the words of the eligible tools as vocabulary.
+
+        Only the caller's tools count: a word known from a tool it cannot see
+        would let it learn, from what comes back, that such a tool exists.
+        """
+        lexical = self._lexical
+        return self.embedder.reads(
+            query, vocabulary=lambda word: any(lexical.holds(term, eligible) for term in tokenize(word))
+        )
 
     def _slot_of(self, key: str) -> int:
         try:

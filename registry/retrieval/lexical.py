@@ -82,6 +82,14 @@ class BM25Index:
             if not postings.tf:
                 del self._postings[term]
 
+    def holds(self, term: str, among: np.ndarray) -> bool:
+        """Whether a slot marked in the boolean array `among` holds `term`."""
+        postings = self._postings.get(term)
+        if postings is None:
+            return False
+        slots, _tfs = postings.arrays()
+        return bool(among[slots[slots < len(among)]].any())
+
     def scores(self, query_terms: list[str], size: int) -> np.ndarray:
         """BM25 score of every slot in `range(size)` for the query (0 where unmatched)."""
         out = np.zeros(size, dtype=np.float32)

@@ -147,6 +147,12 @@ def test_half_the_words_known_is_enough(embedder: Embedder) -> None:
     assert not embedder.reads("send the grindlewhistle fizzwhack")
 
 
+def test_words_of_a_given_vocabulary_count_as_read(embedder: Embedder) -> None:
+    assert not embedder.reads("convert xlsx to csv")
+    assert embedder.reads("convert xlsx to csv", vocabulary={"xlsx", "csv"}.__contains__)
+    assert not embedder.reads("blorp fizzwhack snargle", vocabulary={"xlsx", "csv"}.__contains__)
+
+
 def test_loading_and_embedding_need_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the embedder tried to open a network connection")

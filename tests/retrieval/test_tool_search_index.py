@@ -126,6 +126,33 @@ def test_a_tool_named_among_invented_words_is_still_found(index: ToolSearchIndex
     assert keys(index.search("qqzx wrrtk geocode", k=5, min_similarity=0.15)) == ["geocode_address"]
 
 
+FORMATS = [
+    tool("save_table", "Save a dataframe as a Parquet or CSV file."),
+    tool("write_spreadsheet", "Write rows of values to an Excel workbook."),
+]
+
+
+def test_a_request_in_the_catalogs_technical_words_also_finds_tools_close_in_meaning(
+    index: ToolSearchIndex,
+) -> None:
+    # "dataframe" and "parquet" are word pieces to both encoders; a tool's description uses them.
+    index.add_many(FORMATS)
+
+    found = keys(index.search("export the dataframe to parquet", k=5, min_similarity=0.15))
+
+    assert found[0] == "save_table"
+    assert "write_spreadsheet" in found  # shares no word with the request
+
+
+def test_words_known_only_from_tools_the_caller_cannot_see_do_not_count(index: ToolSearchIndex) -> None:
+    index.add_many(FORMATS)
+    others = frozenset(index.keys()) - {"save_table"}
+
+    assert index.reads("export the dataframe to parquet")
+    assert not index.reads("export the dataframe to parquet", allowed=others)
+    assert index.search("export the dataframe to parquet", k=5, allowed=others, min_similarity=0.15) == []
+
+
 def test_without_a_floor_invented_words_are_ranked_like_any_query(index: ToolSearchIndex) -> None:
     assert len(index.search("lorem ipsum dolor sit amet", k=3)) == 3
 
