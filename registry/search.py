@@ -104,7 +104,7 @@ class ToolSearch:
         definitions = self._registry.definitions()
         index = self._synced(definitions)
         allowed = self._visible_names(definitions, tenant_id)
-        hits = index.search(query, limit, allowed, min_similarity=min_similarity)
+        hits = index.search(query, limit, allowed, min_similarity=min_similarity, scope=tenant_id)
         return [(definitions[hit.key], hit.score) for hit in hits if hit.key in definitions]
 
     def _visible_names(self, definitions: dict[str, Definition], tenant_id: str) -> frozenset[str]:

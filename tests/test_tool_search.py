@@ -116,3 +116,21 @@ def test_an_unrelated_query_returns_nothing_rather_than_noise(registry, catalog)
 def test_an_unknown_tool_name_is_answered_with_tools_found_by_meaning(call, catalog):
     result = call("email_sender")
     assert "  1. send_email (score" in result.content
+
+
+def test_a_query_is_kept_for_the_tenant_that_searched_it_only(registry, catalog, monkeypatch):
+    from registry.retrieval import Embedder
+
+    embedder = Embedder.default()
+    embedded = []
+    real_embed = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts, **kw: embedded.extend(texts) or real_embed(texts, **kw))
+    found(registry, "email")  # build the index first: its documents are embedded too
+    embedded.clear()
+    query = "send the board the merger memo"
+
+    found(registry, query)
+    found(registry, query)
+    found(registry, query, tenant=OTHER_TENANT)
+
+    assert embedded == [query, query]

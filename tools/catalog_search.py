@@ -336,7 +336,7 @@ def find(context: ToolContext, query: str, kinds: list[str] | None = None, limit
     )
     if allowed == []:
         return []
-    hits = catalog.index.search(query, limit, allowed, min_similarity=MIN_SIMILARITY)
+    hits = catalog.index.search(query, limit, allowed, min_similarity=MIN_SIMILARITY, scope=context.tenant_id)
     return [(catalog.items[hit.key], hit.score) for hit in hits]
 
 

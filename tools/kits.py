@@ -169,7 +169,11 @@ def search_kits(inputs: dict, context: ToolContext) -> Ok:
     kits = Kit.objects.for_tenant(context.tenant_id)
     fingerprint = tuple(kits.aggregate(n=Count("id"), last=Max("id"), changed=Max("updated_at")).values())
     index, by_key = _INDEXES.get(context.tenant_id, fingerprint, lambda: _build(context.tenant_id))
-    hits = index.search(inputs["query"], inputs.get("limit", 5), min_similarity=MIN_SIMILARITY) if by_key else []
+    hits = (
+        index.search(inputs["query"], inputs.get("limit", 5), min_similarity=MIN_SIMILARITY, scope=context.tenant_id)
+        if by_key
+        else []
+    )
     if not hits:
         raise HintException(
             "fetch",

@@ -81,7 +81,7 @@ def find(tenant_id: str, query: str, limit: int) -> list[tuple[str, str]]:
     index, by_key = _INDEXES.get(tenant_id, fingerprint, lambda: _build(tenant_id))
     if not by_key:
         return []
-    return [by_key[hit.key] for hit in index.search(query, limit, min_similarity=MIN_SIMILARITY)]
+    return [by_key[hit.key] for hit in index.search(query, limit, min_similarity=MIN_SIMILARITY, scope=tenant_id)]
 
 
 def document(skill: Skill) -> ToolDocument:

@@ -14,7 +14,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import ClassVar
 
 import numpy as np
@@ -28,9 +28,9 @@ from registry.retrieval.encoders import (
 from registry.retrieval.space import MODEL_ID, USE_WEIGHT
 from registry.retrieval.tokens import STOPWORDS
 
-#: How many query vectors an embedder keeps (`embed_query`): one search_tools
-#: call may rank tools and the tenant's skills with the same query, and a model
-#: often repeats a query; 256 vectors are under 1 MB.
+#: How many query vectors an embedder keeps (`embed_query`, per scope): one
+#: search_tools call may rank tools and the tenant's skills with the same query,
+#: and a model often repeats a query; 256 vectors are under 1 MB.
 QUERY_CACHE_SIZE = 256
 
 #: The share of a query's words the encoders must know for its vector to mean
@@ -65,7 +65,7 @@ class Embedder:
         self._use = use or MultilingualUSEEncoder()
         self._use_scale = math.sqrt(USE_WEIGHT)
         self._norm = math.sqrt(1.0 + USE_WEIGHT)
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries: OrderedDict[tuple[Hashable, str], np.ndarray] = OrderedDict()
         self._queries_lock = threading.Lock()
 
     @classmethod
@@ -110,19 +110,30 @@ class Embedder:
     def _knows(self, word: str) -> bool:
         return len(word) <= _LONGEST_WORD and (self._minilm.knows(word) or self._use.knows(word))
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """The unit vector of one query text, read-only, from the last `QUERY_CACHE_SIZE`
-        queries' vectors when it was embedded lately (the same text always gives the
-        same vector, so a repeat costs a dictionary look-up instead of ~5-10 ms)."""
+    def embed_query(self, text: str, *, scope: Hashable | None = None) -> np.ndarray:
+        """The unit vector of one query text, read-only.
+
+        With a `scope` (the tenant searching), the vector is kept among the
+        last `QUERY_CACHE_SIZE` queries' and a repeat of the text in that same
+        scope costs a dictionary look-up instead of ~5-10 ms. Another scope
+        never gets a kept vector: how fast a search answers would tell a
+        caller whether someone else had just searched for the same words.
+        Without a scope nothing is kept.
+        """
+        if scope is None:
+            vector = self.embed([text])[0]
+            vector.flags.writeable = False
+            return vector
+        key = (scope, text)
         with self._queries_lock:
-            vector = self._queries.get(text)
+            vector = self._queries.get(key)
             if vector is not None:
-                self._queries.move_to_end(text)
+                self._queries.move_to_end(key)
                 return vector
         vector = self.embed([text])[0]
         vector.flags.writeable = False
         with self._queries_lock:
-            self._queries[text] = vector
+            self._queries[key] = vector
             if len(self._queries) > QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
         return vector

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -181,7 +181,13 @@ class ToolSearchIndex:
     # -- search -----------------------------------------------------------
 
     def search(
-        self, query: str, k: int = 10, allowed: Allowed = None, *, min_similarity: float | None = None
+        self,
+        query: str,
+        k: int = 10,
+        allowed: Allowed = None,
+        *,
+        min_similarity: float | None = None,
+        scope: Hashable | None = None,
     ) -> list[SearchHit]:
         """The `k` best tools for `query`, best first, among the `allowed` ones.
 
@@ -193,6 +199,8 @@ class ToolSearchIndex:
         A query the encoders cannot read (mostly words that neither encoder
         nor any allowed tool's text holds: `Embedder.reads`) then returns only
         tools that share a term with it.
+        `scope` (the tenant searching) lets the query's vector be kept for
+        that scope's next searches (`Embedder.embed_query`).
         Raises `ValueError` if `k` < 1 or `query` is blank, `TypeError` if
         `allowed` is a single string rather than a collection of keys.
         """
@@ -203,7 +211,7 @@ class ToolSearchIndex:
         if isinstance(allowed, str):
             # A str is a Collection[str] of characters: surely a caller's mistake.
             raise TypeError("allowed must be a collection of keys or a predicate, not a str")
-        query_vector = self.embedder.embed_query(query_passage(query))
+        query_vector = self.embedder.embed_query(query_passage(query), scope=scope)
         query_terms = tokenize(query)
         with self._lock:
             size = len(self._keys)
@@ -214,7 +222,7 @@ class ToolSearchIndex:
             readable = min_similarity is None or self._reads(query, eligible)
             with _blas.limit(limits=1, user_api="blas"):
                 dense = self._vectors[:size] @ query_vector
-            lexical = self._lexical.scores(query_terms, size)
+            lexical = self._lexical.scores(query_terms, size, eligible)
             fused = self._fuse(dense, lexical, eligible, self._weights)
             if min_similarity is not None:
                 relevant = (lexical > 0) | ((dense >= min_similarity) & readable)

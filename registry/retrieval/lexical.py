@@ -90,19 +90,38 @@ class BM25Index:
         slots, _tfs = postings.arrays()
         return bool(among[slots[slots < len(among)]].any())
 
-    def scores(self, query_terms: list[str], size: int) -> np.ndarray:
-        """BM25 score of every slot in `range(size)` for the query (0 where unmatched)."""
+    def scores(self, query_terms: list[str], size: int, among: np.ndarray | None = None) -> np.ndarray:
+        """BM25 score of every slot in `range(size)` for the query (0 where unmatched).
+
+        With the boolean array `among`, the corpus statistics (number of
+        documents, a term's document frequency, the average length) are those
+        of the marked slots only, and only they are scored: a caller's ranking
+        then depends on no text it may not see. Over shared statistics, how
+        often some other tenant's tools use a word would move the order of the
+        caller's own, which a caller can measure.
+        """
         out = np.zeros(size, dtype=np.float32)
-        n_docs = len(self._doc_terms)
+        if among is None:
+            n_docs = len(self._doc_terms)
+            total_length = self._total_length
+        else:
+            among = among[:size]
+            n_docs = int(among.sum())
+            total_length = float(self._lengths[:size][among].sum())
         if n_docs == 0:
             return out
-        avg_length = self._total_length / n_docs
+        avg_length = total_length / n_docs
         for term, query_tf in Counter(query_terms).items():
             postings = self._postings.get(term)
             if postings is None:
                 continue
             slots, tfs = postings.arrays()
+            if among is not None:
+                kept = among[slots]
+                slots, tfs = slots[kept], tfs[kept]
             df = len(slots)
+            if df == 0:
+                continue
             idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
             norm = K1 * (1.0 - B + B * self._lengths[slots] / avg_length)
             out[slots] += (idf * query_tf) * tfs * (K1 + 1.0) / (tfs + norm)

@@ -153,6 +153,28 @@ def test_words_known_only_from_tools_the_caller_cannot_see_do_not_count(index: T
     assert index.search("export the dataframe to parquet", k=5, allowed=others, min_similarity=0.15) == []
 
 
+def test_a_callers_ranking_does_not_depend_on_tools_it_cannot_see(embedder: Embedder) -> None:
+    # Hidden tools that use one query word often would make it a common word (a low idf)
+    # under shared statistics, and move the order of the caller's own tools.
+    mine = [
+        *CATALOG,
+        tool("zebra_photos", "Find photos of a zebra."),
+        tool("quokka_photos", "Find photos of a quokka."),
+    ]
+    hidden = [tool(f"hidden_{n}", f"Zebra census number {n}, kept by another team.") for n in range(30)]
+    alone = ToolSearchIndex(embedder)
+    alone.add_many(mine)
+    shared = ToolSearchIndex(embedder)
+    shared.add_many(mine + hidden)
+    query = "zebra quokka photos"
+
+    expected = alone.search(query, k=len(mine))
+    got = shared.search(query, k=len(mine), allowed=frozenset(document.key for document in mine))
+
+    assert keys(got) == keys(expected)
+    np.testing.assert_allclose([hit.score for hit in got], [hit.score for hit in expected], rtol=1e-5)
+
+
 def test_without_a_floor_invented_words_are_ranked_like_any_query(index: ToolSearchIndex) -> None:
     assert len(index.search("lorem ipsum dolor sit amet", k=3)) == 3
 
@@ -178,7 +200,7 @@ def test_loading_from_vectors_never_embeds_a_document(embedder: Embedder) -> Non
             self.calls.append(texts)
             return embedder.embed(texts)
 
-        def embed_query(self, text: str) -> np.ndarray:
+        def embed_query(self, text: str, scope: object = None) -> np.ndarray:
             return self.embed([text])[0]
 
     counting = CountingEmbedder()

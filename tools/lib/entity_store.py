@@ -128,7 +128,9 @@ def recall(tenant_id: str, query: str, limit: int, entity_type: str | None) -> l
                 .values_list("id", flat=True)
             }
         hits = (
-            index.search(query, limit + len(found), allowed, min_similarity=MIN_SIMILARITY) if allowed != set() else []
+            index.search(query, limit + len(found), allowed, min_similarity=MIN_SIMILARITY, scope=tenant_id)
+            if allowed != set()
+            else []
         )
         seen = {e.pk for e, _, _ in found}
         by_pk = Entity.objects.for_tenant(tenant_id).in_bulk([int(h.key) for h in hits if int(h.key) not in seen])

@@ -133,7 +133,7 @@ def search_passages(documents: QuerySet, query: str, limit: int) -> list[Passage
     allowed = {str(i) for i in ids}
     if len(index) == 0 or not allowed:
         return []
-    hits = index.search(query, limit, allowed, min_similarity=MIN_SIMILARITY)
+    hits = index.search(query, limit, allowed, min_similarity=MIN_SIMILARITY, scope=tenant_id)
     chunks = (
         Chunk.objects.for_tenant(tenant_id).select_related("document__corpus").in_bulk([int(hit.key) for hit in hits])
     )
