@@ -105,7 +105,7 @@ class BM25Index:
             n_docs = len(self._doc_terms)
             total_length = self._total_length
         else:
-            among = among[:size]
+            among = among[: min(size, len(self._lengths))]  # no slot past either holds a document
             n_docs = int(among.sum())
             total_length = float(self._lengths[:size][among].sum())
         if n_docs == 0:
