@@ -15,6 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -47,7 +48,41 @@ _WORDS_JUDGED = 64
 
 DIMENSION = MiniLMEncoder.dimension + MultilingualUSEEncoder.dimension
 
-__all__ = ["DIMENSION", "MODEL_ID", "USE_WEIGHT", "Embedder", "EmbedderUnavailable", "normalize_rows"]
+__all__ = ["DIMENSION", "MODEL_ID", "USE_WEIGHT", "Embedder", "EmbedderUnavailable", "Reading", "normalize_rows"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the encoders make of a text's words (`Embedder.reading`).
+
+    Keyboard mashing and invented words break into word pieces whose vectors
+    sit close to every short text: their cosine to some tool (0.10-0.34 on
+    our catalogs) is as high as a real request's to its right tool, so no
+    similarity floor can tell them apart, but the vocabulary can. Stop words
+    are not counted; a word outside ASCII (Chinese, accented Latin) counts as
+    known, since neither vocabulary splits such words the way it splits
+    invented ones. A text with no words at all (emoji, punctuation) is not
+    read.
+
+    Neither encoder holds much technical vocabulary whole ("csv", "xlsx",
+    "spreadsheet", "histogram", "parquet" are all pieces), so a search
+    passes the words of the tools its caller may see as `vocabulary`: a
+    word a tool's description uses is a real word wherever that tool is
+    offered.
+    """
+
+    words: int
+    #: The counted words neither encoder knows whole, lower-cased.
+    unknown: tuple[str, ...]
+
+    def reads(self, vocabulary: Callable[[str], bool] | None = None) -> bool:
+        """Whether most words are known: to the encoders, or to `vocabulary`."""
+        if not self.words:
+            return False
+        missing = len(self.unknown)
+        if vocabulary is not None and missing:
+            missing -= sum(1 for word in self.unknown if vocabulary(word))
+        return self.words - missing >= READABLE_SHARE * self.words
 
 
 class Embedder:
@@ -80,32 +115,16 @@ class Embedder:
     def reads(self, text: str, *, vocabulary: Callable[[str], bool] | None = None) -> bool:
         """Whether the encoders can find meaning in `text`: most of its words are
         ones MiniLM or the multilingual encoder knows whole, or that `vocabulary`
-        holds.
+        holds (`Reading`)."""
+        return self.reading(text).reads(vocabulary)
 
-        Keyboard mashing and invented words break into word pieces whose
-        vectors sit close to every short text: their cosine to some tool
-        (0.10-0.34 on our catalogs) is as high as a real request's to its
-        right tool, so no similarity floor can tell them apart, but the
-        vocabulary can. Stop words are not counted; a word outside ASCII
-        (Chinese, accented Latin) counts as read, since neither vocabulary
-        splits such words the way it splits invented ones. A text with no
-        words at all (emoji, punctuation) is not read.
-
-        Neither encoder holds much technical vocabulary whole ("csv",
-        "xlsx", "spreadsheet", "histogram", "parquet" are all pieces), so a
-        search passes the words of the tools its caller may see as
-        `vocabulary` (called with a lower-cased word): a word a tool's
-        description uses is a real word wherever that tool is offered.
-        """
+    def reading(self, text: str) -> Reading:
+        """How many of the words of `text` count, and which of them the encoders do
+        not know whole: the part of `reads` that needs the encoders' vocabularies,
+        so that a caller can ask about the rest (`Reading.reads`) without them."""
         words = [word for word in _LETTERS.findall(text.lower()) if word not in STOPWORDS][:_WORDS_JUDGED]
-        if not words:
-            return False
-        known = sum(
-            1
-            for word in words
-            if not word.isascii() or self._knows(word) or (vocabulary is not None and vocabulary(word))
-        )
-        return known >= READABLE_SHARE * len(words)
+        unknown = tuple(word for word in words if word.isascii() and not self._knows(word))
+        return Reading(len(words), unknown)
 
     def _knows(self, word: str) -> bool:
         return len(word) <= _LONGEST_WORD and (self._minilm.knows(word) or self._use.knows(word))

@@ -16,7 +16,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from registry.retrieval.documents import PASSAGE_TOKENS, ToolDocument, query_passage
-from registry.retrieval.embedder import Embedder, normalize_rows
+from registry.retrieval.embedder import Embedder, Reading, normalize_rows
 from registry.retrieval.fusion import FusionWeights, normalized_score_fusion, reciprocal_rank_fusion
 from registry.retrieval.lexical import BM25Index
 from registry.retrieval.tokens import tokenize
@@ -213,13 +213,15 @@ class ToolSearchIndex:
             raise TypeError("allowed must be a collection of keys or a predicate, not a str")
         query_vector = self.embedder.embed_query(query_passage(query), scope=scope)
         query_terms = tokenize(query)
+        # The encoders' part of the judgement, outside the lock: it waits on theirs.
+        reading = None if min_similarity is None else self.embedder.reading(query)
         with self._lock:
             size = len(self._keys)
             eligible = self._eligible(allowed, size)
             count = int(eligible.sum())
             if count == 0:
                 return []
-            readable = min_similarity is None or self._reads(query, eligible)
+            readable = reading is None or self._reads(reading, eligible)
             with _blas.limit(limits=1, user_api="blas"):
                 dense = self._vectors[:size] @ query_vector
             lexical = self._lexical.scores(query_terms, size, eligible)
@@ -238,21 +240,20 @@ class ToolSearchIndex:
     def reads(self, query: str, allowed: Allowed = None) -> bool:
         """Whether `search` with a floor lets closeness in meaning count for `query`
         when searching among the `allowed` tools (see `_reads`)."""
+        reading = self.embedder.reading(query)
         with self._lock:
-            return self._reads(query, self._eligible(allowed, len(self._keys)))
+            return self._reads(reading, self._eligible(allowed, len(self._keys)))
 
     # -- internals --------------------------------------------------------
 
-    def _reads(self, query: str, eligible: np.ndarray) -> bool:
-        """`Embedder.reads`, with the words of the eligible tools as vocabulary.
+    def _reads(self, reading: Reading, eligible: np.ndarray) -> bool:
+        """`Reading.reads`, with the words of the eligible tools as vocabulary.
 
         Only the caller's tools count: a word known from a tool it cannot see
         would let it learn, from what comes back, that such a tool exists.
         """
         lexical = self._lexical
-        return self.embedder.reads(
-            query, vocabulary=lambda word: any(lexical.holds(term, eligible) for term in tokenize(word))
-        )
+        return reading.reads(lambda word: any(lexical.holds(term, eligible) for term in tokenize(word)))
 
     def _slot_of(self, key: str) -> int:
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -173,6 +175,33 @@ def test_a_callers_ranking_does_not_depend_on_tools_it_cannot_see(embedder: Embe
 
     assert keys(got) == keys(expected)
     np.testing.assert_allclose([hit.score for hit in got], [hit.score for hit in expected], rtol=1e-5)
+
+
+def test_the_encoders_judge_a_query_while_other_searches_may_use_the_index(
+    index: ToolSearchIndex, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Judging words waits on the multilingual encoder's lock, which a query being
+    # embedded on another thread may hold for milliseconds.
+    free: list[bool] = []
+
+    def probe() -> None:
+        got = index._lock.acquire(blocking=False)
+        if got:
+            index._lock.release()
+        free.append(got)
+
+    real = embedder.reading
+
+    def reading(text: str):
+        thread = threading.Thread(target=probe)
+        thread.start()
+        thread.join()
+        return real(text)
+
+    monkeypatch.setattr(embedder, "reading", reading)
+
+    assert keys(index.search("convert currency", k=1, min_similarity=0.15)) == ["convertCurrency"]
+    assert free == [True]
 
 
 def test_without_a_floor_invented_words_are_ranked_like_any_query(index: ToolSearchIndex) -> None:
