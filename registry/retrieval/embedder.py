@@ -127,7 +127,9 @@ class Embedder:
         return Reading(len(words), unknown)
 
     def _knows(self, word: str) -> bool:
-        return len(word) <= _LONGEST_WORD and (self._minilm.knows(word) or self._use.knows(word))
+        return len(word) <= _LONGEST_WORD and (
+            self._minilm.knows(word) or self._use.knows(word) or self._minilm.knows_as_compound(word)
+        )
 
     def embed_query(self, text: str, *, scope: Hashable | None = None) -> np.ndarray:
         """The unit vector of one query text, read-only.

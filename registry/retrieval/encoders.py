@@ -43,6 +43,10 @@ _WORD_BOUNDARY = "\u2581"
 # only costs time. `Embedder.embed(max_tokens=...)` can ask for less.
 _MAX_TOKENS = 256
 
+#: The shortest whole word `MiniLMEncoder.knows_as_compound` takes as part of a
+#: compound. With three letters, nonsense like "bippity" (bip, pity) passed.
+COMPOUND_PART = 4
+
 
 class EmbedderUnavailable(RuntimeError):
     """A model or tokenizer package is not installed or cannot be loaded."""
@@ -117,6 +121,29 @@ class MiniLMEncoder:
         "##zzw", ...), which carry no meaning the model learnt.
         """
         return self._tokenizer.token_to_id(word.lower()) is not None
+
+    def knows_as_compound(self, word: str) -> bool:
+        """Whether `word`, lower-cased, is two or more whole entries of the vocabulary
+        of at least `COMPOUND_PART` letters each, run together: "spreadsheet",
+        "dataframe", "filename", "workflow", which the vocabulary holds only as
+        word pieces. Invented words are not made of such words: of the nonsense
+        requests in bench/nonsense_queries.txt, none of the words is.
+        """
+        word = word.lower()
+        length = len(word)
+        if length < 2 * COMPOUND_PART:
+            return False
+        ends = [0]  # where a run of whole words from the start of `word` can end
+        for end in range(COMPOUND_PART, length + 1):
+            for start in ends:
+                if (
+                    end - start >= COMPOUND_PART
+                    and (start, end) != (0, length)
+                    and self._tokenizer.token_to_id(word[start:end]) is not None
+                ):
+                    ends.append(end)
+                    break
+        return ends[-1] == length
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Encode `texts` into a (len(texts), 384) float32 array of unit vectors.

@@ -120,7 +120,9 @@ def test_a_request_in_words_the_model_knows_is_read(embedder: Embedder, text: st
     assert embedder.reads(text)
 
 
-@pytest.mark.parametrize("text", ["asdfghjkl qwertyuiop", "blorp fizzwhack snargle", "lorem ipsum dolor sit amet"])
+@pytest.mark.parametrize(
+    "text", ["asdfghjkl qwertyuiop", "blorp fizzwhack snargle", "lorem ipsum dolor sit amet", "bippity boppity boo"]
+)
 def test_keyboard_mashing_and_invented_words_are_not_read(embedder: Embedder, text: str) -> None:
     assert not embedder.reads(text)
 
@@ -162,6 +164,12 @@ def test_a_run_of_letters_longer_than_any_word_is_not_tokenized_to_be_judged(
 def test_half_the_words_known_is_enough(embedder: Embedder) -> None:
     assert embedder.reads("send the grindlewhistle")
     assert not embedder.reads("send the grindlewhistle fizzwhack")
+
+
+@pytest.mark.parametrize("text", ["dataframe to spreadsheet", "share the filename and the workflow"])
+def test_words_run_together_from_whole_words_are_read(embedder: Embedder, text: str) -> None:
+    # The vocabulary holds "spreadsheet", "dataframe", "filename", "workflow" only as word pieces.
+    assert embedder.reads(text)
 
 
 def test_words_of_a_given_vocabulary_count_as_read(embedder: Embedder) -> None:
