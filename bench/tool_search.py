@@ -5,7 +5,7 @@ Usage:
 
 The dataset is `{"catalog": [{id, name, description, input_schema}],
 "queries": [{query, gold: [ids]}]}`. Its tools are registered as approved
-tool_definitions rows (ids mapped to provider-safe names) in a throwaway
+tool_definitions rows, named as an MCP server's tools are (`register`), in a throwaway
 SQLite database (or DATABASE_URL / --database-url), and every query goes
 through `tools.utility.find_tools` — the ranking `search_tools` returns,
 with its relevance floor, without itself and without the chat mode's
@@ -129,13 +129,13 @@ def pad_catalog(tools: Sequence[Tool], size: int) -> list[Tool]:
     return padded
 
 
-def safe_names(tools: Sequence[Tool], taken: set[str] | None = None) -> dict[str, str]:
-    """Tool id -> a unique provider-safe tool name ([a-zA-Z0-9_-], at most 64 characters),
-    none of them in ``taken`` (names already registered)."""
+def safe_names(tools: Sequence[Tool], taken: set[str] | None = None, prefix: str = "") -> dict[str, str]:
+    """Tool id -> a unique provider-safe tool name ([a-zA-Z0-9_-], at most 64 characters)
+    starting with ``prefix``, none of them in ``taken`` (names already registered)."""
     names: dict[str, str] = {}
     taken = set(taken or ())
     for tool in tools:
-        base = re.sub(r"[^a-zA-Z0-9_-]", "_", tool.id)[:56] or "tool"
+        base = (prefix + re.sub(r"[^a-zA-Z0-9_-]", "_", tool.id))[:56] or "tool"
         name, n = base, 1
         while name in taken:
             n += 1
@@ -146,17 +146,24 @@ def safe_names(tools: Sequence[Tool], taken: set[str] | None = None) -> dict[str
 
 
 def register(tools: Sequence[Tool]) -> dict[str, str]:
-    """Store the catalog as approved tool rows; returns name -> dataset id."""
+    """Store the catalog as approved tool rows, named and pointing at their tool as an MCP
+    server's rows are (``mcp_<tenant tag>_<server>_<tool>``, ``mcp:<server id>:<tool>``;
+    registry.mcp.naming), so that search reads them as it reads a real server's; returns
+    name -> dataset id. The descriptions are the data set's as they are: LiveMCPBench's
+    already start with their server's name."""
+    from registry.mcp.naming import implementation, tenant_tag
     from registry.models import ToolDefinition, ToolStatus, ToolType
 
     ToolDefinition.objects.filter(created_by="bench").delete()
-    names = safe_names(tools, set(ToolDefinition.objects.values_list("name", flat=True)))
+    taken = set(ToolDefinition.objects.values_list("name", flat=True))
+    names = safe_names(tools, taken, prefix=f"mcp_{tenant_tag('bench')}_bench_")
     ToolDefinition.objects.bulk_create(
         [
             ToolDefinition(
                 name=names[t.id],
                 description=t.description,
                 input_schema=t.input_schema or {"type": "object"},
+                implementation=implementation(0, t.id),
                 tool_type=ToolType.MCP,
                 status=ToolStatus.APPROVED,
                 category="bench",

@@ -14,7 +14,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from registry.models import ToolDefinition
+from registry.mcp.naming import remote_tool
+from registry.models import ToolDefinition, ToolType
 from registry.retrieval import MODEL_ID, ToolDocument
 from registry.retrieval.documents import PASSAGE_TOKENS
 
@@ -35,9 +36,17 @@ MIN_SIMILARITY = 0.15
 
 
 def document_for(definition: Definition) -> ToolDocument:
+    """The tool as search reads it. An MCP tool is read by the name its server gives it:
+    the registered name (``mcp_<tenant tag>_<server>_<tool>``: registry.mcp.naming) adds
+    "mcp", which every such tool shares, and eight hex digits of the tenant, which mean
+    nothing and would rank one server's tools differently for each tenant. The server's
+    name is in the description already ("[MCP: github] ...")."""
+    name = definition.name
+    if definition.tool_type == ToolType.MCP:
+        name = remote_tool(definition.implementation) or name
     return ToolDocument(
         key=definition.name,
-        name=definition.name,
+        name=name,
         description=definition.description,
         input_schema=definition.input_schema,
     )

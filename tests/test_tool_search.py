@@ -134,3 +134,23 @@ def test_a_query_is_kept_for_the_tenant_that_searched_it_only(registry, catalog,
     found(registry, query, tenant=OTHER_TENANT)
 
     assert embedded == [query, query]
+
+
+def test_an_mcp_tool_is_read_by_its_servers_name_for_it_in_every_tenant(registry, make_tool):
+    from registry.mcp.naming import describe, implementation, tool_name
+    from registry.models import ToolType
+    from registry.search import document_for
+
+    texts = []
+    for tenant in (TENANT, OTHER_TENANT):
+        name = tool_name(tenant, "github", "create_issue")  # mcp_<tenant tag>_github_create_issue
+        make_tool(
+            name,
+            tool_type=ToolType.MCP,
+            tenant_id=tenant,
+            description=describe("github", "Open a new issue in a repository."),
+            implementation=implementation(7, "create_issue"),
+        )
+        texts.append(document_for(registry.definitions()[name]).embedding_text())
+
+    assert texts[0] == texts[1] == "create issue: [MCP: github] Open a new issue in a repository."

@@ -20,7 +20,14 @@ from django.utils import timezone
 
 from registry.mcp import MCPError
 from registry.mcp.config import ServerConfig
-from registry.mcp.naming import NameCollision, RemoteTool, describe, description_flags, names_for
+from registry.mcp.naming import (
+    NameCollision,
+    RemoteTool,
+    describe,
+    description_flags,
+    implementation,
+    names_for,
+)
 from registry.models import (
     MCP_CREATED_BY_PREFIX,
     ApprovalPolicy,
@@ -116,7 +123,7 @@ def _upsert(row: ToolDefinition | None, name: str, tool: RemoteTool, server: MCP
     row = row or ToolDefinition(name=name)
     row.description = describe(server.name, tool.description)
     row.input_schema = tool.input_schema
-    row.implementation = f"mcp:{server.pk}:{tool.name}"
+    row.implementation = implementation(server.pk, tool.name)
     row.tool_type = ToolType.MCP
     row.status = ToolStatus.TESTING if held else ToolStatus.APPROVED
     row.status_message = (held or "")[:200]

@@ -58,6 +58,19 @@ def names_for(tenant_id: str, conn: str, tools: Iterable[str]) -> dict[str, str]
     return mapping
 
 
+def implementation(server_id: int, tool: str) -> str:
+    """What a server's tool row keeps as its implementation: ``mcp:<server id>:<tool>``."""
+    return f"mcp:{server_id}:{tool}"
+
+
+def remote_tool(implementation: str) -> str | None:
+    """The server's own name for a tool, from its row's ``implementation``; None if it
+    is not an MCP tool's."""
+    kind, _, rest = implementation.partition(":")
+    _server, colon, tool = rest.partition(":")
+    return tool if kind == "mcp" and colon and tool else None
+
+
 def describe(conn: str, description: str) -> str:
     return f"[MCP: {conn}] {description}".strip()
 
