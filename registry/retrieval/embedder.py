@@ -20,6 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from registry.retrieval.documents import CAMEL_BOUNDARY as _CAMEL_BOUNDARY
 from registry.retrieval.encoders import (
     EmbedderUnavailable,
     MiniLMEncoder,
@@ -42,8 +43,10 @@ READABLE_SHARE = 0.5
 _LETTERS = re.compile(r"[^\W\d_]+")
 # Bounds on the vocabulary check, which tokenizes each word it asks about: a
 # word past this length is no word of either vocabulary (a run of base64, say,
-# took 35 ms to tokenize), and this many words decide a majority.
+# took 35 ms to tokenize), an identifier past the next is not split into
+# words to check, and this many words decide a majority.
 _LONGEST_WORD = 24
+_LONGEST_IDENTIFIER = 64
 _WORDS_JUDGED = 64
 
 DIMENSION = MiniLMEncoder.dimension + MultilingualUSEEncoder.dimension
@@ -72,7 +75,7 @@ class Reading:
     """
 
     words: int
-    #: The counted words neither encoder knows whole, lower-cased.
+    #: The counted words neither encoder knows whole, as written.
     unknown: tuple[str, ...]
 
     def reads(self, vocabulary: Callable[[str], bool] | None = None) -> bool:
@@ -122,9 +125,21 @@ class Embedder:
         """How many of the words of `text` count, and which of them the encoders do
         not know whole: the part of `reads` that needs the encoders' vocabularies,
         so that a caller can ask about the rest (`Reading.reads`) without them."""
-        words = [word for word in _LETTERS.findall(text.lower()) if word not in STOPWORDS][:_WORDS_JUDGED]
-        unknown = tuple(word for word in words if word.isascii() and not self._knows(word))
+        words = [word for word in _LETTERS.findall(text) if word.lower() not in STOPWORDS][:_WORDS_JUDGED]
+        unknown = tuple(word for word in words if word.isascii() and not self._knows_identifier(word))
         return Reading(len(words), unknown)
+
+    def _knows_identifier(self, word: str) -> bool:
+        """`_knows`, and a camel-case identifier ("getStoryWithComments", "XMLHttpRequest")
+        counts as known when each of its parts is a known word of two letters or more: a
+        run of mixed case (base64, say) splits into fragments, and single letters are
+        whole entries of the vocabulary."""
+        if self._knows(word.lower()):
+            return True
+        if len(word) > _LONGEST_IDENTIFIER:
+            return False
+        parts = _CAMEL_BOUNDARY.split(word)
+        return len(parts) > 1 and all(len(part) > 1 and self._knows(part.lower()) for part in parts)
 
     def _knows(self, word: str) -> bool:
         return len(word) <= _LONGEST_WORD and (

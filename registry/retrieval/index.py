@@ -253,7 +253,12 @@ class ToolSearchIndex:
         would let it learn, from what comes back, that such a tool exists.
         """
         lexical = self._lexical
-        return reading.reads(lambda word: any(lexical.holds(term, eligible) for term in tokenize(word)))
+
+        def used(word: str) -> bool:  # every term of it: an identifier's parts, each
+            terms = tokenize(word)
+            return bool(terms) and all(lexical.holds(term, eligible) for term in terms)
+
+        return reading.reads(used)
 
     def _slot_of(self, key: str) -> int:
         try:

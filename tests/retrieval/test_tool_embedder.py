@@ -172,6 +172,17 @@ def test_words_run_together_from_whole_words_are_read(embedder: Embedder, text: 
     assert embedder.reads(text)
 
 
+@pytest.mark.parametrize("text", ["getStoryWithComments", "XMLHttpRequest timeout"])
+def test_an_identifier_made_of_known_words_is_read(embedder: Embedder, text: str) -> None:
+    assert embedder.reads(text)
+
+
+def test_mixed_case_gibberish_is_not_read_as_an_identifier(embedder: Embedder) -> None:
+    # Split at each change of case it is fragments, and single letters are whole vocabulary entries.
+    assert not embedder.reads("ZxcvBnm LkjhGfd")
+    assert not embedder.reads("iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6AAAABHNCSVQICAgIfAhkiAAAAAlwSFlz")
+
+
 def test_words_of_a_given_vocabulary_count_as_read(embedder: Embedder) -> None:
     assert not embedder.reads("convert xlsx to csv")
     assert embedder.reads("convert xlsx to csv", vocabulary={"xlsx", "csv"}.__contains__)
