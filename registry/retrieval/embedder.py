@@ -68,10 +68,12 @@ class Reading:
     read.
 
     Neither encoder holds much technical vocabulary whole ("csv", "xlsx",
-    "spreadsheet", "histogram", "parquet" are all pieces), so a search
-    passes the words of the tools its caller may see as `vocabulary`: a
-    word a tool's description uses is a real word wherever that tool is
-    offered.
+    "spreadsheet", "histogram", "parquet" are all pieces). So a word made of
+    whole words run together ("spreadsheet") or a camel-case identifier of
+    known words ("XMLHttpRequest") counts as known (`Embedder.reading`), and
+    a search passes the words of the tools its caller may see as
+    `vocabulary`: a word a tool's description uses is a real word wherever
+    that tool is offered.
     """
 
     words: int
