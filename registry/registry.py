@@ -468,8 +468,10 @@ class ToolRegistry:
     def _connect_mcp(self, definition: Definition) -> tuple[Handler | None, str]:
         """An MCP tool with no handler in this process: connect its server from the DB."""
         from registry.mcp.manager import get_manager
+        from registry.mcp.naming import mcp_target
 
-        conn = definition.implementation.split(":")[1] if definition.implementation.count(":") >= 2 else ""
+        target = mcp_target(definition.implementation)
+        conn = target[0] if target is not None else ""
         why_not = get_manager().ensure_connected(conn) if conn else "its MCP server is not connected"
         handler = self._handlers.get(definition.name)
         if handler is not None:

@@ -63,12 +63,19 @@ def implementation(server_id: int, tool: str) -> str:
     return f"mcp:{server_id}:{tool}"
 
 
+def mcp_target(implementation: str) -> tuple[str, str] | None:
+    """``(server id, tool)`` from an MCP tool row's ``implementation`` (either may be
+    empty if the row is malformed); None if it is not an MCP tool's."""
+    kind, _, rest = implementation.partition(":")
+    server, colon, tool = rest.partition(":")
+    return (server, tool) if kind == "mcp" and colon else None
+
+
 def remote_tool(implementation: str) -> str | None:
     """The server's own name for a tool, from its row's ``implementation``; None if it
-    is not an MCP tool's."""
-    kind, _, rest = implementation.partition(":")
-    _server, colon, tool = rest.partition(":")
-    return tool if kind == "mcp" and colon and tool else None
+    is not an MCP tool's or names no tool."""
+    target = mcp_target(implementation)
+    return (target[1] or None) if target is not None else None
 
 
 def describe(conn: str, description: str) -> str:
