@@ -82,12 +82,15 @@ def tile_origin(template: str) -> str:
 
 @login_required
 def conversation_timeline(request: HttpRequest, conversation_id: str) -> JsonResponse:
-    """The conversation as the page draws it (``timeline``): for a page that reconnected."""
+    """The conversation as the page draws it (``timeline``), with the calls still waiting for
+    a click, as the page itself holds them: for a page that (re)connected after drawing."""
     conversation = owned_conversation(request.user, conversation_id)
     if conversation is None:
         raise Http404("No such conversation.")
     running = conversation.turns.filter(status=TurnRecord.Status.RUNNING).exists()
-    return JsonResponse({"chunks": timeline(conversation), "running": running})
+    return JsonResponse(
+        {"chunks": timeline(conversation), "running": running, "approvals": pending_cards(conversation)}
+    )
 
 
 @login_required

@@ -863,10 +863,18 @@
       const reconnected = retries > 0 || downNotice !== null;
       retries = 0;
       if (downNotice) { downNotice.remove(); downNotice = null; }
-      if (!reconnected) { busy(running); return; }
+      // A page drawn idle, on its first connection, is up to date. Otherwise the answer
+      // may have ended (or gone on) before this socket joined, and what it sent then went
+      // only to the sockets that were there: the page is drawn again from what is stored.
+      if (!reconnected && !running) { busy(false); return; }
       fetch(`/c/${conversationId}/timeline/`, { credentials: "same-origin", cache: "no-store" })
         .then((r) => r.json())
-        .then((data) => { running = data.running; redraw(data.chunks); busy(running); })
+        .then((data) => {
+          running = data.running;
+          redraw(data.chunks);
+          (data.approvals || []).forEach(showApproval);  // still waiting for a click
+          busy(running);
+        })
         .catch(() => busy(running));
     });
     socket.addEventListener("close", (event) => {

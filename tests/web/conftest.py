@@ -158,6 +158,19 @@ def browser_page(request):
         assert not errors, f"the page's scripts failed or broke its Content-Security-Policy: {errors}"
 
 
+def relayed_sockets(page) -> list:
+    """Route the page's conversation sockets through Playwright, to the real server: the
+    list fills with each socket as it opens, and a test can drop one (``.close()``)."""
+    sockets: list = []
+
+    def relay(ws):
+        ws.connect_to_server()
+        sockets.append(ws)
+
+    page.route_web_socket("**/ws/conversations/**", relay)
+    return sockets
+
+
 @pytest.fixture
 def conversation():
     """Made before the browser starts: Playwright's sync API runs an event loop on this thread."""

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from registry.models import MCPServer, PendingApproval
-from tests.web.conftest import CHROMIUM
+from tests.web.conftest import CHROMIUM, relayed_sockets
 from tests.web.test_browser import open_conversation, say, sign_in
 
 pytestmark = [
@@ -72,3 +72,20 @@ def test_reject_runs_nothing(staff_conversation, server, browser_page):
     page.wait_for_selector(".approval button.reject").click()
     page.wait_for_selector(".approval.approval-rejected")
     assert db(install_rows) == ([], [("rejected", "ann")])
+
+
+def test_a_card_waiting_for_its_click_survives_a_dropped_connection(staff_conversation, server, browser_page):
+    page = browser_page
+    sockets = relayed_sockets(page)
+    sign_in(page, server)
+    open_conversation(page, server, staff_conversation)
+    say(page, '/install_mcp_server {"id": "time", "name": "time"}')
+    page.wait_for_selector(".approval")
+    page.wait_for_function("document.querySelector('#send').disabled === false")
+    sockets[0].close()  # the network drops the socket; the page reconnects and draws what is stored
+    page.wait_for_function("document.querySelector('#send').disabled === true")
+    page.wait_for_function("document.querySelector('#send').disabled === false")
+    assert len(sockets) == 2
+    page.wait_for_selector(".approval button.approve", timeout=5_000).click()
+    page.wait_for_selector(".approval.approval-approved .approval-outcome", timeout=60_000)
+    assert db(install_rows)[1] == [("approved", "ann")]

@@ -2,20 +2,22 @@
 saw (tool calls, text between them, thinking, charts, the panel, a cancelled answer as far
 as it got); offline mode's results read as a person wants them; thinking per turn, closed;
 a chart drawn once; question choices as buttons; Retry after a model error; the page
-reconnects and the running answer goes on; the keyboard reaches it all; maps on a world
-layer with labels on hover.
+reconnects and the running answer goes on (or, ended while it connected, is read from what
+is stored); the keyboard reaches it all; maps on a world layer with labels on hover.
 
 One daphne server for the module, talking to one scripted model server: each test adds
 the turns it needs to the script, and picks offline mode or the model with a ModelConfig
 row (the test database is emptied between tests).
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from conversations.models import WorkingSetEntry
 from llm.scripted import ScriptedMessagesServer
 from llm.scripted.script import load_script
-from tests.web.conftest import CHROMIUM, serving
+from tests.web.conftest import CHROMIUM, relayed_sockets, serving
 from tests.web.test_browser import approved_custom_tool, open_conversation, say, sign_in
 
 pytestmark = [
@@ -250,13 +252,7 @@ def streaming_model(model, conversation):
 def test_the_page_reconnects_and_the_running_answer_goes_on(model, server, conversation, streaming_model, browser_page):
     words = WORDS
     page = browser_page
-    sockets = []
-
-    def relay(ws):
-        ws.connect_to_server()
-        sockets.append(ws)
-
-    page.route_web_socket("**/ws/conversations/**", relay)
+    sockets = relayed_sockets(page)
     sign_in(page, server)
     open_conversation(page, server, conversation)
     say(page, "Stream a while")
@@ -271,6 +267,54 @@ def test_the_page_reconnects_and_the_running_answer_goes_on(model, server, conve
     page.wait_for_function("document.querySelector('.message.assistant .text').textContent.startsWith('tok0 tok1')")
     assert page.text_content(".message.assistant .text").strip() == "".join(words).strip()
     assert page.locator(".disconnected").count() == 0
+
+
+@pytest.fixture
+def answer_running(conversation):
+    """The page is drawn while an answer is being written: its turn has streamed "So far"."""
+    from conversations.models import TurnRecord
+    from tests.conversations.test_timeline import stored
+
+    stored(conversation, 1, "Go on", [("text_delta", {"text": "So far"})], status=TurnRecord.Status.RUNNING)
+
+
+def answer_ends(conversation):
+    """The turn ends with its answer stored, as the loop leaves it."""
+    from django.db import close_old_connections
+
+    from conversations.models import ChatMessage, ConversationEvent, TurnRecord
+    from tests.conftest import TENANT
+
+    try:
+        ChatMessage.objects.create(
+            conversation=conversation, message_id="a1", tenant_id=TENANT, role="assistant", text="So far, and done."
+        )
+        ConversationEvent.objects.create(conversation=conversation, turn=1, sequence=3, event_type="done", data={})
+        TurnRecord.objects.filter(conversation=conversation, turn=1).update(status=TurnRecord.Status.FINISHED)
+    finally:
+        close_old_connections()
+
+
+def test_an_answer_that_ends_before_the_page_connects_leaves_the_page_usable(
+    server, conversation, answer_running, browser_page
+):
+    """Its end went to the sockets that were there; the page reads it from what is stored."""
+    page = browser_page
+    opened = []
+
+    def late(ws):
+        if not opened:  # the answer ends between drawing the page and its socket joining
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(answer_ends, conversation).result(timeout=30)
+        opened.append(ws)
+        ws.connect_to_server()
+
+    page.route_web_socket("**/ws/conversations/**", late)
+    sign_in(page, server)
+    page.goto(f"{server}/c/{conversation.pk}/")
+    page.wait_for_function("document.querySelector('#send').disabled === false", timeout=20_000)
+    assert len(opened) == 1
+    assert page.locator(".message.assistant .text").all_text_contents() == ["So far, and done."]
 
 
 @pytest.fixture

@@ -172,7 +172,7 @@ def test_the_timeline_of_a_conversation_is_its_owners_only(client, member):
     other = get_user_model().objects.create_user("eve", password="pw")
     TenantMembership.objects.create(user=other, tenant_id=TENANT)
     theirs = Conversation.objects.create(tenant_id=TENANT, user=other)
-    assert client.get(f"/c/{mine.pk}/timeline/").json() == {"chunks": [], "running": False}
+    assert client.get(f"/c/{mine.pk}/timeline/").json() == {"chunks": [], "running": False, "approvals": []}
     assert client.get(f"/c/{theirs.pk}/timeline/").status_code == 404
     client.logout()
     assert client.get(f"/c/{mine.pk}/timeline/").status_code == 302
