@@ -35,6 +35,13 @@ def manager(monkeypatch, settings):
     fresh.stop()
 
 
+@pytest.fixture
+def patient_connect(monkeypatch):
+    """For tests about something other than connecting: on a loaded machine, starting a
+    server process and importing the SDK can take longer than the product's 10 s."""
+    monkeypatch.setattr(manager_module, "CONNECT_TIMEOUT", 60.0)
+
+
 def add_server(name: str = "demo", **fields) -> MCPServer:
     """A server row made by staff. Its tools are approved as they appear unless a test
     asks for ``approval_policy="manual"`` (the product's default): most tests here are
