@@ -49,41 +49,45 @@ class Questions:
         return f"conversation:{self._runtime.conversation.pk}"
 
     async def ask(self, question: str, choices: list[str], timeout: float) -> str | None:
-        from conversations import questions
-
-        runtime = self._runtime
-        question_id, answer = questions.ask(runtime.conversation.pk)
-        runtime.display.send({"type": "question", "question_id": question_id, "text": question, "choices": choices})
-        runtime.recorder.record("status", {"question_id": question_id, "question": question})
-        await in_db_thread(runtime.flush_events)()  # the pending question is on record while we wait
-        try:
-            return await asyncio.wait_for(answer, timeout)
-        except TimeoutError:
-            return None
-        finally:
-            questions.forget(runtime.conversation.pk, question_id)
+        chunk = {"type": "question", "text": question, "choices": choices}
+        found = await _wait_for_the_person(self._runtime, chunk, {"question": question}, timeout)
+        return found if isinstance(found, str) else None
 
     async def elicit(self, request: Any, timeout: float) -> dict | None:
         """An MCP server's request for input as an ``elicitation`` chunk on the socket; the
         person's accept (with the form's content), decline or cancel comes back through
         ``questions.answer`` as a dict. Runs on the MCP event loop: the display and the
         question registry take calls from any thread."""
-        from conversations import questions
-
-        runtime = self._runtime
-        question_id, answer = questions.ask(runtime.conversation.pk)
-        runtime.display.send({"type": "elicitation", "question_id": question_id, **request.as_chunk()})
-        runtime.recorder.record(
-            "status", {"question_id": question_id, "elicitation": request.server, "mode": request.mode}
-        )
-        await in_db_thread(runtime.flush_events)()
-        try:
-            found = await asyncio.wait_for(answer, timeout)
-        except TimeoutError:
-            return None
-        finally:
-            questions.forget(runtime.conversation.pk, question_id)
+        chunk = {"type": "elicitation", **request.as_chunk()}
+        noted = {"elicitation": request.server, "mode": request.mode}
+        found = await _wait_for_the_person(self._runtime, chunk, noted, timeout)
         return found if isinstance(found, dict) else None
+
+
+async def _wait_for_the_person(runtime: Runtime, chunk: dict, noted: dict, timeout: float) -> str | dict | None:
+    """Show ``chunk`` (a question or an elicitation) on the conversation's sockets and wait
+    for its answer, at most ``timeout`` seconds (None after that).
+
+    The chunk is on record while it waits (``asked``), and its end (``settled``) once it
+    is answered or given up: a page drawn or redrawn meanwhile (a reload, a reconnect)
+    shows it again from the stored events, and the person can still answer it.
+    """
+    from conversations import questions
+
+    question_id, answer = questions.ask(runtime.conversation.pk)
+    chunk = {**chunk, "question_id": question_id}
+    runtime.recorder.record("status", {"question_id": question_id, **noted, "asked": chunk})
+    await in_db_thread(runtime.flush_events)()  # on record before any page can show it
+    runtime.display.send(dict(chunk))
+    try:
+        found = await asyncio.wait_for(answer, timeout)
+    except TimeoutError:
+        found = None
+    finally:
+        questions.forget(runtime.conversation.pk, question_id)
+    runtime.recorder.record("status", {"settled": question_id})
+    await in_db_thread(runtime.flush_events)()  # a page drawn from now on no longer offers it
+    return found
 
 
 class TurnGate:

@@ -4,8 +4,10 @@ from its stored messages and events.
 Each turn becomes the chunks the websocket sent while it ran (``docs/chat.md``), in
 order: the question, thinking, the model's text between tool calls, each tool call
 with its status message and result, the cards, helpers' panes, errors, and the
-answer (a cancelled or interrupted one as far as it got) with its stored cards. The
-page draws them with the same code that draws a live answer.
+answer (a cancelled or interrupted one as far as it got) with its stored cards. A
+running turn's question, or an MCP server's request, still waiting for the person is
+drawn again, to be answered. The page draws them with the same code that draws a live
+answer.
 
 A message stored without events (written by a script or an import) is shown as its
 text. Nothing here is sent to a model.
@@ -38,6 +40,7 @@ SHOWN = (
     "subtask_finished",
 )
 INTERRUPTED = "This answer was interrupted; it is shown as far as it got."
+ASKED = ("question", "elicitation")  # what a running turn waits for the person to answer
 UNKNOWN_TOOL = "⚠ schema hint: unknown tool "  # registry.registry.ToolRegistry._unknown_tool
 # A tool result is shown folded; past this it is cut (the events keep it whole).
 RESULT_CHARS = 20_000
@@ -118,6 +121,7 @@ def _turn_chunks(events: list[tuple[str, dict]], answer: ChatMessage | None, *, 
         (i for i, (kind, data) in enumerate(events) if kind == "tool_call" and "subtask" not in data), default=-1
     )
     status: dict[str, Any] = {}
+    settled: set[str] = set()  # questions answered or given up: not offered again
     cards: list[dict] = []  # recorded before their tool's result, shown after it (as live)
     shown_cards: list[dict] = []
     for i, (kind, data) in enumerate(events):
@@ -129,7 +133,13 @@ def _turn_chunks(events: list[tuple[str, dict]], answer: ChatMessage | None, *, 
         if kind == "text_delta" and i > last_tool and "subtask" not in data and not running:
             continue
         if kind == "status":
-            status.update(data)
+            if "asked" in data:  # a question or an MCP server's request, as the page was sent it
+                if running:
+                    chunks.append(data["asked"])
+            elif "settled" in data:
+                settled.add(data["settled"])
+            else:
+                status.update(data)
             continue
         if kind in ("done", "interrupted"):
             continue
@@ -139,7 +149,8 @@ def _turn_chunks(events: list[tuple[str, dict]], answer: ChatMessage | None, *, 
             chunks.extend(cards)
             cards = []
     chunks.extend(cards)
-    if running:  # the page streams the rest in
+    if running:  # the page streams the rest in, and the person can answer what still waits
+        chunks = [c for c in chunks if c.get("type") not in ASKED or c.get("question_id") not in settled]
         chunks.append({"type": "running"})
         return chunks
     done: dict[str, Any] = {"type": "done", "stop_reason": "end_turn"}

@@ -789,8 +789,8 @@
       case "question":
         ask(chunk);
         break;
-      case "elicitation":
-        if (!replay) elicit(chunk);
+      case "elicitation":  // drawn again only while it waits (conversations/timeline.py)
+        elicit(chunk);
         break;
       case "approval_decided":
         settleApproval(chunk.card);

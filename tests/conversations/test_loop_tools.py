@@ -116,6 +116,16 @@ def test_request_user_input_without_a_person_says_so(model, conversation, user):
     assert run(conversation, user, "weather?").text == "I'll assume Oslo."
 
 
+async def question_asked(conversation, user, text: str):
+    """Send ``text`` on the conversation's socket and read up to the question it leads to."""
+    ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+    await ws.connect()
+    await ws.send_json_to({"type": "message", "text": text})
+    while (chunk := await ws.receive_json_from(timeout=10))["type"] != "question":
+        pass
+    return ws, chunk
+
+
 def test_request_user_input_asks_over_the_websocket_and_resumes_with_the_answer(model, conversation, user):
     offer(conversation, "request_user_input")
     model(
@@ -134,11 +144,7 @@ def test_request_user_input_asks_over_the_websocket_and_resumes_with_the_answer(
     )
 
     async def chat():
-        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
-        await ws.connect()
-        await ws.send_json_to({"type": "message", "text": "weather?"})
-        while (chunk := await ws.receive_json_from(timeout=10))["type"] != "question":
-            pass
+        ws, chunk = await question_asked(conversation, user, "weather?")
         assert (chunk["text"], chunk["choices"]) == ("Which city?", ["Oslo", "Bergen"])
         await ws.send_json_to({"type": "answer", "question_id": chunk["question_id"], "text": "Bergen"})
         chunks = await receive_until_done(ws)
@@ -146,6 +152,32 @@ def test_request_user_input_asks_over_the_websocket_and_resumes_with_the_answer(
         return "".join(c.get("text", "") for c in chunks if c["type"] == "text_delta")
 
     assert async_to_sync(chat)() == "Bergen it is."
+
+
+def test_a_question_waiting_for_its_answer_is_drawn_again_until_it_is_answered(model, conversation, user):
+    from conversations.timeline import timeline
+
+    offer(conversation, "request_user_input")
+    model(
+        [
+            {"tool_uses": [{"name": "request_user_input", "input": {"question": "Which city?"}, "id": "t1"}]},
+            {"text": ["Bergen it is."], "expect": {"tool_result_contains": "The user answered: Bergen"}},
+        ]
+    )
+    drawn = sync_to_async(timeline)  # what a reload of the page would show
+
+    async def chat():
+        ws, chunk = await question_asked(conversation, user, "weather?")
+        waiting = (await drawn(conversation))[-2:]
+        await ws.send_json_to({"type": "answer", "question_id": chunk["question_id"], "text": "Bergen"})
+        await receive_until_done(ws)
+        await ws.disconnect()
+        return chunk, waiting, await drawn(conversation)
+
+    asked, waiting, after = async_to_sync(chat)()
+    asked.pop("ts")  # when it was sent
+    assert waiting == [asked, {"type": "running"}]
+    assert not [c for c in after if c["type"] == "question"]
 
 
 def test_in_agentic_mode_a_helper_that_stopped_early_is_put_back_to_the_model_once(model, conversation, user):

@@ -70,6 +70,28 @@ def test_a_running_turn_ends_on_running_with_its_text_so_far(conversation):
     assert timeline(conversation)[-2:] == [{"type": "text_delta", "text": "So far"}, {"type": "running"}]
 
 
+ASKED = {"type": "elicitation", "question_id": "q1", "server": "demo", "mode": "form", "message": "Name?", "schema": {}}
+
+
+def test_a_request_still_waiting_for_the_person_is_drawn_again_and_one_settled_is_not(conversation):
+    asked = ("status", {"question_id": "q1", "elicitation": "demo", "mode": "form", "asked": ASKED})
+    stored(conversation, 1, "Go", [("tool_call", {"name": "greet"}), asked], status=TurnRecord.Status.RUNNING)
+    assert timeline(conversation)[-2:] == [ASKED, {"type": "running"}]
+    ConversationEvent.objects.create(
+        conversation=conversation, turn=1, sequence=4, event_type="status", data={"settled": "q1"}
+    )
+    assert timeline(conversation)[-2:] == [
+        {"type": "tool_call", "tool_use_id": None, "name": "greet"},
+        {"type": "running"},
+    ]
+
+
+def test_a_finished_turn_offers_nothing_to_answer(conversation):
+    asked = ("status", {"question_id": "q1", "elicitation": "demo", "mode": "form", "asked": ASKED})
+    stored(conversation, 1, "Go", [asked, ("done", {})], answer="Done.")
+    assert not [c for c in timeline(conversation) if c["type"] in ("elicitation", "question")]
+
+
 def test_messages_without_events_are_drawn_as_their_text(conversation):
     ChatMessage.objects.create(conversation=conversation, message_id="u", tenant_id=TENANT, role="user", text="Hi")
     ChatMessage.objects.create(

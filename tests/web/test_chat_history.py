@@ -241,6 +241,23 @@ def test_question_choices_are_buttons_the_keyboard_reaches(model, server, conver
     assert not model.failures
 
 
+def test_a_question_is_asked_again_after_a_reload_and_its_answer_goes_on(
+    model, server, conversation, asking_model, browser_page
+):
+    page = browser_page
+    sign_in(page, server)
+    open_conversation(page, server, conversation)
+    say(page, "Pick one for me to ask about")
+    page.wait_for_selector(".question button.choice")
+    page.reload()
+    page.wait_for_function("document.querySelector('#cancel').disabled === false")  # connected, turn running
+    assert page.locator(".question p").first.text_content() == "Which city?"
+    page.click(".question button.choice >> text=Bergen")
+    page.wait_for_function("document.querySelector('.message.assistant .text')?.textContent === 'Bergen it is.'")
+    assert page.locator(".question").count() == 0
+    assert not model.failures
+
+
 WORDS = [f"tok{n} " for n in range(120)]
 
 
