@@ -70,7 +70,8 @@ async def _wait_for_the_person(runtime: Runtime, chunk: dict, noted: dict, timeo
 
     The chunk is on record while it waits (``asked``), and its end (``settled``) once it
     is answered or given up: a page drawn or redrawn meanwhile (a reload, a reconnect)
-    shows it again from the stored events, and the person can still answer it.
+    shows it again from the stored events, and the person can still answer it. Its end
+    also goes to the sockets (``question_settled``), so no page goes on offering it.
     """
     from conversations import questions
 
@@ -87,6 +88,8 @@ async def _wait_for_the_person(runtime: Runtime, chunk: dict, noted: dict, timeo
         questions.forget(runtime.conversation.pk, question_id)
     runtime.recorder.record("status", {"settled": question_id})
     await in_db_thread(runtime.flush_events)()  # a page drawn from now on no longer offers it
+    # Pages that still show it (another tab; one left open past the timeout) take it away.
+    runtime.display.send({"type": "question_settled", "question_id": question_id, "answered": found is not None})
     return found
 
 

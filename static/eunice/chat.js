@@ -378,6 +378,7 @@
   // A question from the model: its choices as buttons, and a box for any other answer.
   function ask(chunk) {
     const box = el("form", "question");
+    box.dataset.question = chunk.question_id;
     box.setAttribute("aria-label", "Question from the assistant");
     box.appendChild(el("p", "", chunk.text));
     const status = el("p", "muted question-status");
@@ -416,6 +417,7 @@
   // built from its schema, or a link to open. Accept, Decline and Cancel go back over the socket.
   function elicit(chunk) {
     const box = el("form", "question elicitation");
+    box.dataset.question = chunk.question_id;
     box.setAttribute("aria-label", `Request from the MCP server ${chunk.server}`);
     box.appendChild(el("p", "muted", `The MCP server “${chunk.server}” asks you:`));
     box.appendChild(el("p", "elicitation-message", chunk.message));
@@ -792,6 +794,11 @@
       case "elicitation":  // drawn again only while it waits (conversations/timeline.py)
         elicit(chunk);
         break;
+      case "question_settled": {  // answered in another tab, or given up: no longer offered
+        const box = Array.from(messages.querySelectorAll("form.question")).find((f) => f.dataset.question === chunk.question_id);
+        if (box) box.replaceWith(el("p", "muted answered", chunk.answered ? "Answered in another window." : "Not answered in time; the assistant went on without it."));
+        break;
+      }
       case "approval_decided":
         settleApproval(chunk.card);
         bubble("user", chunk.text);

@@ -170,14 +170,40 @@ def test_a_question_waiting_for_its_answer_is_drawn_again_until_it_is_answered(m
         ws, chunk = await question_asked(conversation, user, "weather?")
         waiting = (await drawn(conversation))[-2:]
         await ws.send_json_to({"type": "answer", "question_id": chunk["question_id"], "text": "Bergen"})
-        await receive_until_done(ws)
+        rest = await receive_until_done(ws)
         await ws.disconnect()
-        return chunk, waiting, await drawn(conversation)
+        return chunk, waiting, rest, await drawn(conversation)
 
-    asked, waiting, after = async_to_sync(chat)()
+    asked, waiting, rest, after = async_to_sync(chat)()
     asked.pop("ts")  # when it was sent
     assert waiting == [asked, {"type": "running"}]
     assert not [c for c in after if c["type"] == "question"]
+    assert settled(rest) == [{"type": "question_settled", "question_id": asked["question_id"], "answered": True}]
+
+
+def settled(chunks: list[dict]) -> list[dict]:
+    return [{k: v for k, v in c.items() if k != "ts"} for c in chunks if c["type"] == "question_settled"]
+
+
+def test_a_question_nobody_answers_in_time_is_taken_off_the_page(model, conversation, user, settings):
+    settings.EUNICE_QUESTION_TIMEOUT = 1.0
+    offer(conversation, "request_user_input")
+    model(
+        [
+            {"tool_uses": [{"name": "request_user_input", "input": {"question": "Which city?"}, "id": "t1"}]},
+            {"text": ["I'll pick Oslo."], "expect": {"tool_result_contains": "no answer within 1 s"}},
+        ]
+    )
+
+    async def chat():
+        ws, chunk = await question_asked(conversation, user, "weather?")
+        rest = await receive_until_done(ws)
+        await ws.disconnect()
+        return chunk, rest
+
+    asked, rest = async_to_sync(chat)()
+    assert settled(rest) == [{"type": "question_settled", "question_id": asked["question_id"], "answered": False}]
+    assert "".join(c.get("text", "") for c in rest if c["type"] == "text_delta") == "I'll pick Oslo."
 
 
 def test_in_agentic_mode_a_helper_that_stopped_early_is_put_back_to_the_model_once(model, conversation, user):

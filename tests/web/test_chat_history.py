@@ -258,6 +258,22 @@ def test_a_question_is_asked_again_after_a_reload_and_its_answer_goes_on(
     assert not model.failures
 
 
+def test_a_question_answered_in_one_tab_leaves_the_other(model, server, conversation, asking_model, browser_page):
+    page = browser_page
+    sign_in(page, server)
+    open_conversation(page, server, conversation)
+    other = page.context.browser.new_page()  # the same person, in a second window
+    sign_in(other, server)
+    open_conversation(other, server, conversation)
+    say(page, "Pick one for me to ask about")
+    other.wait_for_selector(".question button.choice")
+    page.click(".question button.choice >> text=Bergen")
+    other.wait_for_selector("p.answered >> text=Answered in another window.")
+    assert other.locator("form.question").count() == 0
+    page.wait_for_function("document.querySelector('.message.assistant .text')?.textContent === 'Bergen it is.'")
+    assert page.text_content("p.answered") == "You answered: Bergen"
+
+
 WORDS = [f"tok{n} " for n in range(120)]
 
 
