@@ -6,12 +6,15 @@ so it is also published on the process bus (eunice/bus.py), and every process
 cancels what it runs of that conversation. A process that misses the message
 (Redis down) still stops the turn at its next step: ``request_cancel`` raised
 the conversation's flag in the database, which the loop reads between steps.
+A process that is gone (killed, on any host) reads neither: a cancel closes its
+turn as interrupted (``turn_reservations.close_if_dead``).
 """
 
 from __future__ import annotations
 
 from conversations.models import Conversation
 from conversations.state import cancel_running, cancel_tool_call, request_cancel
+from conversations.turn_reservations import close_if_dead
 from eunice import bus
 
 CANCEL_TURN = "conversations.cancel_turn"
@@ -24,6 +27,7 @@ def cancel(conversation: Conversation, tool_use_id: str | None = None) -> bool:
     if tool_use_id is None:
         request_cancel(conversation)
         tell_others(conversation.pk)
+        close_if_dead(conversation.pk)  # a process that is gone reads no flag
         return True
     if cancel_tool_call(conversation.pk, tool_use_id):
         return True

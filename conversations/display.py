@@ -116,6 +116,10 @@ class ChannelDisplay:
             for chunk in coalesce(batch):
                 await self._deliver(chunk)
 
+    async def deliver(self, chunk: dict) -> None:
+        """Send one chunk to the conversation's sockets now (not through ``pump``'s queue)."""
+        await self._deliver({**chunk, "ts": time.time() * 1000.0})
+
     async def _deliver(self, chunk: dict) -> None:
         text = encode(chunk)
         for socket in watchers.local(self._conversation_id):

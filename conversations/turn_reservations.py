@@ -49,6 +49,7 @@ logger = logging.getLogger("eunice.conversations")
 HOST = socket.gethostname()
 TOKEN = uuid.uuid4().hex[:12]
 OWNER = f"{HOST}:{os.getpid()}:{TOKEN}"
+GONE = "the server stopped while this turn was running"  # why a dead process's turn was closed
 
 _running_here: set[tuple[str, int]] = set()  # (conversation id, turn) reserved by this process
 _running_lock = threading.Lock()
@@ -119,7 +120,7 @@ def reserve_turn(conversation: Conversation) -> int:
     if latest is not None and latest.status == TurnRecord.Status.RUNNING:
         if is_alive(latest):
             raise TurnInProgress(conversation.pk, latest.turn)
-        close_dead_turn(latest, "the server stopped while this turn was running")
+        close_dead_turn(latest, GONE)
     if conversation.user_id is not None:
         _check_run_cap(conversation, conversation.user_id)
     turn = (latest.turn if latest is not None else 0) + 1
@@ -331,11 +332,20 @@ def close_running_turn(conversation_id: str, reason: str = "the server stopped b
     return record is not None and close_dead_turn(record, reason)
 
 
+def close_if_dead(conversation_id: str) -> bool:
+    """Close the conversation's running turn as interrupted if its process is gone; whether
+    it did. For whoever looks at the turn (a page drawn, a cancel): a process killed on
+    another host leaves its turn running until someone does, and a page would show it
+    running, with Send disabled, for good."""
+    record = TurnRecord.objects.filter(conversation_id=conversation_id, status=TurnRecord.Status.RUNNING).first()
+    return record is not None and not is_alive(record) and close_dead_turn(record, GONE)
+
+
 def close_dead_turns() -> int:
     """Close every running turn whose process is gone (the server's start-up); how many."""
     closed = 0
     for record in TurnRecord.objects.filter(status=TurnRecord.Status.RUNNING):
-        if not is_alive(record) and close_dead_turn(record, "the server stopped while this turn was running"):
+        if not is_alive(record) and close_dead_turn(record, GONE):
             closed += 1
     return closed
 

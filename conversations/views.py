@@ -15,6 +15,7 @@ from conversations.access import conversations_of, owned_conversation
 from conversations.approvals import pending_cards
 from conversations.models import Conversation, TurnRecord
 from conversations.timeline import timeline
+from conversations.turn_reservations import close_if_dead
 from llm.roles import get_model_for_role
 from registry.models import MCPServer
 from registry.tenancy import tenant_of
@@ -42,6 +43,7 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
     deleted = conversations_of(request.user, deleted=True).filter(pk=request.GET.get("deleted", "")).first()
     chunks, approvals = [], []
     if conversation is not None:
+        close_if_dead(conversation.pk)  # a turn whose process is gone is not drawn as running
         chunks = timeline(conversation)  # what the person saw, drawn by the page (chat.js)
         approvals = pending_cards(conversation)  # still waiting for a click: shown again after a reload
     response = render(
@@ -87,6 +89,7 @@ def conversation_timeline(request: HttpRequest, conversation_id: str) -> JsonRes
     conversation = owned_conversation(request.user, conversation_id)
     if conversation is None:
         raise Http404("No such conversation.")
+    close_if_dead(conversation.pk)  # a turn whose process is gone is not drawn as running
     running = conversation.turns.filter(status=TurnRecord.Status.RUNNING).exists()
     return JsonResponse(
         {"chunks": timeline(conversation), "running": running, "approvals": pending_cards(conversation)}

@@ -104,14 +104,16 @@ def test_a_turn_that_raises_is_closed_as_interrupted_and_the_next_message_is_ans
     assert (report.turns, report.interrupted) == (2, 1)
 
 
-def killed_turn(conversation, question: str, events: list[tuple[str, dict]]) -> None:
-    """What a server SIGKILLed mid-turn leaves: turn 1 running, its question, its events so far."""
+def killed_turn(conversation, question: str, events: list[tuple[str, dict]], *, elsewhere: bool = False) -> None:
+    """What a server SIGKILLed mid-turn leaves: turn 1 running, its question, its events so
+    far. ``elsewhere``: the server ran on another host, so only its heartbeat, stopped long
+    ago, tells that it is gone."""
     TurnRecord.objects.create(
         conversation=conversation,
         turn=1,
         status="running",
-        owner=f"{HOST}:{dead_pid()}:gone",
-        heartbeat_at=timezone.now(),
+        owner="another-host:4242:gone" if elsewhere else f"{HOST}:{dead_pid()}:gone",
+        heartbeat_at=timezone.now() - timedelta(hours=1) if elsewhere else timezone.now(),
     )
     ChatMessage.objects.create(
         conversation=conversation, message_id="u1", tenant_id=conversation.tenant_id, role="user", text=question
@@ -148,6 +150,58 @@ def test_a_turn_whose_server_was_killed_is_closed_by_the_next_message_keeping_wh
     )
     assert answers == ["Let me look at trains.", "Trains leave hourly."]
     assert replay(conversation).identical
+
+
+def test_a_page_drawn_after_its_turns_server_died_elsewhere_shows_it_interrupted_not_running(conversation, user):
+    from django.test import Client
+
+    killed_turn(conversation, "plan my trip", [("text_delta", {"text": "Let me look at trains."})], elsewhere=True)
+    client = Client()
+    client.force_login(user)
+
+    drawn = client.get(f"/c/{conversation.pk}/timeline/").json()
+
+    assert drawn["running"] is False
+    assert drawn["chunks"][-1]["stop_reason"] == "interrupted"
+    assert TurnRecord.objects.get(conversation=conversation, turn=1).status == "interrupted"
+    assert '"type": "running"' not in client.get(f"/c/{conversation.pk}/").content.decode()
+
+
+def test_a_turn_beating_on_another_host_is_drawn_running(conversation, user):
+    from django.test import Client
+
+    killed_turn(conversation, "plan my trip", [], elsewhere=True)
+    TurnRecord.objects.filter(conversation=conversation).update(heartbeat_at=timezone.now())
+    client = Client()
+    client.force_login(user)
+    assert client.get(f"/c/{conversation.pk}/timeline/").json()["running"] is True
+    assert TurnRecord.objects.get(conversation=conversation, turn=1).status == "running"
+
+
+def test_cancelling_a_turn_whose_server_died_closes_it_and_tells_the_page(conversation, user):
+    killed_turn(conversation, "plan my trip", [("text_delta", {"text": "Let me look at trains."})], elsewhere=True)
+
+    async def cancel():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        await ws.send_json_to({"type": "cancel"})
+        chunks = await receive_until_done(ws)
+        await ws.disconnect()
+        return chunks
+
+    chunks = async_to_sync(cancel)()
+    assert [c["type"] for c in chunks] == ["cancel_requested", "done"]
+    assert chunks[-1]["stop_reason"] == "interrupted" and "interrupted" in chunks[-1]["notice"]
+    assert TurnRecord.objects.get(conversation=conversation, turn=1).status == "interrupted"
+    assert list(ChatMessage.objects.filter(role="assistant").values_list("text", flat=True)) == [
+        "Let me look at trains."
+    ]
+
+
+def test_a_rest_cancel_closes_a_turn_whose_server_died(conversation, api):
+    killed_turn(conversation, "plan my trip", [], elsewhere=True)
+    assert api.post(f"/api/conversations/{conversation.pk}/cancel/", {}, format="json").status_code == 202
+    assert TurnRecord.objects.get(conversation=conversation, turn=1).status == "interrupted"
 
 
 def test_start_up_closes_the_turns_of_dead_processes_and_leaves_running_ones(conversation, user):
