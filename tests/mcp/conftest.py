@@ -28,18 +28,16 @@ WAIT = 30.0  # the bound on every wait in these tests
 
 @pytest.fixture(autouse=True)
 def manager(monkeypatch, settings):
-    """A fresh manager per test, stopped (its servers closed) at the end."""
+    """A fresh manager per test, stopped (its servers closed) at the end.
+
+    It waits up to 60 s for a server to connect: no test here is about the product's
+    10 s, and on a loaded machine (CI's three passes on two cores) starting a server
+    process and importing the SDK has taken longer."""
+    monkeypatch.setattr(manager_module, "CONNECT_TIMEOUT", 60.0)
     fresh = manager_module.MCPManager()
     monkeypatch.setattr(manager_module.get_manager, "_value", fresh)
     yield fresh
     fresh.stop()
-
-
-@pytest.fixture
-def patient_connect(monkeypatch):
-    """For tests about something other than connecting: on a loaded machine, starting a
-    server process and importing the SDK can take longer than the product's 10 s."""
-    monkeypatch.setattr(manager_module, "CONNECT_TIMEOUT", 60.0)
 
 
 def add_server(name: str = "demo", **fields) -> MCPServer:

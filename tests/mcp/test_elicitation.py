@@ -111,7 +111,7 @@ def test_at_2026_07_28_a_decline_is_what_the_server_hears():
     assert _at_2026_07_28({"action": "decline"})[1] == "no greeting: the person chose decline"
 
 
-def test_a_server_of_2026_07_28_only_asks_the_person_through_the_registry_path_too(patient_connect, manager, call):
+def test_a_server_of_2026_07_28_only_asks_the_person_through_the_registry_path_too(manager, call):
     manager.connect(ServerConfig.from_model(add_server("modern", args=[DEMO, "stdio-modern"])))
     person = Person(ALICE)
     assert text(call(mcp("greet", "modern"), context={"questions": person})) == "Hello Alice, 41"
