@@ -86,8 +86,14 @@ def cards_tool():
     return approved_custom_tool({}, "rain_cards", CARDS_TOOL)
 
 
+def until_answer(page, test: str) -> None:
+    """Wait until the first answer's text passes ``test``, JavaScript over ``text``."""
+    first = "document.querySelector('.message.assistant .text')?.textContent ?? ''"
+    page.wait_for_function(f"() => {{ const text = {first}; return {test}; }}")
+
+
 def settled(page):
-    page.wait_for_function("document.querySelector('#send').disabled === false")
+    page.wait_for_function("() => document.querySelector('#send').disabled === false")
 
 
 def seen(page) -> dict:
@@ -162,7 +168,7 @@ def test_a_cancelled_answer_is_shown_as_far_as_it_got_and_escape_cancels(
     sign_in(page, server)
     open_conversation(page, server, conversation)
     say(page, "Talk for a long time")
-    page.wait_for_function("(document.querySelector('.message.assistant .text') || {}).textContent?.includes('word5')")
+    until_answer(page, "text.includes('word5')")
     page.keyboard.press("Escape")  # the keyboard stops it, as the Cancel button does
     page.wait_for_selector(".message.notice")
     settled(page)
@@ -200,7 +206,7 @@ def test_a_model_error_offers_retry_which_sends_the_message_again(
     settled(page)
     page.focus(".message.error button.retry")
     page.keyboard.press("Enter")
-    page.wait_for_function("document.querySelector('.message.assistant .text')?.textContent === 'Recovered.'")
+    until_answer(page, "text === 'Recovered.'")
     assert page.locator(".message.user").all_text_contents() == ["Hello?", "Hello?"]
 
 
@@ -237,7 +243,7 @@ def test_question_choices_are_buttons_the_keyboard_reaches(model, server, conver
     page.keyboard.press("Enter")
     page.wait_for_selector(".answered")
     assert page.text_content(".answered") == "You answered: Bergen"
-    page.wait_for_function("document.querySelector('.message.assistant .text')?.textContent === 'Bergen it is.'")
+    until_answer(page, "text === 'Bergen it is.'")
     assert not model.failures
 
 
@@ -250,10 +256,10 @@ def test_a_question_is_asked_again_after_a_reload_and_its_answer_goes_on(
     say(page, "Pick one for me to ask about")
     page.wait_for_selector(".question button.choice")
     page.reload()
-    page.wait_for_function("document.querySelector('#cancel').disabled === false")  # connected, turn running
+    page.wait_for_function("() => document.querySelector('#cancel').disabled === false")  # connected, turn running
     assert page.locator(".question p").first.text_content() == "Which city?"
     page.click(".question button.choice >> text=Bergen")
-    page.wait_for_function("document.querySelector('.message.assistant .text')?.textContent === 'Bergen it is.'")
+    until_answer(page, "text === 'Bergen it is.'")
     assert page.locator(".question").count() == 0
     assert not model.failures
 
@@ -270,7 +276,7 @@ def test_a_question_answered_in_one_tab_leaves_the_other(model, server, conversa
     page.click(".question button.choice >> text=Bergen")
     other.wait_for_selector("p.answered >> text=Answered in another window.")
     assert other.locator("form.question").count() == 0
-    page.wait_for_function("document.querySelector('.message.assistant .text')?.textContent === 'Bergen it is.'")
+    until_answer(page, "text === 'Bergen it is.'")
     assert page.text_content("p.answered") == "You answered: Bergen"
 
 
@@ -289,15 +295,15 @@ def test_the_page_reconnects_and_the_running_answer_goes_on(model, server, conve
     sign_in(page, server)
     open_conversation(page, server, conversation)
     say(page, "Stream a while")
-    page.wait_for_function("(document.querySelector('.message.assistant .text') || {}).textContent?.includes('tok3')")
+    until_answer(page, "text.includes('tok3')")
     sockets[0].close()  # the network drops the socket
-    page.wait_for_function("document.querySelector('#send').disabled === true")
-    page.wait_for_function("document.querySelector('.message.assistant .text')?.textContent?.includes('tok119')")
+    page.wait_for_function("() => document.querySelector('#send').disabled === true")
+    until_answer(page, "text.includes('tok119')")
     settled(page)
     assert len(sockets) == 2
     assert page.locator(".message.assistant").count() == 1
     # What streamed while the socket was down is drawn from the stored answer when it is done.
-    page.wait_for_function("document.querySelector('.message.assistant .text').textContent.startsWith('tok0 tok1')")
+    until_answer(page, "text.startsWith('tok0 tok1')")
     assert page.text_content(".message.assistant .text").strip() == "".join(words).strip()
     assert page.locator(".disconnected").count() == 0
 
@@ -308,7 +314,11 @@ def answer_running(conversation):
     from conversations.models import TurnRecord
     from tests.conversations.test_timeline import stored
 
+    from django.utils import timezone
+
     stored(conversation, 1, "Go on", [("text_delta", {"text": "So far"})], status=TurnRecord.Status.RUNNING)
+    # Run by a server process on another host, alive: its heartbeat is fresh.
+    TurnRecord.objects.filter(conversation=conversation).update(owner="another-host:1:x", heartbeat_at=timezone.now())
 
 
 def answer_ends(conversation):
@@ -345,7 +355,7 @@ def test_an_answer_that_ends_before_the_page_connects_leaves_the_page_usable(
     page.route_web_socket("**/ws/conversations/**", late)
     sign_in(page, server)
     page.goto(f"{server}/c/{conversation.pk}/")
-    page.wait_for_function("document.querySelector('#send').disabled === false", timeout=20_000)
+    page.wait_for_function("() => document.querySelector('#send').disabled === false", timeout=20_000)
     assert len(opened) == 1
     assert page.locator(".message.assistant .text").all_text_contents() == ["So far, and done."]
 
@@ -364,7 +374,9 @@ def test_offline_results_read_as_a_person_wants(server, conversation, offline_mo
         count = page.locator(".message.assistant").count()
         say(page, command)
         # The first search builds the server's tool index: slow on a loaded machine.
-        page.wait_for_function(f"document.querySelectorAll('.message.assistant').length > {count}", timeout=90_000)
+        page.wait_for_function(
+            f"() => document.querySelectorAll('.message.assistant').length > {count}", timeout=90_000
+        )
         settled(page)
         return page.locator(".message.assistant").last
 
@@ -400,7 +412,7 @@ def test_a_map_has_a_world_layer_and_labels_on_hover(server, conversation, cards
     open_conversation(page, server, conversation)
     say(page, "/rain_cards")
     page.wait_for_selector("#panel .card-map_display .leaflet-container")
-    page.wait_for_function("document.querySelectorAll('#panel .leaflet-basemap-pane path').length > 0")
+    page.wait_for_function("() => document.querySelectorAll('#panel .leaflet-basemap-pane path').length > 0")
     # Natural Earth's countries at 1:110m: one path for the layer's visible countries.
     assert page.locator("#panel .leaflet-basemap-pane path").count() >= 1
     # ... and the land is seen: the layer's SVG has a size (a card rule once shrank it to 0 × 0).
