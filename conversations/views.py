@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from csp.constants import UNSAFE_EVAL, UNSAFE_INLINE
+from csp.constants import UNSAFE_INLINE
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -16,16 +16,16 @@ from conversations.approvals import pending_cards
 from conversations.models import Conversation, TurnRecord
 from conversations.timeline import timeline
 from conversations.turn_reservations import close_if_dead
+from eunice import chart_script
 from llm.roles import get_model_for_role
 from registry.models import MCPServer
 from registry.tenancy import tenant_of
 
-# Vega compiles a chart's expressions with Function(); its eval-free interpreter
-# (vega-interpreter) ships in no package installed here. Vega-embed and its
-# tooltips add <style> elements and style attributes. So the page that draws
-# charts, and only it, allows eval and inline styles (docs/deploy.md,
-# "Content-Security-Policy"); its scripts still come from this site only.
-CHAT_CSP = {"script-src": [UNSAFE_EVAL], "style-src": [UNSAFE_INLINE]}
+# Vega-embed and its tooltips add <style> elements and style attributes, so the page
+# that draws charts, and only it, allows inline styles (docs/deploy.md,
+# "Content-Security-Policy"). It allows no eval: charts are drawn with Vega's
+# expression interpreter (eunice/chart_script.py), and its scripts come from this site only.
+CHAT_CSP = {"style-src": [UNSAFE_INLINE]}
 
 
 @login_required
@@ -56,6 +56,7 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
             "deleted": deleted,
             "timeline": chunks,
             "approvals": approvals,
+            "chart_script": chart_script.url(),
             "chat_settings": {
                 "world": static("vendor/world-atlas/countries-110m.json"),
                 "tiles": settings.EUNICE_MAP_TILES,

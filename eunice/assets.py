@@ -1,6 +1,7 @@
 """Front-end libraries that ship inside Python packages, served as local static files.
 
-Nothing is fetched from a CDN: the chat page's charts and maps work offline.
+Nothing is fetched from a CDN: the chat page's charts and maps work offline. The
+chart library is built from another package (``eunice/chart_script.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from pathlib import Path
 
 # (URL prefix under STATIC_URL, package, folder inside the package)
 VENDORED = (
-    ("vendor/vega", "altair_viewer", "scripts"),  # vega, vega-lite, vega-embed
     ("vendor/leaflet", "leaflet", "static/leaflet"),  # from django-leaflet (not installed as an app)
 )
 

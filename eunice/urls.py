@@ -8,6 +8,7 @@ from oauth2_provider import urls as oauth_urls
 
 from conversations import staff_views as telemetry_views
 from conversations import views as chat_views
+from eunice import chart_script
 from eunice.health import health
 from mcpserver.approval_page import approval_page
 from registry import staff_views
@@ -40,6 +41,7 @@ urlpatterns = [
     path("c/new/", chat_views.new_conversation, name="chat-new"),
     path("c/<str:conversation_id>/", chat_views.chat, name="chat-conversation"),
     path("c/<str:conversation_id>/timeline/", chat_views.conversation_timeline, name="chat-timeline"),
+    path("assets/charts-<str:tag>.js", chart_script.serve, name="chart-script"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("playground/", staff_views.playground, name="playground"),

@@ -117,7 +117,8 @@
     } else if (card.type === "chart" && (card.spec || card.vega_lite) && window.vegaEmbed) {
       const target = el("div", "chart");
       box.appendChild(target);
-      window.vegaEmbed(target, card.spec || card.vega_lite, { actions: false, renderer: "svg" })
+      // ast: Vega's expression interpreter, never Function() (the page's policy forbids eval)
+      window.vegaEmbed(target, card.spec || card.vega_lite, { actions: false, renderer: "svg", ast: true })
         .catch((error) => target.replaceWith(el("pre", "error", `The chart could not be drawn: ${error.message}`)));
     } else if (card.type === "map_display" && window.L) {
       box.appendChild(drawMap(card));

@@ -54,7 +54,7 @@ def test_an_install_waits_for_the_click_survives_a_reload_and_runs_what_the_card
     assert db(install_rows) == ([], [("pending", None)])
 
     page.reload()  # the card is the row's: it is drawn again
-    page.wait_for_function("document.querySelector('#send').disabled === false")
+    page.wait_for_function("() => document.querySelector('#send').disabled === false")
     card = page.wait_for_selector(".approval")
     card.query_selector("button.approve").click()
     page.wait_for_selector(".approval.approval-approved .approval-outcome", timeout=60_000)
@@ -81,10 +81,10 @@ def test_a_card_waiting_for_its_click_survives_a_dropped_connection(staff_conver
     open_conversation(page, server, staff_conversation)
     say(page, '/install_mcp_server {"id": "time", "name": "time"}')
     page.wait_for_selector(".approval")
-    page.wait_for_function("document.querySelector('#send').disabled === false")
+    page.wait_for_function("() => document.querySelector('#send').disabled === false")
     sockets[0].close()  # the network drops the socket; the page reconnects and draws what is stored
-    page.wait_for_function("document.querySelector('#send').disabled === true")
-    page.wait_for_function("document.querySelector('#send').disabled === false")
+    page.wait_for_function("() => document.querySelector('#send').disabled === true")
+    page.wait_for_function("() => document.querySelector('#send').disabled === false")
     assert len(sockets) == 2
     page.wait_for_selector(".approval button.approve", timeout=5_000).click()
     page.wait_for_selector(".approval.approval-approved .approval-outcome", timeout=60_000)

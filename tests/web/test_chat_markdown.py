@@ -61,7 +61,7 @@ def chat_model(db):
 
 
 def finished(page) -> None:
-    page.wait_for_function("document.querySelector('#send').disabled === false")
+    page.wait_for_function("() => document.querySelector('#send').disabled === false")
 
 
 def test_an_answer_streams_in_as_markdown_and_finished_blocks_keep_their_nodes(server, conversation, browser_page):
@@ -82,10 +82,10 @@ def test_an_answer_streams_in_as_markdown_and_finished_blocks_keep_their_nodes(s
     assert page.locator(".message.assistant .table-scroll table td").all_text_contents()[:2] == ["Oslo", "12"]
     assert page.locator(".message.assistant pre code.hljs .hljs-keyword").count() >= 1  # highlighted
     page.click(".message.assistant .code-block button.copy")
-    page.wait_for_function("document.querySelector('.code-block button.copy').textContent === 'Copied'")
+    page.wait_for_function("() => document.querySelector('.code-block button.copy').textContent === 'Copied'")
     assert page.evaluate("navigator.clipboard.readText()") == CODE
     page.click(".message.assistant .answer-actions button.copy")
-    page.wait_for_function("document.querySelector('.answer-actions button.copy').textContent === 'Copied'")
+    page.wait_for_function("() => document.querySelector('.answer-actions button.copy').textContent === 'Copied'")
     assert page.evaluate("navigator.clipboard.readText()") == "".join(ANSWER)
 
     page.reload()  # the stored answer is drawn the same way

@@ -65,13 +65,13 @@ def test_a_prompt_and_a_resource_fill_the_composer_and_the_person_answers_the_fo
     page.click(".prompt-commands >> text=/demo:review")
     page.locator("form.prompt-arguments").get_by_label("code (required)").fill("x = 1")
     page.click("form.prompt-arguments button[type=submit]")
-    page.wait_for_function("document.querySelector('#prompt').value.includes('x = 1')")
+    page.wait_for_function("() => document.querySelector('#prompt').value.includes('x = 1')")
     assert page.input_value("#prompt") == "Please review this code for clarity:\nx = 1"
 
     page.fill("#prompt", "")
     page.click("#attach-resource")
     page.click(".resource-list >> text=Read me")
-    page.wait_for_function("document.querySelector('#prompt').value.includes('[end of demo://readme]')")
+    page.wait_for_function("() => document.querySelector('#prompt').value.includes('[end of demo://readme]')")
     assert "The demo server answers the tests." in page.input_value("#prompt")
 
     say(page, "Greet me.")

@@ -15,7 +15,7 @@ pytestmark = [
 
 
 def settled(page) -> None:
-    page.wait_for_function("document.querySelector('#send').disabled === false")
+    page.wait_for_function("() => document.querySelector('#send').disabled === false")
 
 
 def test_geocoded_places_and_their_buffers_are_drawn_on_maps(server, conversation, browser_page):
@@ -26,8 +26,8 @@ def test_geocoded_places_and_their_buffers_are_drawn_on_maps(server, conversatio
     page.wait_for_selector("#panel .card-map_display .leaflet-container")
     settled(page)
     say(page, '/buffer {"dataset": "geocoded", "distance_m": 50000, "save_as": "reach"}')
-    page.wait_for_function("document.querySelectorAll('#panel .card-map_display').length === 2")
-    page.wait_for_function("document.querySelectorAll('#panel .leaflet-basemap-pane path').length >= 2")
+    page.wait_for_function("() => document.querySelectorAll('#panel .card-map_display').length === 2")
+    page.wait_for_function("() => document.querySelectorAll('#panel .leaflet-basemap-pane path').length >= 2")
     points, areas = page.locator("#panel .card-map_display").all()
     assert points.locator("path.leaflet-interactive").count() == 2  # a circle marker each
     circles = areas.locator("path.leaflet-interactive")
