@@ -311,10 +311,10 @@ def test_the_page_reconnects_and_the_running_answer_goes_on(model, server, conve
 @pytest.fixture
 def answer_running(conversation):
     """The page is drawn while an answer is being written: its turn has streamed "So far"."""
+    from django.utils import timezone
+
     from conversations.models import TurnRecord
     from tests.conversations.test_timeline import stored
-
-    from django.utils import timezone
 
     stored(conversation, 1, "Go on", [("text_delta", {"text": "So far"})], status=TurnRecord.Status.RUNNING)
     # Run by a server process on another host, alive: its heartbeat is fresh.
