@@ -7,13 +7,18 @@ cancels what it runs of that conversation. A process that misses the message
 (Redis down) still stops the turn at its next step: ``request_cancel`` raised
 the conversation's flag in the database, which the loop reads between steps.
 A process that is gone (killed, on any host) reads neither: a cancel closes its
-turn as interrupted (``turn_reservations.close_if_dead``).
+turn as interrupted, and the conversation's pages are told (``close_if_gone``).
 """
 
 from __future__ import annotations
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from conversations.display import tell_pages
 from conversations.models import Conversation
 from conversations.state import cancel_running, cancel_tool_call, request_cancel
+from conversations.timeline import INTERRUPTED
 from conversations.turn_reservations import close_if_dead
 from eunice import bus
 
@@ -27,12 +32,23 @@ def cancel(conversation: Conversation, tool_use_id: str | None = None) -> bool:
     if tool_use_id is None:
         request_cancel(conversation)
         tell_others(conversation.pk)
-        close_if_dead(conversation.pk)  # a process that is gone reads no flag
+        close_if_gone(conversation.pk)
         return True
     if cancel_tool_call(conversation.pk, tool_use_id):
         return True
     tell_others(conversation.pk, tool_use_id)
     return False
+
+
+def close_if_gone(conversation_id: str) -> bool:
+    """Close the conversation's running turn if its process is gone (it reads no cancel
+    flag), and tell the conversation's pages, in every process, that it ended; whether
+    it did."""
+    if not close_if_dead(conversation_id):
+        return False
+    ended = {"type": "done", "stop_reason": "interrupted", "notice": INTERRUPTED}
+    async_to_sync(tell_pages)(conversation_id, get_channel_layer(), ended)
+    return True
 
 
 def tell_others(conversation_id: str, tool_use_id: str | None = None) -> None:

@@ -28,8 +28,7 @@ from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
 from conversations.state import cancel_running, cancel_tool_call, request_cancel
-from conversations.timeline import INTERRUPTED
-from conversations.turn_reservations import TurnInProgress, close_if_dead
+from conversations.turn_reservations import TurnInProgress
 from eunice import drain
 from eunice.health import unavailable_message
 from eunice.jsonlimits import loads_bounded
@@ -218,13 +217,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "cancel_requested", "tool_use_id": tool_use_id})
         if tool_use_id is None:  # the flag, for a turn running in another process
             await in_db_thread(request_cancel)(conversation)
-            # A process that is gone reads no flag: its turn is closed here, and the
-            # conversation's pages learn that it ended.
-            if await in_db_thread(close_if_dead)(conversation.pk):
-                ended = {"type": "done", "stop_reason": "interrupted", "notice": INTERRUPTED}
-                await ChannelDisplay(self.conversation_id, self.channel_layer, asyncio.get_running_loop()).deliver(
-                    ended
-                )
+            await in_db_thread(cancels.close_if_gone)(conversation.pk)  # a process that is gone reads no flag
         if tool_use_id is None or not here:  # perhaps running in another process
             await in_db_thread(cancels.tell_others)(conversation.pk, tool_use_id)
 

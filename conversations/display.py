@@ -116,10 +116,6 @@ class ChannelDisplay:
             for chunk in coalesce(batch):
                 await self._deliver(chunk)
 
-    async def deliver(self, chunk: dict) -> None:
-        """Send one chunk to the conversation's sockets now (not through ``pump``'s queue)."""
-        await self._deliver({**chunk, "ts": time.time() * 1000.0})
-
     async def _deliver(self, chunk: dict) -> None:
         text = encode(chunk)
         for socket in watchers.local(self._conversation_id):
@@ -134,6 +130,17 @@ class ChannelDisplay:
                 logger.warning(
                     "channel layer unreachable relaying a chunk of %s (%s)", self._conversation_id, type(exc).__name__
                 )
+
+
+async def tell_pages(conversation_id: str, channel_layer: Any, chunk: dict) -> None:
+    """One chunk to every socket of the conversation, in every server process (its group):
+    for news that comes from no running turn, such as a dead turn closed. Lost while the
+    channel layer is down; the pages then learn it when they next draw."""
+    message = {"type": "conversation.chunk", "chunk": {**chunk, "ts": time.time() * 1000.0}}
+    try:
+        await channel_layer.group_send(group_name(conversation_id), message)
+    except Exception as exc:  # noqa: BLE001 (Redis down: said in the log, the caller goes on)
+        logger.warning("channel layer unreachable telling %s's pages (%s)", conversation_id, type(exc).__name__)
 
 
 MERGEABLE = frozenset({"text_delta", "thinking", "subtask_text", "subtask_thinking"})

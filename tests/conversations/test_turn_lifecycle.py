@@ -198,9 +198,19 @@ def test_cancelling_a_turn_whose_server_died_closes_it_and_tells_the_page(conver
     ]
 
 
-def test_a_rest_cancel_closes_a_turn_whose_server_died(conversation, api):
+def test_a_rest_cancel_closes_a_turn_whose_server_died_and_the_open_page_hears_it(conversation, user, api):
     killed_turn(conversation, "plan my trip", [], elsewhere=True)
-    assert api.post(f"/api/conversations/{conversation.pk}/cancel/", {}, format="json").status_code == 202
+
+    async def cancel_while_a_page_is_open():
+        ws = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        await ws.connect()
+        response = await sync_to_async(api.post)(f"/api/conversations/{conversation.pk}/cancel/", {}, format="json")
+        chunks = await receive_until_done(ws)
+        await ws.disconnect()
+        return response.status_code, chunks
+
+    status, chunks = async_to_sync(cancel_while_a_page_is_open)()
+    assert status == 202 and [c.get("stop_reason") for c in chunks] == ["interrupted"]
     assert TurnRecord.objects.get(conversation=conversation, turn=1).status == "interrupted"
 
 
