@@ -27,7 +27,7 @@ from conversations import approvals, cancels, questions, runs
 from conversations.access import owned_conversation
 from conversations.display import PROCESS, ChannelDisplay, encode, group_name, watchers
 from conversations.loop import run_turn
-from conversations.state import cancel_running, cancel_tool_call, request_cancel
+from conversations.state import cancel_running, cancel_tool_call
 from conversations.turn_reservations import TurnInProgress
 from eunice import drain
 from eunice.health import unavailable_message
@@ -215,10 +215,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             here = cancel_tool_call(conversation.pk, tool_use_id)
         # Answered before any database work: this process's run has stopped already.
         await self.send_json({"type": "cancel_requested", "tool_use_id": tool_use_id})
-        if tool_use_id is None:  # the flag, for a turn running in another process
-            await in_db_thread(request_cancel)(conversation)
-            await in_db_thread(cancels.close_if_gone)(conversation.pk)  # a process that is gone reads no flag
-        if tool_use_id is None or not here:  # perhaps running in another process
+        if tool_use_id is None:  # the flag and the other processes; a dead turn is closed
+            await in_db_thread(cancels.cancel)(conversation)
+        elif not here:  # perhaps running in another process
             await in_db_thread(cancels.tell_others)(conversation.pk, tool_use_id)
 
     async def _decide(self, conversation, content: dict) -> None:

@@ -41,11 +41,7 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
         listed = listed.search(search)
     # Just deleted (the page came here from it): offer to undo.
     deleted = conversations_of(request.user, deleted=True).filter(pk=request.GET.get("deleted", "")).first()
-    chunks, approvals = [], []
-    if conversation is not None:
-        close_if_dead(conversation.pk)  # a turn whose process is gone is not drawn as running
-        chunks = timeline(conversation)  # what the person saw, drawn by the page (chat.js)
-        approvals = pending_cards(conversation)  # still waiting for a click: shown again after a reload
+    drawn = as_drawn(conversation) if conversation is not None else {"chunks": [], "approvals": []}
     response = render(
         request,
         "eunice/chat.html",
@@ -54,8 +50,8 @@ def chat(request: HttpRequest, conversation_id: str | None = None) -> HttpRespon
             "conversations": listed[:50],
             "search": search,
             "deleted": deleted,
-            "timeline": chunks,
-            "approvals": approvals,
+            "timeline": drawn["chunks"],
+            "approvals": drawn["approvals"],
             "chart_script": chart_script.url(),
             "chat_settings": {
                 "world": static("vendor/world-atlas/countries-110m.json"),
@@ -90,11 +86,17 @@ def conversation_timeline(request: HttpRequest, conversation_id: str) -> JsonRes
     conversation = owned_conversation(request.user, conversation_id)
     if conversation is None:
         raise Http404("No such conversation.")
-    close_if_dead(conversation.pk)  # a turn whose process is gone is not drawn as running
+    drawn = as_drawn(conversation)
     running = conversation.turns.filter(status=TurnRecord.Status.RUNNING).exists()
-    return JsonResponse(
-        {"chunks": timeline(conversation), "running": running, "approvals": pending_cards(conversation)}
-    )
+    return JsonResponse({**drawn, "running": running})
+
+
+def as_drawn(conversation: Conversation) -> dict[str, list[dict]]:
+    """What the page draws of a conversation, on its first render and after a reconnect:
+    the person's view of it (``timeline``) and the calls still waiting for a click. A
+    turn whose process is gone is closed first, so it is not drawn running."""
+    close_if_dead(conversation.pk)
+    return {"chunks": timeline(conversation), "approvals": pending_cards(conversation)}
 
 
 @login_required

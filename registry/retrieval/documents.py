@@ -14,7 +14,7 @@ from typing import Any
 
 # Identifier boundaries: `createIssue` -> create|Issue, `HTTPServer` -> HTTP|Server,
 # `get2fa` -> get|2fa. Separators (`_`, `-`, `.`, `/`, `:`) are handled by the word regex.
-CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-zA-Z])(?=[0-9])")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-zA-Z])(?=[0-9])")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 # A free-standing number: "45", "$1800" (the digits), "11:00", "2203.12277",
 # "-5", "45%". Not a digit inside a word or a path: "GPT-4", "mp3", "2fa",
@@ -65,7 +65,7 @@ def split_identifier(identifier: str) -> list[str]:
     """
     words: list[str] = []
     for chunk in _WORD.findall(identifier):
-        words.extend(part.lower() for part in CAMEL_BOUNDARY.split(chunk) if part)
+        words.extend(part.lower() for part in _CAMEL_BOUNDARY.split(chunk) if part)
     return words
 
 

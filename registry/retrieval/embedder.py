@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from registry.retrieval.documents import CAMEL_BOUNDARY as _CAMEL_BOUNDARY
+from registry.retrieval.documents import split_identifier
 from registry.retrieval.encoders import (
     EmbedderUnavailable,
     MiniLMEncoder,
@@ -140,8 +140,8 @@ class Embedder:
             return True
         if len(word) > _LONGEST_IDENTIFIER:
             return False
-        parts = _CAMEL_BOUNDARY.split(word)
-        return len(parts) > 1 and all(len(part) > 1 and self._knows(part.lower()) for part in parts)
+        parts = split_identifier(word)  # lower-cased, as the index splits names
+        return len(parts) > 1 and all(len(part) > 1 and self._knows(part) for part in parts)
 
     def _knows(self, word: str) -> bool:
         return len(word) <= _LONGEST_WORD and (

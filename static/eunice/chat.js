@@ -796,7 +796,7 @@
         elicit(chunk);
         break;
       case "question_settled": {  // answered in another tab, or given up: no longer offered
-        const box = Array.from(messages.querySelectorAll("form.question")).find((f) => f.dataset.question === chunk.question_id);
+        const box = messages.querySelector(`form.question[data-question="${CSS.escape(chunk.question_id)}"]`);
         if (box) box.replaceWith(el("p", "muted answered", chunk.answered ? "Answered in another window." : "Not answered in time; the assistant went on without it."));
         break;
       }
@@ -880,7 +880,7 @@
         .then((data) => {
           running = data.running;
           redraw(data.chunks);
-          (data.approvals || []).forEach(showApproval);  // still waiting for a click
+          data.approvals.forEach(showApproval);  // still waiting for a click
           busy(running);
         })
         .catch(() => busy(running));

@@ -231,12 +231,17 @@ def asking_model(model, conversation):
     )
 
 
-def test_question_choices_are_buttons_the_keyboard_reaches(model, server, conversation, asking_model, browser_page):
-    page = browser_page
+def asked_on(page, server, conversation) -> None:
+    """Sign in, open the conversation and ask what makes the model ask its question."""
     sign_in(page, server)
     open_conversation(page, server, conversation)
     say(page, "Pick one for me to ask about")
     page.wait_for_selector(".question button.choice")
+
+
+def test_question_choices_are_buttons_the_keyboard_reaches(model, server, conversation, asking_model, browser_page):
+    page = browser_page
+    asked_on(page, server, conversation)
     assert page.locator(".question button.choice").all_text_contents() == ["Oslo", "Bergen"]
     assert page.evaluate("document.activeElement.textContent") == "Oslo"  # focus goes to the question
     page.keyboard.press("Tab")
@@ -251,10 +256,7 @@ def test_a_question_is_asked_again_after_a_reload_and_its_answer_goes_on(
     model, server, conversation, asking_model, browser_page
 ):
     page = browser_page
-    sign_in(page, server)
-    open_conversation(page, server, conversation)
-    say(page, "Pick one for me to ask about")
-    page.wait_for_selector(".question button.choice")
+    asked_on(page, server, conversation)
     page.reload()
     page.wait_for_function("() => document.querySelector('#cancel').disabled === false")  # connected, turn running
     assert page.locator(".question p").first.text_content() == "Which city?"
