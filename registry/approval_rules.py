@@ -22,6 +22,7 @@ names pays nothing more.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from dataclasses import dataclass
@@ -94,9 +95,21 @@ class _Rules:
             self.due = due
 
     def current(self) -> _Rules:
-        if time.monotonic() > self.due:
+        """The rules, read again when due, but never on an event loop, where Django refuses
+        a query: a call checked there was judged fresh a moment before
+        (``covers_tenant``), and may have become due since, under load. It uses the rules
+        as they were; the next call off the loop reads them again."""
+        if time.monotonic() > self.due and not _on_event_loop():
             self.refresh()
         return self
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 _rules = _Rules()

@@ -2,6 +2,8 @@
 the gate needs no query: otherwise it takes a database thread, since a query on the loop
 raises SynchronousOnlyOperation. The fault suite found the case of a person's approval."""
 
+import asyncio
+
 import pytest
 
 from registry import approval_rules, gate
@@ -48,3 +50,17 @@ def test_rules_due_a_re_read_send_the_call_to_a_database_thread():
 def test_an_approved_run_is_prepared_on_a_database_thread():
     approval_rules.tenants()
     assert on_loop(gate=Planned(), approval_id="a1") is None  # claiming the approval is a query
+
+
+def test_rules_that_fall_due_while_a_call_is_checked_on_the_loop_are_used_as_they_were():
+    """A call judged fresh by `covers_tenant` may reach `rule_for` after the rules fell due
+    (under load: stop 53's CI). On the loop they are not read again, which Django refuses."""
+    approval_rules._rules.refresh()
+    approval_rules._rules.due = float("-inf")
+
+    async def checked_on_the_loop():
+        return approval_rules.rule_for(None, "plan", TENANT)
+
+    assert asyncio.run(checked_on_the_loop()) is None
+    assert approval_rules._rules.due == float("-inf")  # read again at the next call off the loop
+    assert approval_rules.rule_for(None, "plan", TENANT) is None and approval_rules._rules.due > 0
