@@ -80,6 +80,7 @@ def serving(extra_env: dict[str, str]):
     # which exists, and is nobody else's.
     log_path = Path(settings.VAR_DIR) / "test-server.log"
     log = open(log_path, "w")
+    SERVER_LOGS.append(log_path)
     listener = held_port()
     port = listener.getsockname()[1]
     process = subprocess.Popen(
@@ -105,6 +106,13 @@ def serving(extra_env: dict[str, str]):
         process.terminate()
         process.wait(timeout=30)
         log.close()
+        SERVER_LOGS.remove(log_path)
+
+
+# The logs of the servers now running: a failing test's report ends with their last lines,
+# since CI removes its var directory (and the next test's server writes over the file).
+SERVER_LOGS: list[Path] = []
+SERVER_LOG_LINES = 80
 
 
 def answers(port: int) -> bool:
@@ -154,6 +162,8 @@ def browser_page(request):
         if report is not None and report.failed:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
+            # What the person saw, in the report (the screenshot is gone with CI's var directory).
+            report.sections.append(("the page's text at the failure", page.inner_text("body")[-4000:]))
         browser.close()
         assert not errors, f"the page's scripts failed or broke its Content-Security-Policy: {errors}"
 
@@ -183,4 +193,8 @@ def conversation():
 def pytest_runtest_makereport(item, call):
     report = yield
     setattr(item, f"rep_{report.when}", report)
+    if report.when == "call" and report.failed:
+        for path in SERVER_LOGS:
+            tail = path.read_text(errors="replace").splitlines()[-SERVER_LOG_LINES:]
+            report.sections.append((f"the server's log, last {len(tail)} lines", "\n".join(tail)))
     return report
