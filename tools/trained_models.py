@@ -27,6 +27,7 @@ from django.utils import timezone
 from eunice.tenant_files import catalog_dir, safe_name
 from registry import background
 from tools.lib import modelling
+from tools.lib.skops_io import skops_io
 from tools.models import TrainedModel, TrainingStatus
 
 if TYPE_CHECKING:
@@ -166,9 +167,7 @@ def _plain(value: object) -> object:
 
 
 def _store(row: TrainedModel, fitted: Pipeline) -> tuple[str, str]:
-    import skops.io
-
-    payload = skops.io.dumps(fitted)
+    payload = skops_io().dumps(fitted)
     digest = hashlib.sha256(payload).hexdigest()
     file_name = f"{safe_name(row.name)}-v{row.version}-{digest[:12]}.skops"
     folder = catalog_dir(row.tenant_id, "models")
@@ -180,21 +179,20 @@ def _store(row: TrainedModel, fitted: Pipeline) -> tuple[str, str]:
 
 def load_pipeline(row: TrainedModel) -> Pipeline:
     """The fitted pipeline of a ready model. Raises ModelFileRefused (missing, changed, untrusted types)."""
-    import skops.io
-
+    skops = skops_io()
     path = catalog_dir(row.tenant_id, "models") / row.file_name
     if not row.file_name or not path.is_file():
         raise ModelFileRefused(f"the file of model {row.name!r} v{row.version} is missing; train it again")
     payload = path.read_bytes()
     if hashlib.sha256(payload).hexdigest() != row.sha256:
         raise ModelFileRefused(f"the file of model {row.name!r} v{row.version} changed since it was trained; refused")
-    named = set(skops.io.get_untrusted_types(data=payload))
+    named = set(skops.get_untrusted_types(data=payload))
     if named - TRUSTED_TYPES:
         raise ModelFileRefused(
             f"the file of model {row.name!r} v{row.version} holds types outside the allow-list "
             f"({', '.join(sorted(named - TRUSTED_TYPES))}); refused"
         )
-    return skops.io.loads(payload, trusted=sorted(named))
+    return skops.loads(payload, trusted=sorted(named))
 
 
 def _progress(model_id: int, percent: float, stage: str) -> None:
