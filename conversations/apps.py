@@ -14,7 +14,7 @@ class ConversationsConfig(AppConfig):
         from conversations.usage import UsageLogLedger
         from conversations.working_set import StoredWorkingSets
         from eunice import drain
-        from registry import conversation_records, gate, surface, usage
+        from registry import conversation_records, gate, schedules, surface, usage
 
         # The registry reads working sets, and the layers below read conversations, only through these ports.
         surface.working_sets.install(StoredWorkingSets())
@@ -25,3 +25,6 @@ class ConversationsConfig(AppConfig):
         usage.ledger.install(UsageLogLedger())
         # A turn the server's stop cancelled is closed as interrupted (docs/operations.md).
         drain.on_interrupted(close_running_turn)
+        # A turn whose server died on another host is closed, and its open pages told, within
+        # a minute or two (EUNICE_TURN_STALE_SECONDS, then the sweep): docs/operations.md.
+        schedules.register("close dead turns", "conversations.cancels.sweep_dead_turns", minutes=1)

@@ -7,7 +7,8 @@ cancels what it runs of that conversation. A process that misses the message
 (Redis down) still stops the turn at its next step: ``request_cancel`` raised
 the conversation's flag in the database, which the loop reads between steps.
 A process that is gone (killed, on any host) reads neither: a cancel closes its
-turn as interrupted, and the conversation's pages are told (``close_if_gone``).
+turn as interrupted, and the conversation's pages are told (``close_if_gone``); so
+does a sweep every minute, cancel or not (``sweep_dead_turns``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from conversations.display import tell_pages
 from conversations.models import Conversation
 from conversations.state import cancel_running, cancel_tool_call, request_cancel
 from conversations.timeline import INTERRUPTED
-from conversations.turn_reservations import close_if_dead
+from conversations.turn_reservations import close_dead_turns, close_if_dead
 from eunice import bus
 
 CANCEL_TURN = "conversations.cancel_turn"
@@ -46,9 +47,24 @@ def close_if_gone(conversation_id: str) -> bool:
     it did."""
     if not close_if_dead(conversation_id):
         return False
+    _tell_ended(conversation_id)
+    return True
+
+
+def sweep_dead_turns() -> int:
+    """Close every turn whose process is gone and tell each one's pages that it ended; how
+    many. A django-q2 schedule runs it every minute (``registry.schedules``): a page left
+    open on a turn whose server died on another host is not otherwise told, and shows the
+    turn running, with Send disabled, until someone cancels or reloads."""
+    closed = close_dead_turns()
+    for conversation_id in closed:
+        _tell_ended(conversation_id)
+    return len(closed)
+
+
+def _tell_ended(conversation_id: str) -> None:
     ended = {"type": "done", "stop_reason": "interrupted", "notice": INTERRUPTED}
     async_to_sync(tell_pages)(conversation_id, get_channel_layer(), ended)
-    return True
 
 
 def tell_others(conversation_id: str, tool_use_id: str | None = None) -> None:

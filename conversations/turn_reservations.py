@@ -12,7 +12,8 @@ drawn at start-up) that beats its heartbeat while the turn lasts. A turn
 whose process is gone (a pid no longer running on this host, a token of an
 earlier process with this pid, or a heartbeat older than
 ``EUNICE_TURN_STALE_SECONDS``) is dead: the next message on the conversation,
-or the server's start-up (``close_dead_turns``), closes it as *interrupted*.
+a page drawn or a cancel (``close_if_dead``), the server's start-up, or the
+sweep every minute (``close_dead_turns``) closes it as *interrupted*.
 Closing keeps what the turn recorded: its events become its effects, so
 replay rebuilds it like any other, and an ``interrupted`` event says why.
 """
@@ -341,13 +342,13 @@ def close_if_dead(conversation_id: str) -> bool:
     return record is not None and not is_alive(record) and close_dead_turn(record, GONE)
 
 
-def close_dead_turns() -> int:
-    """Close every running turn whose process is gone (the server's start-up); how many."""
-    closed = 0
-    for record in TurnRecord.objects.filter(status=TurnRecord.Status.RUNNING):
-        if not is_alive(record) and close_dead_turn(record, GONE):
-            closed += 1
-    return closed
+def close_dead_turns() -> list[str]:
+    """Close every running turn whose process is gone (the server's start-up, and a sweep
+    every minute: ``cancels.sweep_dead_turns``); the ids of their conversations."""
+    running = TurnRecord.objects.filter(status=TurnRecord.Status.RUNNING).only(
+        "conversation_id", "turn", "owner", "heartbeat_at"
+    )
+    return [record.conversation_id for record in running if not is_alive(record) and close_dead_turn(record, GONE)]
 
 
 def close_dead_turns_at_start_up() -> None:
@@ -371,4 +372,4 @@ def _close_dead_turns_logged() -> None:
     finally:
         connection.close()
     if closed:
-        logger.warning("closed %d turn(s) a stopped server left running", closed)
+        logger.warning("closed %d turn(s) a stopped server left running", len(closed))

@@ -198,6 +198,51 @@ def test_cancelling_a_turn_whose_server_died_closes_it_and_tells_the_page(conver
     ]
 
 
+def test_the_minute_sweep_closes_a_turn_whose_server_died_elsewhere_and_its_open_page_hears_it(conversation, user):
+    from conversations.cancels import sweep_dead_turns
+
+    killed_turn(conversation, "plan my trip", [("text_delta", {"text": "Let me look at trains."})], elsewhere=True)
+    beating = Conversation.objects.create(tenant_id=conversation.tenant_id, user=user, title="beating")
+    TurnRecord.objects.create(  # run on another host, whose heartbeat is fresh
+        conversation=beating, turn=1, status="running", owner="another-host:77:live", heartbeat_at=timezone.now()
+    )
+
+    async def sweep_while_both_pages_are_open():
+        dead_page = socket(conversation.pk, await sync_to_async(cookie_for)(user))
+        live_page = socket(beating.pk, await sync_to_async(cookie_for)(user))
+        await dead_page.connect()
+        await live_page.connect()
+        swept = await sync_to_async(sweep_dead_turns, thread_sensitive=False)()  # as a django-q2 worker runs it
+        chunks = await receive_until_done(dead_page)
+        live_heard_nothing = await live_page.receive_nothing(timeout=0.5)
+        await dead_page.disconnect()
+        await live_page.disconnect()
+        return swept, chunks, live_heard_nothing
+
+    swept, chunks, live_heard_nothing = async_to_sync(sweep_while_both_pages_are_open)()
+    assert swept == 1
+    assert [(c["type"], c.get("stop_reason")) for c in chunks] == [("done", "interrupted")]
+    assert live_heard_nothing
+    assert TurnRecord.objects.get(conversation=conversation, turn=1).status == "interrupted"
+    assert TurnRecord.objects.get(conversation=beating, turn=1).status == "running"
+    assert list(ChatMessage.objects.filter(role="assistant").values_list("text", flat=True)) == [
+        "Let me look at trains."
+    ]
+
+
+def test_seed_tools_schedules_the_sweep_every_minute():
+    from django.utils.module_loading import import_string
+    from django_q.models import Schedule
+
+    from conversations.cancels import sweep_dead_turns
+
+    call_command("seed_tools", verbosity=0)
+
+    schedule = Schedule.objects.get(name="close dead turns")
+    assert (schedule.schedule_type, schedule.minutes) == (Schedule.MINUTES, 1)
+    assert import_string(schedule.func) is sweep_dead_turns
+
+
 def test_a_rest_cancel_closes_a_turn_whose_server_died_and_the_open_page_hears_it(conversation, user, api):
     killed_turn(conversation, "plan my trip", [], elsewhere=True)
 
@@ -234,7 +279,7 @@ def test_start_up_closes_the_turns_of_dead_processes_and_leaves_running_ones(con
             conversation=third, turn=1, status="running", owner=f"{HOST}:{alive.pid}:live", heartbeat_at=timezone.now()
         )
 
-        assert close_dead_turns() == 2
+        assert sorted(close_dead_turns()) == sorted([conversation.pk, other.pk])
     finally:
         alive.kill()
         alive.wait()
