@@ -48,3 +48,19 @@ def test_the_chat_page_loads_it_and_allows_no_eval(client, django_user_model):
     page = client.get(f"/c/{conversation.pk}/")
     assert f'<script src="{chart_script.url()}"></script>' in page.content.decode()
     assert "'unsafe-eval'" not in page["Content-Security-Policy"]
+
+
+def test_the_servers_preload_builds_it_so_no_chart_page_waits_for_the_build(settings, tmp_path):
+    from eunice import preload
+
+    settings.VAR_DIR = tmp_path  # a fresh install: no script built yet
+    chart_script.script.cache_clear()
+    try:
+        preload._chart_script()  # as the server runs it (eunice.preload.STEPS)
+
+        built = tmp_path / "assets" / f"charts-{chart_script.version_tag()}.js"
+        assert built.is_file() and built.read_bytes().startswith(b"(function () {\n")
+        assert chart_script.script.cache_info().currsize == 1  # and held, gzipped, for the first page
+        assert preload._chart_script in preload.STEPS
+    finally:
+        chart_script.script.cache_clear()
