@@ -468,6 +468,8 @@ EUNICE_APPROVAL_TTL_SECONDS = env_int("EUNICE_APPROVAL_TTL_SECONDS", 24 * 3600, 
 # Knowledge tools (tools/corpora.py, tools/documents.py, tools/web.py).
 # Every tenant's files live under EUNICE_FILES_DIR (eunice.tenant_files).
 EUNICE_FILES_DIR = Path(env_str("EUNICE_FILES_DIR", str(VAR_DIR / "files")))
+# predict / explain_prediction: the trained pipelines a process keeps loaded, by their files' size.
+EUNICE_MODEL_CACHE_MB = env_int("EUNICE_MODEL_CACHE_MB", 256, minimum=0)
 # fetch_url: the largest body read and the seconds a whole fetch may take.
 WEB_FETCH_MAX_BYTES = env_int("EUNICE_FETCH_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
 WEB_FETCH_TIMEOUT_SECONDS = env_float("EUNICE_FETCH_TIMEOUT", 15.0, minimum=0.1)

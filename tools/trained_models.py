@@ -18,8 +18,11 @@ import hashlib
 import json
 import logging
 import os
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -178,21 +181,70 @@ def _store(row: TrainedModel, fitted: Pipeline) -> tuple[str, str]:
 
 
 def load_pipeline(row: TrainedModel) -> Pipeline:
-    """The fitted pipeline of a ready model. Raises ModelFileRefused (missing, changed, untrusted types)."""
-    skops = skops_io()
+    """The fitted pipeline of a ready model. Raises ModelFileRefused (missing, changed, untrusted types).
+
+    A pipeline loaded and verified once is kept in this process (``_loaded``), under
+    its file and the digest the row names: a random forest's file is tens of
+    megabytes, and reading, hashing and building it took 200 ms a call. A new
+    version has a new file and digest, so it is read and checked afresh."""
     path = catalog_dir(row.tenant_id, "models") / row.file_name
+    key = (str(path), row.sha256)
+    kept = _loaded.get(key)
+    if kept is not None:
+        return kept
     if not row.file_name or not path.is_file():
         raise ModelFileRefused(f"the file of model {row.name!r} v{row.version} is missing; train it again")
     payload = path.read_bytes()
     if hashlib.sha256(payload).hexdigest() != row.sha256:
         raise ModelFileRefused(f"the file of model {row.name!r} v{row.version} changed since it was trained; refused")
+    skops = skops_io()
     named = set(skops.get_untrusted_types(data=payload))
     if named - TRUSTED_TYPES:
         raise ModelFileRefused(
             f"the file of model {row.name!r} v{row.version} holds types outside the allow-list "
             f"({', '.join(sorted(named - TRUSTED_TYPES))}); refused"
         )
-    return skops.loads(payload, trusted=sorted(named))
+    pipeline = skops.loads(payload, trusted=sorted(named))
+    _loaded.put(key, pipeline, len(payload))
+    return pipeline
+
+
+class _Kept:
+    """The pipelines most recently loaded, up to ``EUNICE_MODEL_CACHE_MB`` of their files
+    together (the least recently used go first; a file larger than that is not kept).
+    Shared by the tool workers' threads: a fitted pipeline is only read when it predicts."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[str, str], tuple[Pipeline, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> Pipeline | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: tuple[str, str], pipeline: Pipeline, size: int) -> None:
+        budget = settings.EUNICE_MODEL_CACHE_MB * 1024 * 1024
+        with self._lock:
+            if size > budget or key in self._entries:
+                return
+            self._entries[key] = (pipeline, size)
+            self._bytes += size
+            while self._bytes > budget:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_loaded = _Kept()
 
 
 def _progress(model_id: int, percent: float, stage: str) -> None:

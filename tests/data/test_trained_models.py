@@ -245,6 +245,45 @@ def test_a_model_file_naming_an_untrusted_type_is_refused_even_with_its_hash(boo
     assert result.error and "outside the allow-list" in result.content and "posix.system" in result.content
 
 
+def test_a_model_file_is_read_and_checked_once_then_its_pipeline_is_kept_until_a_new_version(books, train):
+    from tools.trained_models import load_pipeline
+
+    books.save("diabetes", bundled(load_diabetes), source="upload")
+    first = train(dataset="diabetes", target="target", algorithm="linear", name="progression")
+
+    loaded = load_pipeline(first)
+
+    assert load_pipeline(first) is loaded
+    second = train(dataset="diabetes", target="target", algorithm="linear", name="progression")
+    assert second.version == 2 and load_pipeline(second) is not loaded
+
+
+def test_with_no_room_no_pipeline_is_kept(books, train, settings):
+    from tools.trained_models import load_pipeline
+
+    settings.EUNICE_MODEL_CACHE_MB = 0
+    books.save("diabetes", bundled(load_diabetes), source="upload")
+    model = train(dataset="diabetes", target="target", algorithm="linear", name="progression")
+    assert load_pipeline(model) is not load_pipeline(model)
+
+
+def test_the_least_recently_used_pipelines_go_first_once_their_files_pass_the_budget(settings):
+    from tools.trained_models import _Kept
+
+    settings.EUNICE_MODEL_CACHE_MB = 2
+    kept, megabyte = _Kept(), 1024 * 1024
+    a, b, c = object(), object(), object()
+    kept.put(("a", "1"), a, megabyte)
+    kept.put(("b", "1"), b, megabyte)
+    assert kept.get(("a", "1")) is a  # a is now the more recently used
+
+    kept.put(("c", "1"), c, megabyte)
+
+    assert (kept.get(("a", "1")), kept.get(("b", "1")), kept.get(("c", "1"))) == (a, None, c)
+    kept.put(("huge", "1"), object(), 3 * megabyte)  # larger than the whole budget: not kept
+    assert kept.get(("huge", "1")) is None and kept.get(("a", "1")) is a
+
+
 def test_another_tenants_models_are_not_found(books, train, in_conversation, call):
     books.save("diabetes", bundled(load_diabetes), source="upload")
     train(dataset="diabetes", target="target", algorithm="linear", name="progression")
