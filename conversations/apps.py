@@ -27,4 +27,4 @@ class ConversationsConfig(AppConfig):
         drain.on_interrupted(close_running_turn)
         # A turn whose server died on another host is closed, and its open pages told, within
         # a minute or two (EUNICE_TURN_STALE_SECONDS, then the sweep): docs/operations.md.
-        schedules.register("close dead turns", "conversations.cancels.sweep_dead_turns", minutes=1)
+        schedules.register("close dead turns", "conversations.cancels.sweep_dead_turns", minutes=1, keep_results=False)

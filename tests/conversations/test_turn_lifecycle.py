@@ -230,17 +230,24 @@ def test_the_minute_sweep_closes_a_turn_whose_server_died_elsewhere_and_its_open
     ]
 
 
-def test_seed_tools_schedules_the_sweep_every_minute():
-    from django.utils.module_loading import import_string
-    from django_q.models import Schedule
-
-    from conversations.cancels import sweep_dead_turns
+def test_the_sweep_runs_every_minute_from_its_schedule_and_leaves_no_result_row(conversation, monkeypatch):
+    from django_q.conf import Conf
+    from django_q.models import Schedule, Success
+    from django_q.scheduler import scheduler
 
     call_command("seed_tools", verbosity=0)
+    sweep = Schedule.objects.get(name="close dead turns")
+    assert (sweep.schedule_type, sweep.minutes) == (Schedule.MINUTES, 1)
+    Schedule.objects.exclude(pk=sweep.pk).delete()
+    Schedule.objects.filter(pk=sweep.pk).update(next_run=timezone.now() - timedelta(seconds=1))
+    killed_turn(conversation, "plan my trip", [], elsewhere=True)
+    monkeypatch.setattr(Conf, "SYNC", True)  # the task the scheduler makes runs here, as a worker runs it
 
-    schedule = Schedule.objects.get(name="close dead turns")
-    assert (schedule.schedule_type, schedule.minutes) == (Schedule.MINUTES, 1)
-    assert import_string(schedule.func) is sweep_dead_turns
+    scheduler()
+
+    assert TurnRecord.objects.get(conversation=conversation, turn=1).status == "interrupted"
+    assert not Success.objects.filter(func=sweep.func).exists()  # a row a minute would crowd out the others
+    assert Schedule.objects.get(pk=sweep.pk).next_run > timezone.now()
 
 
 def test_a_rest_cancel_closes_a_turn_whose_server_died_and_the_open_page_hears_it(conversation, user, api):
