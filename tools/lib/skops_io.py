@@ -20,6 +20,7 @@ is left as it was.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from types import ModuleType
@@ -42,7 +43,8 @@ def skops_io() -> ModuleType:
                 _module = skops.io
             finally:
                 for ufunc in named:
-                    del ufunc.__module__
+                    with contextlib.suppress(AttributeError, TypeError):
+                        del ufunc.__module__
     return _module
 
 
@@ -63,7 +65,11 @@ def _name_scipy_ufuncs() -> list:
         if not isinstance(ufunc, np.ufunc) or getattr(ufunc, "__module__", None) is not None:
             continue
         home = next((m.__name__ for m in homes if getattr(m, ufunc.__name__, None) is ufunc), None)
-        if home is not None:
+        if home is None:
+            continue
+        try:
             ufunc.__module__ = home
-            named.append(ufunc)
+        except (AttributeError, TypeError):  # a NumPy whose ufuncs take no such attribute: skops searches
+            continue
+        named.append(ufunc)
     return named
