@@ -128,6 +128,18 @@ def call(registry):
 
 
 @pytest.fixture
+def approval_rules_kept_fresh(monkeypatch):
+    """The approval rules read once and then kept for the test. A call is prepared on its
+    event loop only while the rules are fresh: every ``REFRESH_SECONDS`` (2 s) one call
+    goes to a database thread to read them again, by design. A test that counts database
+    trips over several calls would otherwise count that read on a loaded machine."""
+    from registry import approval_rules
+
+    monkeypatch.setattr(approval_rules, "REFRESH_SECONDS", 3600.0)
+    approval_rules.forget()  # the next call off the loop reads them, to be kept an hour
+
+
+@pytest.fixture
 def otel(monkeypatch):
     """Telemetry on, into the SDK's in-memory exporters (tests/telemetry.py), content
     capture off. The process's global providers are left alone."""

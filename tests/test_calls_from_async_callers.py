@@ -43,7 +43,9 @@ def after_the_worker(returned: threading.Event) -> None:
     time.sleep(0.3)
 
 
-def test_a_sync_tool_called_from_a_coroutine_needs_no_database_thread(registry, make_tool, monkeypatch):
+def test_a_sync_tool_called_from_a_coroutine_needs_no_database_thread(
+    registry, make_tool, monkeypatch, approval_rules_kept_fresh
+):
     threads = []
 
     def add(inputs, ctx):
@@ -53,7 +55,7 @@ def test_a_sync_tool_called_from_a_coroutine_needs_no_database_thread(registry, 
     make_tool("add", add, input_schema=ADD)
 
     async def calls():
-        first = await registry.aexecute_tool("add", {"a": 1, "b": 1}, context())  # reads the definitions
+        first = await registry.aexecute_tool("add", {"a": 1, "b": 1}, context())  # reads the definitions and rules
         trips = []
         real = aio.in_db_thread
         monkeypatch.setattr(aio, "in_db_thread", lambda func: trips.append(func) or real(func))

@@ -66,9 +66,11 @@ def counted_threads(monkeypatch):
     return steps
 
 
-def test_a_call_takes_no_db_thread_and_no_worker_thread_and_is_logged(manager, registry, turn_loop, counted_threads):
+def test_a_call_takes_no_db_thread_and_no_worker_thread_and_is_logged(
+    manager, registry, turn_loop, counted_threads, approval_rules_kept_fresh
+):
     connect(manager)
-    assert text(awaited(registry, turn_loop, mcp("add"), a=1, b=1)) == "2"  # loads the definitions
+    assert text(awaited(registry, turn_loop, mcp("add"), a=1, b=1)) == "2"  # loads the definitions and the rules
     writer().flush()
     before = ToolExecutionLog.objects.filter(tool_name=mcp("add")).count()
     counted_threads.clear()
