@@ -964,20 +964,26 @@
   // MCP prompts as slash commands: typing "/" lists the prompts of the tenant's servers
   // (/server:prompt); choosing one asks for its arguments, and its messages go into the
   // composer for the person to read, change and send.
-  const commands = { list: null, box: null };
+  // `asked` counts what the person did here (typed, chose, opened the resources): a list
+  // that arrives after they moved on is dropped, never drawn over what they are filling in.
+  const commands = { loading: null, box: null, asked: 0 };
   function csrf() { return document.querySelector("input[name=csrfmiddlewaretoken]").value; }
-  function loadPrompts() {
-    if (commands.list) return Promise.resolve(commands.list);
-    return fetch("/api/mcp/prompts/", { credentials: "same-origin" })
-      .then((r) => (r.ok ? r.json() : { prompts: [] }))
-      .then((data) => { commands.list = data.prompts || []; return commands.list; })
-      .catch(() => []);
+  function loadPrompts() {  // one request for the page, shared by every keystroke meanwhile
+    if (!commands.loading) {
+      commands.loading = fetch("/api/mcp/prompts/", { credentials: "same-origin" })
+        .then((r) => (r.ok ? r.json() : { prompts: [] }))
+        .then((data) => data.prompts || [])
+        .catch(() => { commands.loading = null; return []; });  // asked again at the next "/"
+    }
+    return commands.loading;
   }
   function closeCommands() { if (commands.box) { commands.box.remove(); commands.box = null; } }
   function offerCommands() {
     const typed = prompt.value;
+    const asked = ++commands.asked;
     if (!typed.startsWith("/") || /\s/.test(typed)) { closeCommands(); return; }
     loadPrompts().then((list) => {
+      if (asked !== commands.asked) return;
       const matching = list.filter((p) => p.command.startsWith(typed) || p.name.startsWith(typed.slice(1)));
       closeCommands();
       if (!matching.length || prompt.value !== typed) return;
@@ -995,6 +1001,7 @@
     });
   }
   function choosePrompt(p) {
+    commands.asked += 1;
     closeCommands();
     if (!p.arguments.length) { insertPrompt(p, {}, null); return; }
     const box = el("form", "prompt-arguments");
@@ -1048,10 +1055,13 @@
   // A resource of the tenant's MCP servers attached to the message: listed, then read as
   // delimited text appended to the composer (the person sees and sends exactly that).
   document.getElementById("attach-resource").addEventListener("click", () => {
+    const asked = ++commands.asked;
     closeCommands();
     fetch("/api/mcp/resources/", { credentials: "same-origin" })
       .then((r) => (r.ok ? r.json() : { resources: [] }))
       .then((data) => {
+        if (asked !== commands.asked) return;
+        closeCommands();
         const box = el("ul", "prompt-commands resource-list");
         box.setAttribute("aria-label", "Resources of your MCP servers");
         const resources = data.resources || [];

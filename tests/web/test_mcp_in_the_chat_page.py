@@ -60,9 +60,25 @@ def test_a_prompt_and_a_resource_fill_the_composer_and_the_person_answers_the_fo
     page = browser_page
     sign_in(page, server)
     open_conversation(page, server, conversation)
+    # The prompts' list is asked for as the person types: a list that arrives after they
+    # chose a prompt (a slow answer to an earlier keystroke) must not take its form away.
+    asked = []  # every request for the list; all but the first are held until the choice
+
+    def hold_all_but_the_first(route):
+        asked.append(route)
+        if len(asked) == 1:
+            route.continue_()
+
+    page.route("**/api/mcp/prompts/", hold_all_but_the_first)
     page.fill("#prompt", "/dem")
-    page.dispatch_event("#prompt", "input")
+    page.dispatch_event("#prompt", "input")  # a second keystroke while the list loads
     page.click(".prompt-commands >> text=/demo:review")
+    page.wait_for_selector("form.prompt-arguments")
+    for route in asked[1:]:
+        with page.expect_response("**/api/mcp/prompts/"):
+            route.continue_()
+        page.wait_for_timeout(300)  # the page's own handling of that answer
+    assert page.locator("form.prompt-arguments").count() == 1
     page.locator("form.prompt-arguments").get_by_label("code (required)").fill("x = 1")
     page.click("form.prompt-arguments button[type=submit]")
     page.wait_for_function("() => document.querySelector('#prompt').value.includes('x = 1')")
