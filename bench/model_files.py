@@ -37,8 +37,7 @@ from registry.context import ToolContext
 from registry.registry import get_registry
 context = ToolContext(tenant_id="bench", conversation_id={conversation!r})
 inputs = {{"model": "progression", "dataset": "diabetes", "row_index": 3}}
-modules = len(sys.modules)
-figures = {{"modules": modules}}
+figures = {{"modules": len(sys.modules)}}
 for call in ("first", "second"):
     wall, cpu = time.monotonic(), time.process_time()
     result = get_registry().execute_tool("explain_prediction", inputs, context)

@@ -238,11 +238,6 @@ class _Kept:
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._bytes -= dropped
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
 
 _loaded = _Kept()
 
